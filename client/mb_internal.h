@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mb_internal.h - what the library's modules share with each other (not
+ * installed).  Implemented in client/client.c; used by client/slab.c.
+ */
+#pragma once
+
+#include <stdint.h>
+#include "membroker.h"
+#include "mb_stats_abi.h"
+
+/* The CPU slot the caller runs on (rseq cpu_id, sched_getcpu() fallback),
+ * always < mb_client_ncpus(). */
+unsigned mb_client_cpu(const mb_client *c);
+unsigned mb_client_ncpus(const mb_client *c);
+
+/* Add @delta to @item in the caller's CPU slot of the stats region; safe
+ * against other threads of the process. */
+void mb_client_stat_add(mb_client *c, enum mb_stat_item item, int64_t delta);
+
+/* Set the thread's mb_last_error() message. */
+void mb_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -1,0 +1,1 @@
+# slab caches (client/slab.c), added to libmembroker

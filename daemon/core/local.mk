@@ -1,0 +1,16 @@
+# The accounting core: pure C, no libevent, no sd-bus, no sockets.
+noinst_LTLIBRARIES += daemon/core/libmbcore.la
+daemon_core_libmbcore_la_SOURCES = \
+	%reldir%/page_counter.c %reldir%/page_counter.h \
+	%reldir%/protection.c %reldir%/protection.h \
+	%reldir%/high_delay.c %reldir%/high_delay.h \
+	%reldir%/rstat.c %reldir%/rstat.h \
+	%reldir%/tenant.c %reldir%/tenant.h \
+	%reldir%/config.c %reldir%/config.h
+daemon_core_libmbcore_la_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
+daemon_core_libmbcore_la_LIBADD = $(INIH_LIBS)
+
+# The unpadded page_counter layout, for the counter-layout benchmark (seed 000).
+noinst_LTLIBRARIES += daemon/core/libmbcore-unpadded.la
+daemon_core_libmbcore_unpadded_la_SOURCES = %reldir%/page_counter.c
+daemon_core_libmbcore_unpadded_la_CFLAGS = $(AM_CFLAGS) -DPAGE_COUNTER_UNPADDED

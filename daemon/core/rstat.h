@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rstat.h - lazily flushed, hierarchical activity statistics.
+ *
+ * Modelled on the kernel's kernel/cgroup/rstat.c and the memcg users of it
+ * (mem_cgroup_css_rstat_flush(), memcg_rstat_updated(),
+ * mem_cgroup_flush_stats()):
+ *
+ *  - Writers count into per-CPU slots (struct mb_stat_slot, common/
+ *    mb_stats_abi.h).  A node may have several *sources* of slots: one per
+ *    connected client (its shared stats region) and one for the daemon's own
+ *    counters.  Sources are attached/detached by the daemon.
+ *  - rstat_updated() is cgroup_rstat_updated(): it links the node (and the
+ *    ancestors that are not linked yet) into the "updated" tree, so a flush
+ *    visits only updated nodes.  It also adds to a pending-updates count that
+ *    propagates to every ancestor (memcg_rstat_updated()'s stats_updates,
+ *    seed 004), so a reader can ask rstat_needs_flush() without walking.
+ *  - rstat_flush(node) is cgroup_rstat_flush() for a subtree: it pops the
+ *    updated subtree of @node in post-order, folds every source slot whose
+ *    `updates` moved since the last fold (delta against the last folded
+ *    value), adds the delta to the node's local value, adds it plus the
+ *    pending deltas from children to the hierarchical value, and pushes the
+ *    sum to the parent's pending deltas (mem_cgroup_css_rstat_flush()).
+ *    Local (non-hierarchical) values are maintained counters (seed 001), so
+ *    reading them never sums per-CPU slots.
+ *  - rstat_poll_source() lets the daemon notice that a client wrote its
+ *    region (sum of slot `updates` moved) and mark the node updated; it costs
+ *    O(slots) per source and nothing per tenant without clients.
+ *
+ * Threading: the updated tree, pending counts and values are owned by one
+ * thread (the daemon's main loop).  Slots may be written concurrently by
+ * other threads and processes; see mb_stats_abi.h for the slot protocol.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "mb_stats_abi.h"
+
+struct rstat_source {
+        struct mb_stat_slot *slots; /* nslots slots, not owned */
+        unsigned nslots;
+        int64_t *last;          /* nslots * _MB_STAT_NR last folded values */
+        uint64_t *last_updates; /* nslots: slot.updates at the last fold */
+        uint64_t seen_updates;  /* sum of slot.updates at the last poll */
+        struct rstat_source *next;
+};
+
+struct rstat_node {
+        struct rstat_node *parent;
+        struct rstat_source *sources;
+
+        int64_t value[_MB_STAT_NR];   /* hierarchical */
+        int64_t local[_MB_STAT_NR];   /* this node only */
+        int64_t pending[_MB_STAT_NR]; /* flushed from children, not yet folded here */
+
+        /* Updated tree (cgroup_rstat_cpu's updated_children/updated_next,
+         * but one tree, not one per CPU: slots are folded per source). */
+        struct rstat_node *updated_children; /* list of updated children */
+        struct rstat_node *updated_next;     /* NULL: not on parent's list */
+
+        uint64_t stats_updates; /* pending updates in this subtree */
+};
+
+struct rstat_tree {
+        uint64_t flush_threshold; /* rstat_needs_flush() above this; default
+                                   * MEMCG_CHARGE_BATCH * ncpus */
+        uint64_t flushes;         /* rstat_flush() calls that did work */
+        uint64_t flushed_nodes;   /* nodes visited by flushes, cumulative */
+};
+
+void rstat_tree_init(struct rstat_tree *tree, unsigned ncpus);
+
+/* Initialise a node under @parent (NULL for the root). */
+void rstat_node_init(struct rstat_node *node, struct rstat_node *parent);
+
+/* Detach from the updated tree, fold and drop all sources (their gauges are
+ * left as they were folded); the node must have no children linked. */
+void rstat_node_destroy(struct rstat_tree *tree, struct rstat_node *node);
+
+/* Attach a source of @nslots slots at @slots.  Returns 0 or -ENOMEM. */
+int rstat_source_attach(struct rstat_node *node, struct mb_stat_slot *slots, unsigned nslots,
+                        struct rstat_source **ret);
+
+/* Fold @src a last time and detach it.  With @retire_gauges, the gauge items
+ * (pages, stock, slab_*) it contributed are subtracted (the writer is gone,
+ * its memory was returned), counters (pgalloc, ...) stay.  Frees @src. */
+void rstat_source_detach(struct rstat_tree *tree, struct rstat_node *node, struct rstat_source *src,
+                         bool retire_gauges);
+
+/* cgroup_rstat_updated() + memcg_rstat_updated(): mark @node updated with
+ * @nr_updates pending updates. */
+void rstat_updated(struct rstat_tree *tree, struct rstat_node *node, uint64_t nr_updates);
+
+/* Notice writes to @src since the last poll; marks @node updated when there
+ * were any.  Returns the number of new updates. */
+uint64_t rstat_poll_source(struct rstat_tree *tree, struct rstat_node *node,
+                           struct rstat_source *src);
+
+/* memcg_vmstats_needs_flush(): more than tree->flush_threshold updates are
+ * pending in @node's subtree. */
+bool rstat_needs_flush(const struct rstat_tree *tree, const struct rstat_node *node);
+
+/* cgroup_rstat_flush(): flush the updated part of @node's subtree.  Returns
+ * the number of nodes visited (0 when nothing was updated). */
+uint64_t rstat_flush(struct rstat_tree *tree, struct rstat_node *node);
+
+/* Flush only when rstat_needs_flush() (mem_cgroup_flush_stats()). */
+uint64_t rstat_flush_if_needed(struct rstat_tree *tree, struct rstat_node *node);

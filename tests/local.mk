@@ -1,0 +1,17 @@
+# Tests.  Unit tests use Check; integration tests run the real daemon, a real
+# private dbus-daemon and busctl.  Each area keeps its own fragment.
+TEST_EXTENSIONS = .sh
+SH_LOG_COMPILER = $(SHELL)
+AM_TESTS_ENVIRONMENT = \
+	top_builddir='$(abs_top_builddir)'; export top_builddir; \
+	top_srcdir='$(abs_top_srcdir)'; export top_srcdir; \
+	BUSCTL='$(BUSCTL)'; export BUSCTL; DBUS_DAEMON='$(DBUS_DAEMON)'; export DBUS_DAEMON;
+TESTS_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+TESTS_LIBS = $(CHECK_LIBS)
+EXTRA_DIST += %reldir%/lib.sh
+include tests/core-counters.mk
+include tests/core-stats.mk
+include tests/broker.mk
+include tests/client.mk
+include tests/bus.mk
+include tests/slab.mk

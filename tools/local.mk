@@ -1,0 +1,1 @@
+# membrokerctl (owned by the D-Bus work)
