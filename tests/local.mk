@@ -15,3 +15,4 @@ include tests/broker.mk
 include tests/client.mk
 include tests/bus.mk
 include tests/slab.mk
+include tests/bench.mk
