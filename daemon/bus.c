@@ -1,11 +1,439 @@
 /* SPDX-License-Identifier: MIT */
-/* Placeholder until the D-Bus work lands: the daemon runs without a bus. */
+/*
+ * bus.c - the bus connection of membrokerd: connect, register the objects,
+ * request org.membroker1, and drive sd-bus from the manager's libevent loop.
+ *
+ * Loop integration: one libevent event watches sd_bus_get_fd() for the
+ * events sd_bus_get_events() asks for, one timer fires at
+ * sd_bus_get_timeout().  Both call sd_bus_process() until it has nothing
+ * left to do (at most BUS_PROCESS_BATCH messages in one go, so that a busy
+ * bus cannot starve the broker's other events) and then re-arm both from
+ * sd-bus' new wishes.  Anything that queues messages outside
+ * sd_bus_process() (signals, asynchronous replies) calls bus_kick().  There
+ * is no second loop and no thread: the connection belongs to the main thread.
+ *
+ * When the bus connection is lost the broker goes on serving its clients;
+ * only the D-Bus API is gone (logged).
+ */
 #include <errno.h>
-#include "bus.h"
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
 
-int bus_setup(struct manager *m) { (void) m; return -EOPNOTSUPP; }
-void bus_free(struct manager *m) { (void) m; }
-void bus_emit_memory_event(struct manager *m, const char *p, enum mb_event e, uint64_t c) { (void) m; (void) p; (void) e; (void) c; }
-void bus_emit_limits_changed(struct manager *m, struct tenant *t) { (void) m; (void) t; }
-void bus_emit_tenant_added(struct manager *m, struct tenant *t) { (void) m; (void) t; }
-void bus_emit_tenant_removed(struct manager *m, const char *p) { (void) m; (void) p; }
+#include <event2/event.h>
+#include <systemd/sd-bus.h>
+
+#include "bus-internal.h"
+#include "bus.h"
+#include "macros.h"
+
+#define BUS_PROCESS_BATCH 64
+
+static const sd_bus_error_map bus_error_map[] = {
+        SD_BUS_ERROR_MAP(BUS_ERROR_NO_SUCH_TENANT, ENOENT),
+        SD_BUS_ERROR_MAP(BUS_ERROR_TENANT_EXISTS, EEXIST),
+        SD_BUS_ERROR_MAP(BUS_ERROR_BUSY, EBUSY),
+        SD_BUS_ERROR_MAP(BUS_ERROR_BAD_CONFIG, EINVAL),
+        SD_BUS_ERROR_MAP(BUS_ERROR_LIMIT, ERANGE),
+        SD_BUS_ERROR_MAP_END,
+};
+
+/* sd-bus has no per-connection userdata; the daemon has one connection. */
+static struct manager *bus_owner;
+
+void bus_log(int level, const char *fmt, ...) {
+        va_list ap;
+        char buf[1024];
+
+        va_start(ap, fmt);
+        vsnprintf(buf, sizeof buf, fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "%sbus: %s\n", level <= LOG_ERR ? "error: " : level <= LOG_WARNING ? "warning: " : "",
+                buf);
+}
+
+struct manager *bus_manager(sd_bus *bus) {
+        (void) bus;
+        return bus_owner;
+}
+
+void bus_tree_unlockp(struct manager **m) {
+        if (*m)
+                pthread_rwlock_unlock(&(*m)->tree_lock);
+}
+
+void bus_stats_unlockp(struct manager **m) {
+        if (*m)
+                pthread_mutex_unlock(&(*m)->stats_lock);
+}
+
+static bool bus_is_up(struct manager *m) {
+        return m && m->bus && m->bus->bus && sd_bus_is_open(m->bus->bus) > 0;
+}
+
+static void bus_dispatch(evutil_socket_t fd, short what, void *userdata);
+
+/* Stop watching the connection (lost, or shutting down). */
+static void bus_unhook(struct bus_state *s) {
+        if (s->io) {
+                event_free(s->io);
+                s->io = NULL;
+        }
+        if (s->timer) {
+                event_free(s->timer);
+                s->timer = NULL;
+        }
+        s->io_added = false;
+}
+
+static void bus_lost(struct manager *m, int r) {
+        bus_log(LOG_ERR, "lost the bus connection (%s); the D-Bus API is gone, clients are still served",
+                strerror(-r));
+        bus_unhook(m->bus);
+        sd_bus_close(m->bus->bus);
+}
+
+/* Re-arm the fd event and the timer from sd-bus' current wishes. */
+static int bus_rearm(struct manager *m) {
+        struct bus_state *s = m->bus;
+        uint64_t until_usec;
+        short want = 0;
+        int events, fd, r;
+
+        if (!s || !s->io)
+                return 0;
+
+        events = sd_bus_get_events(s->bus);
+        if (events < 0)
+                return events;
+        fd = sd_bus_get_fd(s->bus);
+        if (fd < 0)
+                return fd;
+        if (events & POLLIN)
+                want |= EV_READ;
+        if (events & POLLOUT)
+                want |= EV_WRITE;
+
+        if (!s->io_added || want != s->io_events) {
+                if (s->io_added)
+                        event_del(s->io);
+                s->io_added = false;
+                if (event_assign(s->io, m->base, fd, want | EV_PERSIST, bus_dispatch, m) < 0 ||
+                    event_add(s->io, NULL) < 0)
+                        return -EIO;
+                s->io_added = true;
+                s->io_events = want;
+        }
+
+        r = sd_bus_get_timeout(s->bus, &until_usec);
+        if (r < 0)
+                return r;
+        if (until_usec == UINT64_MAX)
+                evtimer_del(s->timer);
+        else {
+                struct timespec ts;
+                uint64_t now_usec, rel_usec;
+                struct timeval tv;
+
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                now_usec = (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+                rel_usec = until_usec > now_usec ? until_usec - now_usec : 0;
+                tv.tv_sec = (time_t) (rel_usec / 1000000u);
+                tv.tv_usec = (suseconds_t) (rel_usec % 1000000u);
+                if (evtimer_add(s->timer, &tv) < 0)
+                        return -EIO;
+        }
+        return 0;
+}
+
+static void bus_dispatch(evutil_socket_t fd, short what, void *userdata) {
+        struct manager *m = userdata;
+        int r;
+
+        (void) fd;
+        (void) what;
+        if (!m->bus || !m->bus->io)
+                return;
+
+        for (unsigned i = 0; i < BUS_PROCESS_BATCH; i++) {
+                r = sd_bus_process(m->bus->bus, NULL);
+                if (r < 0) {
+                        bus_lost(m, r);
+                        return;
+                }
+                if (r == 0)
+                        break;
+        }
+        if (sd_bus_is_open(m->bus->bus) <= 0) {
+                bus_lost(m, -ECONNRESET);
+                return;
+        }
+        r = bus_rearm(m);
+        if (r < 0)
+                bus_lost(m, r);
+}
+
+void bus_kick(struct manager *m) {
+        int r;
+
+        if (!bus_is_up(m) || !m->bus->io)
+                return;
+        r = bus_rearm(m);
+        if (r < 0)
+                bus_lost(m, r);
+}
+
+static int bus_connect(struct manager *m, sd_bus **ret) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        int r;
+
+        switch (m->bus_kind) {
+        case MANAGER_BUS_SYSTEM:
+                r = sd_bus_open_system_with_description(&bus, "membrokerd");
+                break;
+        case MANAGER_BUS_USER:
+                r = sd_bus_open_user_with_description(&bus, "membrokerd");
+                break;
+        case MANAGER_BUS_ADDRESS:
+                if (!m->bus_address)
+                        return -EINVAL;
+                r = sd_bus_new(&bus);
+                if (r < 0)
+                        return r;
+                (void) sd_bus_set_description(bus, "membrokerd");
+                r = sd_bus_set_address(bus, m->bus_address);
+                if (r < 0)
+                        return r;
+                r = sd_bus_set_bus_client(bus, true);
+                if (r < 0)
+                        return r;
+                r = sd_bus_start(bus);
+                break;
+        default:
+                return -EINVAL;
+        }
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(bus);
+        return 0;
+}
+
+static const char *bus_kind_name(const struct manager *m) {
+        switch (m->bus_kind) {
+        case MANAGER_BUS_SYSTEM:
+                return "the system bus";
+        case MANAGER_BUS_USER:
+                return "the user bus";
+        case MANAGER_BUS_ADDRESS:
+                return m->bus_address;
+        default:
+                return "no bus";
+        }
+}
+
+int bus_setup(struct manager *m) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        struct bus_state *s;
+        int r;
+
+        if (m->bus_kind == MANAGER_BUS_NONE)
+                return 0;
+        if (m->bus)
+                return -EALREADY;
+
+        r = sd_bus_error_add_map(bus_error_map);
+        if (r < 0)
+                return r;
+
+        r = bus_connect(m, &bus);
+        if (r < 0) {
+                bus_log(LOG_ERR, "cannot connect to %s: %s", bus_kind_name(m), strerror(-r));
+                return r;
+        }
+
+        r = sd_bus_add_object_vtable(bus, NULL, BUS_MANAGER_PATH, BUS_MANAGER_INTERFACE, bus_manager_vtable, m);
+        if (r < 0)
+                goto fail_register;
+        /* Tenants: one fallback vtable and an enumerator instead of one
+         * registration per tenant, so that 10,000 tenants cost nothing up
+         * front and a tenant created or removed needs no bookkeeping here. */
+        r = sd_bus_add_fallback_vtable(bus, NULL, BUS_TENANT_PREFIX, BUS_TENANT_INTERFACE, bus_tenant_vtable,
+                                       bus_tenant_find, m);
+        if (r < 0)
+                goto fail_register;
+        r = sd_bus_add_node_enumerator(bus, NULL, BUS_TENANT_PREFIX, bus_tenant_enumerate, m);
+        if (r < 0)
+                goto fail_register;
+        r = sd_bus_add_object_manager(bus, NULL, BUS_MANAGER_PATH);
+        if (r < 0)
+                goto fail_register;
+
+        r = sd_bus_request_name(bus, BUS_NAME, 0);
+        if (r < 0) {
+                bus_log(LOG_ERR, "cannot own %s on %s: %s%s", BUS_NAME, bus_kind_name(m), strerror(-r),
+                        r == -EEXIST ? " (another membrokerd runs?)" :
+                        r == -EACCES || r == -EPERM ? " (the bus policy does not allow it)" : "");
+                return r;
+        }
+
+        s = calloc(1, sizeof *s);
+        if (!s)
+                return -ENOMEM;
+        s->manager = m;
+        s->io = event_new(m->base, -1, 0, bus_dispatch, m);
+        s->timer = evtimer_new(m->base, bus_dispatch, m);
+        if (!s->io || !s->timer) {
+                bus_unhook(s);
+                free(s);
+                return -ENOMEM;
+        }
+        s->bus = TAKE_PTR(bus);
+        m->bus = s;
+        bus_owner = m;
+
+        r = bus_rearm(m);
+        if (r < 0) {
+                bus_log(LOG_ERR, "cannot watch the bus connection: %s", strerror(-r));
+                bus_free(m);
+                return r;
+        }
+        bus_log(LOG_INFO, "%s on %s", BUS_NAME, bus_kind_name(m));
+        return 0;
+
+fail_register:
+        bus_log(LOG_ERR, "cannot register the D-Bus objects: %s", strerror(-r));
+        return r;
+}
+
+void bus_free(struct manager *m) {
+        struct bus_state *s;
+
+        if (!m || !m->bus)
+                return;
+        s = m->bus;
+        bus_unhook(s);
+        if (s->bus)
+                sd_bus_flush_close_unref(s->bus);
+        free(s);
+        m->bus = NULL;
+        if (bus_owner == m)
+                bus_owner = NULL;
+}
+
+/* ---- authorization ---- */
+
+int bus_verify_root(sd_bus_message *msg, const char *action, sd_bus_error *error) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        uid_t euid;
+        int r;
+
+        /* The sender's credentials as the bus driver recorded them when it
+         * connected, not anything the message claims. */
+        r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_AUGMENT, &creds);
+        if (r < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "%s: cannot determine the caller's credentials: %s", action,
+                                         strerror(-r));
+        r = sd_bus_creds_get_euid(creds, &euid);
+        if (r < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "%s: the bus did not tell the caller's uid: %s", action, strerror(-r));
+        if (euid != 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "%s requires uid 0 (the caller runs as uid %u)", action,
+                                         (unsigned) euid);
+        return 1;
+}
+
+/* ---- signals ---- */
+
+void bus_emit_memory_event(struct manager *m, const char *tenant_path, enum mb_event event, uint64_t count) {
+        _cleanup_(freep) char *object = NULL;
+        int r;
+
+        if (!bus_is_up(m) || !tenant_path)
+                return;
+        r = bus_tenant_object_path(tenant_path, &object);
+        if (r < 0)
+                return;
+        r = sd_bus_emit_signal(m->bus->bus, object, BUS_TENANT_INTERFACE, "MemoryEvent", "st",
+                               mb_event_to_string(event), count);
+        if (r < 0)
+                bus_log(LOG_WARNING, "cannot emit MemoryEvent on %s: %s", object, strerror(-r));
+        bus_kick(m);
+}
+
+void bus_emit_limits_changed(struct manager *m, struct tenant *t) {
+        _cleanup_(freep) char *object = NULL;
+        int r;
+
+        if (!bus_is_up(m) || !t)
+                return;
+        r = bus_tenant_object_path(t->path, &object);
+        if (r < 0)
+                return;
+        r = sd_bus_emit_properties_changed(m->bus->bus, object, BUS_TENANT_INTERFACE, "MemoryMax",
+                                           "MemoryHigh", "MemoryLow", "MemoryMin", "ChargeBatch", NULL);
+        if (r < 0)
+                bus_log(LOG_WARNING, "cannot emit PropertiesChanged on %s: %s", object, strerror(-r));
+        bus_kick(m);
+}
+
+static int emit_charge_batch_walk(struct tenant *t, struct manager *m, bool top) {
+        _cleanup_(freep) char *object = NULL;
+
+        /* A descendant with its own ChargeBatch= does not inherit. */
+        if (!top && t->charge_batch != 0)
+                return 0;
+        if (!top && bus_tenant_object_path(t->path, &object) >= 0)
+                (void) sd_bus_emit_properties_changed(m->bus->bus, object, BUS_TENANT_INTERFACE, "ChargeBatch",
+                                                      NULL);
+        for (struct tenant *c = t->children; c; c = c->next_sibling)
+                emit_charge_batch_walk(c, m, false);
+        return 0;
+}
+
+void bus_emit_charge_batch_changed(struct manager *m, struct tenant *t) {
+        if (!bus_is_up(m) || !t)
+                return;
+        {
+                BUS_TREE_RDLOCK(m);
+                emit_charge_batch_walk(t, m, true);
+        }
+        bus_kick(m);
+}
+
+void bus_emit_tenant_added(struct manager *m, struct tenant *t) {
+        _cleanup_(freep) char *object = NULL;
+        int r;
+
+        if (!bus_is_up(m) || !t)
+                return;
+        r = bus_tenant_object_path(t->path, &object);
+        if (r < 0)
+                return;
+        r = sd_bus_emit_interfaces_added(m->bus->bus, object, BUS_TENANT_INTERFACE, NULL);
+        if (r < 0)
+                bus_log(LOG_WARNING, "cannot emit InterfacesAdded for %s: %s", object, strerror(-r));
+        bus_kick(m);
+}
+
+void bus_emit_tenant_removed(struct manager *m, const char *tenant_path) {
+        _cleanup_(freep) char *object = NULL;
+        int r;
+
+        if (!bus_is_up(m) || !tenant_path)
+                return;
+        r = bus_tenant_object_path(tenant_path, &object);
+        if (r < 0)
+                return;
+        r = sd_bus_emit_interfaces_removed(m->bus->bus, object, BUS_TENANT_INTERFACE, NULL);
+        if (r < 0)
+                bus_log(LOG_WARNING, "cannot emit InterfacesRemoved for %s: %s", object, strerror(-r));
+        bus_kick(m);
+}

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bus-internal.h - what the modules of membrokerd's D-Bus API share
+ * (daemon/bus.c, bus-manager.c, bus-tenant.c, bus-stat.c).  Not used
+ * outside daemon/bus*.c.
+ *
+ * Threading: everything here runs on the manager's main thread, the only
+ * thread that touches the sd_bus connection.
+ *
+ * Object paths: the Manager is /org/membroker1; tenant "db/cache" is
+ * /org/membroker1/tenant/db_2fcache, i.e. sd_bus_path_encode() of the tenant
+ * path under BUS_TENANT_PREFIX.  The root tenant, whose path is "/", is
+ * /org/membroker1/tenant/_2f by the same rule.
+ */
+#pragma once
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <syslog.h>
+#include <systemd/sd-bus.h>
+
+#include "macros.h"
+
+#include "manager.h"
+
+#define BUS_NAME "org.membroker1"
+#define BUS_MANAGER_PATH "/org/membroker1"
+#define BUS_TENANT_PREFIX "/org/membroker1/tenant"
+#define BUS_MANAGER_INTERFACE "org.membroker1.Manager"
+#define BUS_TENANT_INTERFACE "org.membroker1.Tenant"
+
+/* Typed errors of the API (besides org.freedesktop.DBus.Error.*). */
+#define BUS_ERROR_NO_SUCH_TENANT "org.membroker1.Error.NoSuchTenant"
+#define BUS_ERROR_TENANT_EXISTS "org.membroker1.Error.TenantExists"
+#define BUS_ERROR_BUSY "org.membroker1.Error.Busy"
+#define BUS_ERROR_BAD_CONFIG "org.membroker1.Error.BadConfig"
+#define BUS_ERROR_LIMIT "org.membroker1.Error.LimitExceeded"
+
+struct event;
+
+struct bus_state {
+        struct manager *manager;
+        sd_bus *bus;
+        struct event *io;    /* the bus fd, events from sd_bus_get_events() */
+        struct event *timer; /* sd_bus_get_timeout() */
+        short io_events;     /* EV_READ/EV_WRITE currently armed */
+        bool io_added;
+};
+
+/* Log to stderr (the journal when run by systemd), "bus: " prefixed. */
+void bus_log(int level, const char *fmt, ...) _printf_(2, 3);
+
+/* The manager that owns @bus (one bus connection per daemon). */
+struct manager *bus_manager(sd_bus *bus);
+
+/* Re-arm the libevent events after messages were queued outside
+ * sd_bus_process() (signals, asynchronous replies). */
+void bus_kick(struct manager *m);
+
+/* ---- tenants (bus-tenant.c) ---- */
+
+/* The object path of @tenant_path ("/" or "a/b").  -ENOMEM. */
+int bus_tenant_object_path(const char *tenant_path, char **ret);
+
+/**
+ * bus_tenant_lookup - resolve a tenant path given by a caller.  Sets @error
+ * (InvalidArgs for a malformed path, NoSuchTenant for an unknown one) and
+ * returns a negative errno on failure.  Takes m->tree_lock for reading.
+ */
+int bus_tenant_lookup(struct manager *m, const char *path, struct tenant **ret, sd_bus_error *error);
+
+/* The tenant an object path of ours names, or NULL. */
+struct tenant *bus_tenant_from_object_path(struct manager *m, const char *object_path);
+
+/* Shared by Manager.X(path, ...) and Tenant.X(...): the message is positioned
+ * after the path argument (if any).  Return as sd-bus method handlers do. */
+int bus_tenant_method_get_stat(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error);
+int bus_tenant_method_get_stat_text(sd_bus_message *msg, struct manager *m, struct tenant *t,
+                                    sd_bus_error *error);
+int bus_tenant_method_get_events(sd_bus_message *msg, struct manager *m, struct tenant *t,
+                                 sd_bus_error *error);
+int bus_tenant_method_set_limits(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error);
+int bus_tenant_method_reclaim(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error);
+
+/**
+ * bus_read_limits - read an a{sv} of MemoryMax/MemoryHigh/MemoryLow/
+ * MemoryMin (t, bytes, UINT64_MAX = "max") and ChargeBatch (t, pages) into
+ * @ret (unset fields MB_LIMIT_UNSET).  InvalidArgs on an unknown or repeated
+ * key, a wrong type or an out-of-range value.
+ */
+int bus_read_limits(sd_bus_message *msg, struct mb_limits *ret, sd_bus_error *error);
+
+/* Map a negative errno from a manager_tenant_*() call to a typed error. */
+int bus_error_from_errno(sd_bus_error *error, int r, const char *what, const char *tenant_path);
+
+/**
+ * bus_verify_root - Authorization of a changing call: the sender's effective
+ * uid, read from the bus (sd_bus_query_sender_creds()), must be 0.  Returns 1
+ * when allowed, else a negative errno with @error set to AccessDenied naming
+ * @action and the caller's uid.
+ */
+int bus_verify_root(sd_bus_message *msg, const char *action, sd_bus_error *error);
+
+extern const sd_bus_vtable bus_tenant_vtable[];
+int bus_tenant_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **ret_found,
+                    sd_bus_error *error);
+int bus_tenant_enumerate(sd_bus *bus, const char *prefix, void *userdata, char ***ret_nodes,
+                         sd_bus_error *error);
+
+/* ---- the Manager object (bus-manager.c) ---- */
+extern const sd_bus_vtable bus_manager_vtable[];
+
+/* ---- statistics (bus-stat.c) ---- */
+
+/* One tenant's memory.stat-style figures, in the order GetStat returns. */
+#define BUS_STAT_MAX_ENTRIES 64
+struct bus_stat {
+        size_t n;
+        struct {
+                const char *key; /* static string */
+                uint64_t value;
+        } e[BUS_STAT_MAX_ENTRIES];
+};
+
+/**
+ * bus_stat_collect - refresh @t's subtree (manager_stats_refresh(), which
+ * flushes only when enough updates are pending) unless @refreshed, then read
+ * its figures under m->stats_lock.
+ */
+void bus_stat_collect(struct manager *m, struct tenant *t, bool refreshed, struct bus_stat *ret);
+
+/* memory.events and memory.events.local of @t: "low" ... "oom_kill", then
+ * "low.local" ... "oom_kill.local". */
+#define BUS_EVENTS_MAX (2 * _MB_EVENT_NR)
+struct bus_events {
+        size_t n;
+        struct {
+                const char *key;
+                uint64_t value;
+        } e[BUS_EVENTS_MAX];
+};
+void bus_events_collect(struct tenant *t, struct bus_events *ret);
+
+/* Append @s as a(st) to @reply. */
+int bus_stat_append(sd_bus_message *reply, const struct bus_stat *s);
+
+/* Page size in bytes, and pages -> bytes with PAGE_COUNTER_MAX (no limit)
+ * mapped to UINT64_MAX. */
+uint64_t bus_page_size(struct manager *m);
+uint64_t bus_pages_to_bytes(struct manager *m, unsigned long pages);
+uint64_t bus_limit_to_bytes(struct manager *m, unsigned long pages);
+
+/* Effective memory.min / memory.low of @t relative to the root, computed
+ * without writing the counters (the reclaim code keeps its own). */
+void bus_effective_protection(struct manager *m, struct tenant *t, uint64_t *ret_emin_bytes,
+                              uint64_t *ret_elow_bytes);
+
+/* Cleanup helpers for the locks (pthread_* return 0; errors are bugs). */
+void bus_tree_unlockp(struct manager **m);
+void bus_stats_unlockp(struct manager **m);
+#define BUS_TREE_RDLOCK(m) \
+        _cleanup_(bus_tree_unlockp) struct manager *_tree_locked_ = (pthread_rwlock_rdlock(&(m)->tree_lock), (m))
+#define BUS_STATS_LOCK(m) \
+        _cleanup_(bus_stats_unlockp) struct manager *_stats_locked_ = (pthread_mutex_lock(&(m)->stats_lock), (m))

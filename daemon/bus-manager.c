@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bus-manager.c - org.membroker1.Manager at /org/membroker1: broker-wide
+ * properties and the path-taking methods (design.md §6).
+ *
+ * Reads are open to every caller.  CreateTenant, RemoveTenant,
+ * SetTenantLimits, Reclaim and Reload need uid 0 (bus_verify_root()).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bus-internal.h"
+#include "bus.h"
+
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "unknown"
+#endif
+
+/* ---- properties ---- */
+
+static int property_get_version(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "s", PACKAGE_VERSION);
+}
+
+static int property_get_page_size(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                  sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "t", bus_page_size(userdata));
+}
+
+static int property_get_capacity(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        struct manager *m = userdata;
+        uint64_t bytes;
+
+        {
+                BUS_TREE_RDLOCK(m);
+                bytes = bus_limit_to_bytes(m, page_counter_get_max(&m->tree->root->memory));
+        }
+        return sd_bus_message_append(reply, "t", bytes);
+}
+
+static int property_get_memory_current(sd_bus *bus, const char *path, const char *interface,
+                                       const char *property, sd_bus_message *reply, void *userdata,
+                                       sd_bus_error *error) {
+        struct manager *m = userdata;
+        uint64_t bytes;
+
+        {
+                BUS_TREE_RDLOCK(m);
+                bytes = bus_pages_to_bytes(m, page_counter_read(&m->tree->root->memory));
+        }
+        return sd_bus_message_append(reply, "t", bytes);
+}
+
+static int property_get_charge_batch(sd_bus *bus, const char *path, const char *interface,
+                                     const char *property, sd_bus_message *reply, void *userdata,
+                                     sd_bus_error *error) {
+        struct manager *m = userdata;
+
+        return sd_bus_message_append(reply, "u", (uint32_t) (m->config ? m->config->broker.charge_batch : 0));
+}
+
+static int property_get_ntenants(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        struct manager *m = userdata;
+        unsigned n;
+
+        {
+                BUS_TREE_RDLOCK(m);
+                n = m->tree->ntenants;
+        }
+        return sd_bus_message_append(reply, "u", (uint32_t) n);
+}
+
+static int property_get_nclients(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "u", (uint32_t) manager_nclients(userdata));
+}
+
+static int property_get_stats_flushes(sd_bus *bus, const char *path, const char *interface,
+                                      const char *property, sd_bus_message *reply, void *userdata,
+                                      sd_bus_error *error) {
+        struct manager *m = userdata;
+        uint64_t v;
+
+        {
+                BUS_STATS_LOCK(m);
+                v = strcmp(property, "StatsFlushes") == 0 ? m->tree->rstat.flushes : m->tree->rstat.flushed_nodes;
+        }
+        return sd_bus_message_append(reply, "t", v);
+}
+
+/* ---- methods ---- */
+
+static int list_one(struct tenant *t, void *userdata) {
+        sd_bus_message *reply = userdata;
+        _cleanup_(freep) char *object = NULL;
+        int r;
+
+        r = bus_tenant_object_path(t->path, &object);
+        if (r < 0)
+                return r;
+        return sd_bus_message_append(reply, "(so)", t->path, object);
+}
+
+static int method_list_tenants(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        struct manager *m = userdata;
+        int r;
+
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "(so)");
+        if (r < 0)
+                return r;
+        {
+                BUS_TREE_RDLOCK(m);
+                r = tenant_walk(m->tree->root, list_one, reply);
+        }
+        if (r < 0)
+                return r;
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+/* Read the leading path argument and resolve it. */
+static int read_tenant(sd_bus_message *msg, struct manager *m, struct tenant **ret, sd_bus_error *error) {
+        const char *path;
+        int r;
+
+        r = sd_bus_message_read(msg, "s", &path);
+        if (r < 0)
+                return r;
+        return bus_tenant_lookup(m, path, ret, error);
+}
+
+static int method_get_tenant(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(freep) char *object = NULL;
+        struct tenant *t;
+        int r;
+
+        r = read_tenant(msg, userdata, &t, error);
+        if (r < 0)
+                return r;
+        r = bus_tenant_object_path(t->path, &object);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(msg, "o", object);
+}
+
+static int method_create_tenant(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        struct manager *m = userdata;
+        _cleanup_(freep) char *norm = NULL, *object = NULL;
+        struct mb_limits limits;
+        struct tenant *t;
+        const char *path;
+        int r;
+
+        r = sd_bus_message_read(msg, "s", &path);
+        if (r < 0)
+                return r;
+        r = bus_verify_root(msg, "Creating a tenant", error);
+        if (r < 0)
+                return r;
+        r = tenant_path_normalize(path, &norm);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0 || strcmp(norm, "/") == 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Invalid tenant path '%s': components of [A-Za-z0-9_.-] separated "
+                                         "by '/', at most %d deep",
+                                         path, TENANT_MAX_DEPTH);
+        r = bus_read_limits(msg, &limits, error);
+        if (r < 0)
+                return r;
+
+        r = manager_tenant_create(m, norm, &limits, &t);
+        if (r == -EBUSY)
+                return sd_bus_error_setf(error, BUS_ERROR_BUSY,
+                                         "Cannot create '%s': an ancestor has clients attached (clients attach "
+                                         "to leaves only)",
+                                         norm);
+        if (r < 0)
+                return bus_error_from_errno(error, r, "Cannot create tenant", norm);
+
+        r = bus_tenant_object_path(t->path, &object);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(msg, "o", object);
+}
+
+static int method_remove_tenant(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        struct manager *m = userdata;
+        _cleanup_(freep) char *path = NULL;
+        unsigned nclients, nchildren;
+        struct tenant *t;
+        int r;
+
+        r = read_tenant(msg, m, &t, error);
+        if (r < 0)
+                return r;
+        r = bus_verify_root(msg, "Removing a tenant", error);
+        if (r < 0)
+                return r;
+        if (!t->parent)
+                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "The root tenant cannot be removed");
+        {
+                BUS_TREE_RDLOCK(m);
+                nclients = atomic_load(&t->nclients);
+                nchildren = t->nchildren;
+        }
+        if (nchildren > 0)
+                return sd_bus_error_setf(error, BUS_ERROR_BUSY, "Tenant '%s' has %u child tenant%s; remove them first",
+                                         t->path, nchildren, nchildren == 1 ? "" : "s");
+        if (nclients > 0)
+                return sd_bus_error_setf(error, BUS_ERROR_BUSY, "Tenant '%s' has %u client%s attached", t->path,
+                                         nclients, nclients == 1 ? "" : "s");
+
+        path = strdup(t->path);
+        if (!path)
+                return -ENOMEM;
+        r = manager_tenant_remove(m, t);
+        if (r == -EBUSY)
+                return sd_bus_error_setf(error, BUS_ERROR_BUSY, "Tenant '%s' has clients or children", path);
+        if (r < 0)
+                return bus_error_from_errno(error, r, "Cannot remove tenant", path);
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_set_tenant_limits(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        struct tenant *t;
+        int r;
+
+        r = read_tenant(msg, userdata, &t, error);
+        if (r < 0)
+                return r;
+        return bus_tenant_method_set_limits(msg, userdata, t, error);
+}
+
+static int method_get_stat(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        struct tenant *t;
+        int r;
+
+        r = read_tenant(msg, userdata, &t, error);
+        if (r < 0)
+                return r;
+        return bus_tenant_method_get_stat(msg, userdata, t, error);
+}
+
+static int method_get_stat_text(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        struct tenant *t;
+        int r;
+
+        r = read_tenant(msg, userdata, &t, error);
+        if (r < 0)
+                return r;
+        return bus_tenant_method_get_stat_text(msg, userdata, t, error);
+}
+
+static int method_get_events(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        struct tenant *t;
+        int r;
+
+        r = read_tenant(msg, userdata, &t, error);
+        if (r < 0)
+                return r;
+        return bus_tenant_method_get_events(msg, userdata, t, error);
+}
+
+struct dump_ctx {
+        struct manager *manager;
+        sd_bus_message *reply;
+};
+
+static int dump_one(struct tenant *t, void *userdata) {
+        struct dump_ctx *c = userdata;
+        struct bus_stat s;
+        int r;
+
+        bus_stat_collect(c->manager, t, true, &s);
+        r = sd_bus_message_open_container(c->reply, 'r', "sa(st)");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(c->reply, "s", t->path);
+        if (r < 0)
+                return r;
+        r = bus_stat_append(c->reply, &s);
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(c->reply);
+}
+
+static int method_dump_stats(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        struct manager *m = userdata;
+        struct dump_ctx c = { .manager = m };
+        int r;
+
+        /* One refresh of the whole tree (flushing only what is pending
+         * there), then every tenant read as is. */
+        manager_stats_refresh(m, m->tree->root, false);
+
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r < 0)
+                return r;
+        c.reply = reply;
+        r = sd_bus_message_open_container(reply, 'a', "(sa(st))");
+        if (r < 0)
+                return r;
+        {
+                BUS_TREE_RDLOCK(m);
+                r = tenant_walk(m->tree->root, dump_one, &c);
+        }
+        if (r < 0)
+                return r;
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_reclaim(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        struct tenant *t;
+        int r;
+
+        r = read_tenant(msg, userdata, &t, error);
+        if (r < 0)
+                return r;
+        return bus_tenant_method_reclaim(msg, userdata, t, error);
+}
+
+static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(freep) char *reason = NULL;
+        int r;
+
+        r = bus_verify_root(msg, "Reload", error);
+        if (r < 0)
+                return r;
+        r = manager_reload(userdata, &reason);
+        if (r < 0)
+                return sd_bus_error_setf(error, BUS_ERROR_BAD_CONFIG,
+                                         "Reload failed, the running configuration is kept: %s",
+                                         reason ? reason : strerror(-r));
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+const sd_bus_vtable bus_manager_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("PageSize", "t", property_get_page_size, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Capacity", "t", property_get_capacity, 0, 0),
+        SD_BUS_PROPERTY("MemoryCurrent", "t", property_get_memory_current, 0, 0),
+        SD_BUS_PROPERTY("ChargeBatch", "u", property_get_charge_batch, 0, 0),
+        SD_BUS_PROPERTY("NTenants", "u", property_get_ntenants, 0, 0),
+        SD_BUS_PROPERTY("NClients", "u", property_get_nclients, 0, 0),
+        SD_BUS_PROPERTY("StatsFlushes", "t", property_get_stats_flushes, 0, 0),
+        SD_BUS_PROPERTY("StatsFlushedNodes", "t", property_get_stats_flushes, 0, 0),
+        SD_BUS_METHOD_WITH_ARGS("ListTenants", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(so)", tenants),
+                                method_list_tenants, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetTenant", SD_BUS_ARGS("s", path), SD_BUS_RESULT("o", object), method_get_tenant,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("CreateTenant", SD_BUS_ARGS("s", path, "a{sv}", settings),
+                                SD_BUS_RESULT("o", object), method_create_tenant, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("RemoveTenant", SD_BUS_ARGS("s", path), SD_BUS_NO_RESULT, method_remove_tenant,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("SetTenantLimits", SD_BUS_ARGS("s", path, "a{sv}", limits, "b", runtime),
+                                SD_BUS_NO_RESULT, method_set_tenant_limits, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetStat", SD_BUS_ARGS("s", path), SD_BUS_RESULT("a(st)", stat), method_get_stat,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetStatText", SD_BUS_ARGS("s", path), SD_BUS_RESULT("s", text),
+                                method_get_stat_text, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetEvents", SD_BUS_ARGS("s", path), SD_BUS_RESULT("a(st)", events),
+                                method_get_events, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("DumpStats", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sa(st))", stats), method_dump_stats,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Reclaim", SD_BUS_ARGS("s", path, "t", bytes), SD_BUS_RESULT("t", reclaimed),
+                                method_reclaim, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Reload", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_reload,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_VTABLE_END,
+};

@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bus-stat.c - the figures the D-Bus API reports for a tenant: memory.stat
+ * (GetStat, GetStatText, DumpStats), memory.events (GetEvents) and the
+ * derived properties (bytes, effective protection).
+ *
+ * Freshness (design.md §4): a read calls manager_stats_refresh(m, t, false),
+ * which polls the stats sources of @t's subtree and flushes that subtree only
+ * when more updates than the rstat flush threshold are pending there
+ * (mem_cgroup_flush_stats() -> memcg_vmstats_needs_flush()).  So a read
+ * either is exact, or misses at most that many updates, and never more than
+ * StatsFlushIntervalSec= seconds of them (the periodic flush).  Charges
+ * (MemoryCurrent, MemoryPeak, limits, events) are exact at every read: they
+ * are counters the daemon owns, not rstat figures.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "bus-internal.h"
+#include "protection.h"
+
+uint64_t bus_page_size(struct manager *m) {
+        return m->config ? m->config->broker.page_size : 4096;
+}
+
+uint64_t bus_pages_to_bytes(struct manager *m, unsigned long pages) {
+        uint64_t ps = bus_page_size(m);
+
+        if (pages > UINT64_MAX / ps)
+                return UINT64_MAX;
+        return (uint64_t) pages * ps;
+}
+
+uint64_t bus_limit_to_bytes(struct manager *m, unsigned long pages) {
+        if (pages >= (unsigned long) PAGE_COUNTER_MAX)
+                return UINT64_MAX;
+        return bus_pages_to_bytes(m, pages);
+}
+
+/* memory.stat keys, in GetStat order.  Items counted in pages are reported
+ * in bytes.  "slab" is the sum of the two slab items, as in memory.stat. */
+#define STAT_SLAB (-1)
+static const struct {
+        const char *key;
+        const char *key_local;
+        int item; /* enum mb_stat_item, or STAT_SLAB */
+        bool in_pages;
+} stat_keys[] = {
+        { "pages", "pages_local", MB_STAT_PAGES, true },
+        { "stock", "stock_local", MB_STAT_STOCK, true },
+        { "slab", "slab_local", STAT_SLAB, false },
+        { "slab_reclaimable", "slab_reclaimable_local", MB_STAT_SLAB_RECLAIMABLE, false },
+        { "slab_unreclaimable", "slab_unreclaimable_local", MB_STAT_SLAB_UNRECLAIMABLE, false },
+        { "pgalloc", "pgalloc_local", MB_STAT_PGALLOC, false },
+        { "pgfree", "pgfree_local", MB_STAT_PGFREE, false },
+        { "charge_requests", "charge_requests_local", MB_STAT_CHARGE_REQUESTS, false },
+        { "uncharge_requests", "uncharge_requests_local", MB_STAT_UNCHARGE_REQUESTS, false },
+        { "pgscan", "pgscan_local", MB_STAT_PGSCAN, false },
+        { "pgsteal", "pgsteal_local", MB_STAT_PGSTEAL, false },
+        { "throttle_usec", "throttle_usec_local", MB_STAT_THROTTLE_USEC, false },
+};
+
+static uint64_t stat_value(struct manager *m, const int64_t *v, int item, bool in_pages) {
+        int64_t x;
+
+        if (item == STAT_SLAB)
+                x = v[MB_STAT_SLAB_RECLAIMABLE] + v[MB_STAT_SLAB_UNRECLAIMABLE];
+        else
+                x = v[item];
+        /* A gauge may be seen below zero for a moment: a client's slots are
+         * read without stopping it (mb_stats_abi.h). */
+        if (x < 0)
+                x = 0;
+        return in_pages ? bus_pages_to_bytes(m, (unsigned long) x) : (uint64_t) x;
+}
+
+void bus_stat_collect(struct manager *m, struct tenant *t, bool refreshed, struct bus_stat *ret) {
+        int64_t value[_MB_STAT_NR], local[_MB_STAT_NR];
+        size_t n = 0;
+
+        if (!refreshed)
+                manager_stats_refresh(m, t, false);
+        {
+                BUS_STATS_LOCK(m);
+                memcpy(value, t->rstat.value, sizeof value);
+                memcpy(local, t->rstat.local, sizeof local);
+        }
+
+        for (size_t i = 0; i < ELEMENTSOF(stat_keys); i++) {
+                ret->e[n].key = stat_keys[i].key;
+                ret->e[n].value = stat_value(m, value, stat_keys[i].item, stat_keys[i].in_pages);
+                n++;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(stat_keys); i++) {
+                ret->e[n].key = stat_keys[i].key_local;
+                ret->e[n].value = stat_value(m, local, stat_keys[i].item, stat_keys[i].in_pages);
+                n++;
+        }
+        ret->n = n;
+}
+
+_Static_assert(2 * 12 <= BUS_STAT_MAX_ENTRIES, "bus_stat too small");
+
+/* memory.events / memory.events.local names (enum mb_event order). */
+static const char *const event_names[_MB_EVENT_NR] = {
+        [MB_EVENT_LOW] = "low", [MB_EVENT_HIGH] = "high", [MB_EVENT_MAX] = "max",
+        [MB_EVENT_OOM] = "oom", [MB_EVENT_OOM_KILL] = "oom_kill",
+};
+static const char *const event_local_names[_MB_EVENT_NR] = {
+        [MB_EVENT_LOW] = "low.local", [MB_EVENT_HIGH] = "high.local", [MB_EVENT_MAX] = "max.local",
+        [MB_EVENT_OOM] = "oom.local", [MB_EVENT_OOM_KILL] = "oom_kill.local",
+};
+
+void bus_events_collect(struct tenant *t, struct bus_events *ret) {
+        size_t n = 0;
+
+        for (int i = 0; i < _MB_EVENT_NR; i++) {
+                ret->e[n].key = event_names[i];
+                ret->e[n].value = atomic_load_explicit(&t->events[i], memory_order_relaxed);
+                n++;
+        }
+        for (int i = 0; i < _MB_EVENT_NR; i++) {
+                ret->e[n].key = event_local_names[i];
+                ret->e[n].value = atomic_load_explicit(&t->events_local[i], memory_order_relaxed);
+                n++;
+        }
+        ret->n = n;
+}
+
+int bus_stat_append(sd_bus_message *reply, const struct bus_stat *s) {
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "(st)");
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < s->n; i++) {
+                r = sd_bus_message_append(reply, "(st)", s->e[i].key, s->e[i].value);
+                if (r < 0)
+                        return r;
+        }
+        return sd_bus_message_close_container(reply);
+}
+
+/*
+ * Effective protection relative to the root tenant, the reclaim root of
+ * broker-wide pressure: the kernel's page_counter_calculate_protection()
+ * applied top-down along the path from the root to @t, as
+ * shrink_node_memcgs() would, but into locals.  The root's own protection
+ * does not apply to itself (root == counter); a child of the root gets its
+ * own min/low; deeper levels get effective_protection() of their parent's
+ * result; no usage means no protection.
+ */
+void bus_effective_protection(struct manager *m, struct tenant *t, uint64_t *ret_emin_bytes,
+                              uint64_t *ret_elow_bytes) {
+        struct tenant *path[TENANT_MAX_DEPTH + 1];
+        unsigned long emin = 0, elow = 0;
+        bool recursive = m->tree ? m->tree->recursive_protection : false;
+        size_t n = 0;
+
+        for (struct tenant *p = t; p && p->parent && n < ELEMENTSOF(path); p = p->parent)
+                path[n++] = p;
+
+        while (n > 0) {
+                struct tenant *c = path[--n];
+                struct page_counter *pc = &c->memory, *parent = &c->parent->memory;
+                unsigned long usage = page_counter_read(pc);
+
+                if (usage == 0) {
+                        emin = elow = 0;
+                        break;
+                }
+                if (!c->parent->parent) {
+                        emin = page_counter_get_min(pc);
+                        elow = page_counter_get_low(pc);
+                        continue;
+                }
+                unsigned long parent_usage = page_counter_read(parent);
+                emin = effective_protection(usage, parent_usage, page_counter_get_min(pc), emin,
+                                            (unsigned long) atomic_load(&parent->children_min_usage), recursive);
+                elow = effective_protection(usage, parent_usage, page_counter_get_low(pc), elow,
+                                            (unsigned long) atomic_load(&parent->children_low_usage), recursive);
+        }
+        *ret_emin_bytes = bus_pages_to_bytes(m, emin);
+        *ret_elow_bytes = bus_pages_to_bytes(m, elow);
+}

@@ -1,0 +1,467 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bus-tenant.c - org.membroker1.Tenant: one object per tenant under
+ * /org/membroker1/tenant/, served by a single fallback vtable plus a node
+ * enumerator (nothing is registered per tenant), and the tenant operations
+ * the Manager's path-taking methods share.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bus-internal.h"
+#include "bus.h"
+
+/* ---- names ---- */
+
+int bus_tenant_object_path(const char *tenant_path, char **ret) {
+        return sd_bus_path_encode(BUS_TENANT_PREFIX, tenant_path, ret);
+}
+
+int bus_tenant_lookup(struct manager *m, const char *path, struct tenant **ret, sd_bus_error *error) {
+        _cleanup_(freep) char *norm = NULL;
+        struct tenant *t;
+        int r;
+
+        r = tenant_path_normalize(path, &norm);
+        if (r == -ENOMEM)
+                return -ENOMEM;
+        if (r < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Invalid tenant path '%s': components of [A-Za-z0-9_.-] separated "
+                                         "by '/', at most %d deep; the root is '/'",
+                                         path, TENANT_MAX_DEPTH);
+        {
+                BUS_TREE_RDLOCK(m);
+                t = tenant_lookup(m->tree, norm);
+        }
+        if (!t)
+                return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_TENANT, "No tenant '%s'", norm);
+        *ret = t;
+        return 0;
+}
+
+struct tenant *bus_tenant_from_object_path(struct manager *m, const char *object_path) {
+        _cleanup_(freep) char *external = NULL;
+        struct tenant *t;
+
+        if (!object_path || sd_bus_path_decode(object_path, BUS_TENANT_PREFIX, &external) <= 0)
+                return NULL;
+        BUS_TREE_RDLOCK(m);
+        t = tenant_lookup(m->tree, external);
+        /* Only the canonical spelling names an object. */
+        if (t && strcmp(t->path, external) != 0)
+                t = NULL;
+        return t;
+}
+
+int bus_tenant_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **ret_found,
+                    sd_bus_error *error) {
+        struct manager *m = userdata;
+
+        (void) bus;
+        (void) interface;
+        (void) error;
+        if (!bus_tenant_from_object_path(m, path))
+                return 0;
+        /* Handlers find the tenant again from the object path: a tenant
+         * pointer must not outlive the lookup's lock. */
+        *ret_found = m;
+        return 1;
+}
+
+struct enum_ctx {
+        char **nodes;
+        size_t n;
+};
+
+static int enum_one(struct tenant *t, void *userdata) {
+        struct enum_ctx *c = userdata;
+
+        if (bus_tenant_object_path(t->path, &c->nodes[c->n]) < 0)
+                return -ENOMEM;
+        c->n++;
+        return 0;
+}
+
+int bus_tenant_enumerate(sd_bus *bus, const char *prefix, void *userdata, char ***ret_nodes,
+                         sd_bus_error *error) {
+        struct manager *m = userdata;
+        struct enum_ctx c = {};
+        int r;
+
+        (void) bus;
+        (void) prefix;
+        (void) error;
+        BUS_TREE_RDLOCK(m);
+        c.nodes = calloc((size_t) m->tree->ntenants + 1, sizeof(char *));
+        if (!c.nodes)
+                return -ENOMEM;
+        r = tenant_walk(m->tree->root, enum_one, &c);
+        if (r < 0) {
+                for (size_t i = 0; i < c.n; i++)
+                        free(c.nodes[i]);
+                free(c.nodes);
+                return r;
+        }
+        *ret_nodes = c.nodes;
+        return 1;
+}
+
+/* ---- errors and arguments ---- */
+
+int bus_error_from_errno(sd_bus_error *error, int r, const char *what, const char *tenant_path) {
+        switch (r) {
+        case -ENOENT:
+                return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_TENANT, "%s: no tenant '%s'", what, tenant_path);
+        case -EEXIST:
+                return sd_bus_error_setf(error, BUS_ERROR_TENANT_EXISTS, "%s: tenant '%s' exists already", what,
+                                         tenant_path);
+        case -EBUSY:
+                return sd_bus_error_setf(error, BUS_ERROR_BUSY, "%s: tenant '%s' is busy", what, tenant_path);
+        case -EINVAL:
+        case -ERANGE:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s '%s': invalid or out-of-range value",
+                                         what, tenant_path);
+        case -EPERM:
+        case -EACCES:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s '%s': not permitted", what,
+                                         tenant_path);
+        case -ENOMEM:
+                return sd_bus_error_set(error, SD_BUS_ERROR_NO_MEMORY, "Out of memory");
+        default:
+                return sd_bus_error_set_errnof(error, r, "%s '%s': %s", what, tenant_path, strerror(-r));
+        }
+}
+
+int bus_read_limits(sd_bus_message *msg, struct mb_limits *ret, sd_bus_error *error) {
+        struct mb_limits l = {
+                .max = MB_LIMIT_UNSET, .high = MB_LIMIT_UNSET, .low = MB_LIMIT_UNSET, .min = MB_LIMIT_UNSET,
+                .charge_batch = MB_LIMIT_UNSET,
+        };
+        int r;
+
+        r = sd_bus_message_enter_container(msg, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_enter_container(msg, 'e', "sv")) > 0) {
+                const char *key, *contents;
+                uint64_t *field, value;
+                bool is_bytes = true;
+                char type;
+
+                r = sd_bus_message_read(msg, "s", &key);
+                if (r < 0)
+                        return r;
+                if (strcmp(key, "MemoryMax") == 0)
+                        field = &l.max;
+                else if (strcmp(key, "MemoryHigh") == 0)
+                        field = &l.high;
+                else if (strcmp(key, "MemoryLow") == 0)
+                        field = &l.low;
+                else if (strcmp(key, "MemoryMin") == 0)
+                        field = &l.min;
+                else if (strcmp(key, "ChargeBatch") == 0) {
+                        field = &l.charge_batch;
+                        is_bytes = false;
+                } else
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "Unknown setting '%s' (known: MemoryMax, MemoryHigh, MemoryLow, "
+                                                 "MemoryMin, ChargeBatch)",
+                                                 key);
+
+                r = sd_bus_message_peek_type(msg, &type, &contents);
+                if (r < 0)
+                        return r;
+                if (type != 'v' || strcmp(contents, "t") != 0)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "%s must be a number of type 't' (%s), got type '%s'", key,
+                                                 is_bytes ? "bytes, 18446744073709551615 for no limit" : "pages",
+                                                 contents);
+                r = sd_bus_message_read(msg, "v", "t", &value);
+                if (r < 0)
+                        return r;
+                if (*field != MB_LIMIT_UNSET)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s given twice", key);
+                if (value == MB_LIMIT_UNSET || (!is_bytes && (value == 0 || value > UINT32_MAX)))
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s=%llu is out of range", key,
+                                                 (unsigned long long) value);
+                *field = value;
+
+                r = sd_bus_message_exit_container(msg);
+                if (r < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+        r = sd_bus_message_exit_container(msg);
+        if (r < 0)
+                return r;
+        *ret = l;
+        return 0;
+}
+
+/* ---- operations shared with the Manager ---- */
+
+int bus_tenant_method_get_stat(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        struct bus_stat s;
+        int r;
+
+        (void) error;
+        bus_stat_collect(m, t, false, &s);
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r < 0)
+                return r;
+        r = bus_stat_append(reply, &s);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+int bus_tenant_method_get_stat_text(sd_bus_message *msg, struct manager *m, struct tenant *t,
+                                    sd_bus_error *error) {
+        _cleanup_(freep) char *text = NULL;
+        struct bus_stat s;
+        size_t size = 0;
+        FILE *f;
+
+        (void) error;
+        bus_stat_collect(m, t, false, &s);
+        f = open_memstream(&text, &size);
+        if (!f)
+                return -ENOMEM;
+        for (size_t i = 0; i < s.n; i++)
+                fprintf(f, "%s %llu\n", s.e[i].key, (unsigned long long) s.e[i].value);
+        if (fclose(f) != 0)
+                return -ENOMEM;
+        return sd_bus_reply_method_return(msg, "s", text);
+}
+
+int bus_tenant_method_get_events(sd_bus_message *msg, struct manager *m, struct tenant *t,
+                                 sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        struct bus_events ev;
+        int r;
+
+        (void) m;
+        (void) error;
+        bus_events_collect(t, &ev);
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "(st)");
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < ev.n; i++) {
+                r = sd_bus_message_append(reply, "(st)", ev.e[i].key, ev.e[i].value);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+int bus_tenant_method_set_limits(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error) {
+        struct mb_limits l;
+        int runtime, r;
+
+        r = bus_verify_root(msg, "Changing tenant limits", error);
+        if (r < 0)
+                return r;
+        r = bus_read_limits(msg, &l, error);
+        if (r < 0)
+                return r;
+        /* runtime=false asks for persistence: written by the state/service
+         * work; accepted (and applied at run time) meanwhile. */
+        r = sd_bus_message_read(msg, "b", &runtime);
+        if (r < 0)
+                return r;
+
+        r = manager_tenant_set_limits(m, t, &l);
+        if (r < 0)
+                return bus_error_from_errno(error, r, "Cannot set the limits of", t->path);
+
+        bus_emit_limits_changed(m, t);
+        if (l.charge_batch != MB_LIMIT_UNSET)
+                bus_emit_charge_batch_changed(m, t);
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+struct reclaim_request {
+        sd_bus_message *msg;
+};
+
+static void reclaim_done(struct manager *m, uint64_t reclaimed_bytes, void *userdata) {
+        struct reclaim_request *req = userdata;
+        int r;
+
+        r = sd_bus_reply_method_return(req->msg, "t", reclaimed_bytes);
+        if (r < 0 && r != -ENOTCONN)
+                bus_log(LOG_WARNING, "cannot reply to Reclaim: %s", strerror(-r));
+        sd_bus_message_unref(req->msg);
+        free(req);
+        bus_kick(m);
+}
+
+int bus_tenant_method_reclaim(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error) {
+        struct reclaim_request *req;
+        uint64_t bytes;
+        int r;
+
+        r = sd_bus_message_read(msg, "t", &bytes);
+        if (r < 0)
+                return r;
+        r = bus_verify_root(msg, "Reclaim", error);
+        if (r < 0)
+                return r;
+
+        req = calloc(1, sizeof *req);
+        if (!req)
+                return -ENOMEM;
+        req->msg = sd_bus_message_ref(msg);
+        /* memory.reclaim: the reply goes out when reclaim completes (the
+         * callback may run before manager_reclaim() returns). */
+        r = manager_reclaim(m, t, bytes, reclaim_done, req);
+        if (r < 0) {
+                sd_bus_message_unref(req->msg);
+                free(req);
+                return bus_error_from_errno(error, r, "Cannot reclaim from", t->path);
+        }
+        return 1;
+}
+
+/* ---- the Tenant interface ---- */
+
+static struct tenant *tenant_of(struct manager *m, const char *path, sd_bus_error *error) {
+        struct tenant *t = bus_tenant_from_object_path(m, path);
+
+        if (!t)
+                sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_OBJECT, "No tenant at %s", path);
+        return t;
+}
+
+#define TENANT_OR_RETURN(t, m, path, error)                    \
+        struct tenant *t = tenant_of((m), (path), (error));    \
+        if (!t)                                                \
+                return -ENOENT
+
+static int property_get_path(sd_bus *bus, const char *path, const char *interface, const char *property,
+                             sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        TENANT_OR_RETURN(t, userdata, path, error);
+        return sd_bus_message_append(reply, "s", t->path);
+}
+
+static int property_get_memory_current(sd_bus *bus, const char *path, const char *interface,
+                                       const char *property, sd_bus_message *reply, void *userdata,
+                                       sd_bus_error *error) {
+        TENANT_OR_RETURN(t, userdata, path, error);
+        return sd_bus_message_append(reply, "t", bus_pages_to_bytes(userdata, page_counter_read(&t->memory)));
+}
+
+static int property_get_memory_peak(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                    sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        TENANT_OR_RETURN(t, userdata, path, error);
+        return sd_bus_message_append(reply, "t",
+                                     bus_pages_to_bytes(userdata, atomic_load(&t->memory.watermark)));
+}
+
+static int property_get_limit(sd_bus *bus, const char *path, const char *interface, const char *property,
+                              sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        struct manager *m = userdata;
+        unsigned long pages;
+
+        TENANT_OR_RETURN(t, m, path, error);
+        if (strcmp(property, "MemoryMax") == 0)
+                pages = page_counter_get_max(&t->memory);
+        else if (strcmp(property, "MemoryHigh") == 0)
+                pages = page_counter_get_high(&t->memory);
+        else if (strcmp(property, "MemoryLow") == 0)
+                pages = page_counter_get_low(&t->memory);
+        else
+                pages = page_counter_get_min(&t->memory);
+        return sd_bus_message_append(reply, "t", bus_limit_to_bytes(m, pages));
+}
+
+static int property_get_effective(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                  sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        uint64_t emin, elow;
+
+        TENANT_OR_RETURN(t, userdata, path, error);
+        bus_effective_protection(userdata, t, &emin, &elow);
+        return sd_bus_message_append(reply, "t", strcmp(property, "EffectiveMemoryMin") == 0 ? emin : elow);
+}
+
+static int property_get_charge_batch(sd_bus *bus, const char *path, const char *interface,
+                                     const char *property, sd_bus_message *reply, void *userdata,
+                                     sd_bus_error *error) {
+        struct manager *m = userdata;
+        unsigned dflt = m->config ? m->config->broker.charge_batch : 64;
+
+        TENANT_OR_RETURN(t, m, path, error);
+        BUS_TREE_RDLOCK(m);
+        return sd_bus_message_append(reply, "u", (uint32_t) tenant_charge_batch(t, dflt));
+}
+
+static int property_get_nclients(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        TENANT_OR_RETURN(t, userdata, path, error);
+        return sd_bus_message_append(reply, "u", (uint32_t) atomic_load(&t->nclients));
+}
+
+static int method_get_stat(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        TENANT_OR_RETURN(t, userdata, sd_bus_message_get_path(msg), error);
+        return bus_tenant_method_get_stat(msg, userdata, t, error);
+}
+
+static int method_get_stat_text(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        TENANT_OR_RETURN(t, userdata, sd_bus_message_get_path(msg), error);
+        return bus_tenant_method_get_stat_text(msg, userdata, t, error);
+}
+
+static int method_get_events(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        TENANT_OR_RETURN(t, userdata, sd_bus_message_get_path(msg), error);
+        return bus_tenant_method_get_events(msg, userdata, t, error);
+}
+
+static int method_set_limits(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        TENANT_OR_RETURN(t, userdata, sd_bus_message_get_path(msg), error);
+        return bus_tenant_method_set_limits(msg, userdata, t, error);
+}
+
+static int method_reclaim(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        TENANT_OR_RETURN(t, userdata, sd_bus_message_get_path(msg), error);
+        return bus_tenant_method_reclaim(msg, userdata, t, error);
+}
+
+const sd_bus_vtable bus_tenant_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("Path", "s", property_get_path, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("MemoryCurrent", "t", property_get_memory_current, 0, 0),
+        SD_BUS_PROPERTY("MemoryPeak", "t", property_get_memory_peak, 0, 0),
+        SD_BUS_PROPERTY("MemoryMax", "t", property_get_limit, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("MemoryHigh", "t", property_get_limit, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("MemoryLow", "t", property_get_limit, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("MemoryMin", "t", property_get_limit, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("EffectiveMemoryLow", "t", property_get_effective, 0, 0),
+        SD_BUS_PROPERTY("EffectiveMemoryMin", "t", property_get_effective, 0, 0),
+        SD_BUS_PROPERTY("ChargeBatch", "u", property_get_charge_batch, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("NClients", "u", property_get_nclients, 0, 0),
+        SD_BUS_METHOD_WITH_ARGS("GetStat", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(st)", stat), method_get_stat,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetStatText", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", text), method_get_stat_text,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetEvents", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(st)", events), method_get_events,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("SetLimits", SD_BUS_ARGS("a{sv}", limits, "b", runtime), SD_BUS_NO_RESULT,
+                                method_set_limits, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Reclaim", SD_BUS_ARGS("t", bytes), SD_BUS_RESULT("t", reclaimed), method_reclaim,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_ARGS("MemoryEvent", SD_BUS_ARGS("s", event, "t", count), 0),
+        SD_BUS_VTABLE_END,
+};
