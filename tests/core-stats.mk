@@ -1,1 +1,12 @@
-# tests: core-stats
+# tests: core-stats -- rstat, the tenant tree and the configuration
+# (daemon/core/rstat.c, tenant.c, tenant_map.c, config.c).
+check_PROGRAMS += tests/test-rstat tests/test-tenant
+TESTS += tests/test-rstat tests/test-tenant
+
+tests_test_rstat_SOURCES = %reldir%/test-rstat.c
+tests_test_rstat_CFLAGS = $(TESTS_CFLAGS)
+tests_test_rstat_LDADD = daemon/core/libmbcore.la $(TESTS_LIBS)
+
+tests_test_tenant_SOURCES = %reldir%/test-tenant.c
+tests_test_tenant_CFLAGS = $(TESTS_CFLAGS)
+tests_test_tenant_LDADD = daemon/core/libmbcore.la $(TESTS_LIBS)

@@ -1,2 +1,1077 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * config.c - membroker.conf and tenants.d/ *.conf.
+ *
+ * Why libinih's ini_parse_stream() with our own reader, rather than
+ * ini_parse() or a hand-written parser:
+ *   - libinih does the INI splitting ([section], key=value, whitespace, ';'
+ *     comments) and is the well-kept parser Debian ships (libinih-dev).
+ *   - But its handler is not told the line number: the INI_HANDLER_LINENO
+ *     option changes the handler's signature when libinih itself is built,
+ *     and Debian's libinih1 is built without it, so defining it in our build
+ *     would call the library with the wrong prototype.  ini_parse_stream()
+ *     calls the reader exactly once per line and the handler synchronously
+ *     for the line just read, so a reader that counts lines knows the line
+ *     of every handler call: "file:line" for every error, with any libinih
+ *     build.
+ *   - The reader also sees every section header, which the handler does
+ *     not (INI_CALL_HANDLER_ON_NEW_SECTION is another build-time option):
+ *     two consecutive [Tenant] sections are two tenants, and an empty
+ *     [Tenant] section is a "[Tenant] section without Path=".
+ *   - The reader hands libinih lines without leading whitespace (so
+ *     libinih's multi-line continuation, which systemd does not have, never
+ *     applies), without "  # trailing comments" (design.md §7 writes them,
+ *     libinih only knows ';'), and refuses lines libinih would truncate or
+ *     not understand, with a precise message.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <ini.h>
+
 #include "config.h"
+#include "macros.h"
+
+#define MB_DEFAULT_CAPACITY_PERCENT 25
+#define MB_DEFAULT_PAGE_SIZE_BYTES 4096ULL
+#define MB_PAGE_SIZE_MAX_BYTES (1ULL << 30)
+#define MB_DEFAULT_CHARGE_BATCH 64U
+#define MB_DEFAULT_FLUSH_INTERVAL_SEC 2U
+#define MB_FLUSH_INTERVAL_MAX_SEC 86400U
+#define MB_WORKERS_MAX 1024U
+#define MB_DEFAULT_RECLAIM_TIMEOUT_MSEC 250U
+#define MB_RECLAIM_TIMEOUT_MAX_MSEC 3600000U
+
+/* ---- small parsers ------------------------------------------------------ */
+
+uint64_t mb_physical_memory(void) {
+        long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+
+        if (pages <= 0 || size <= 0)
+                return 0;
+        return (uint64_t) pages * (uint64_t) size;
+}
+
+static uint64_t system_page_size(void) {
+        long size = sysconf(_SC_PAGESIZE);
+
+        return size > 0 ? (uint64_t) size : 4096;
+}
+
+int mb_parse_size(const char *s, uint64_t ram_bytes, uint64_t *ret) {
+        unsigned __int128 whole = 0, frac = 0, frac_div = 1, v;
+        uint64_t mult = 1;
+        const char *p = s;
+        bool percent = false;
+
+        if (!s || !*s)
+                return -EINVAL;
+        if (strcmp(s, "infinity") == 0 || strcmp(s, "max") == 0) {
+                *ret = MB_LIMIT_MAX;
+                return 0;
+        }
+
+        if (!isdigit((unsigned char) *p))
+                return -EINVAL;
+        for (; isdigit((unsigned char) *p); p++) {
+                whole = whole * 10 + (unsigned) (*p - '0');
+                if (whole > UINT64_MAX)
+                        return -ERANGE;
+        }
+        if (*p == '.') {
+                p++;
+                if (!isdigit((unsigned char) *p))
+                        return -EINVAL;
+                for (; isdigit((unsigned char) *p); p++) {
+                        if (frac_div >= 1000000000000000000ULL)
+                                continue; /* beyond 18 digits: ignored */
+                        frac = frac * 10 + (unsigned) (*p - '0');
+                        frac_div *= 10;
+                }
+        }
+
+        switch (*p) {
+        case '\0':
+                if (frac_div > 1)
+                        return -EINVAL; /* "1.5" bytes */
+                break;
+        case 'K': case 'k': mult = 1ULL << 10; p++; break;
+        case 'M': case 'm': mult = 1ULL << 20; p++; break;
+        case 'G': case 'g': mult = 1ULL << 30; p++; break;
+        case 'T': case 't': mult = 1ULL << 40; p++; break;
+        case '%': percent = true; p++; break;
+        default:
+                return -EINVAL;
+        }
+        if (*p != '\0')
+                return -EINVAL;
+
+        if (percent) {
+                /* (whole + frac/frac_div) percent of ram, rounded down. */
+                unsigned __int128 hundredths = whole * frac_div + frac; /* percent * frac_div */
+
+                if (hundredths > 100 * frac_div)
+                        return -ERANGE;
+                v = (unsigned __int128) ram_bytes * hundredths / (100 * frac_div);
+        } else
+                v = whole * mult + frac * mult / frac_div;
+
+        if (v >= MB_LIMIT_MAX)
+                return -ERANGE;
+        *ret = (uint64_t) v;
+        return 0;
+}
+
+unsigned long mb_bytes_to_pages(uint64_t bytes, uint64_t page_size) {
+        uint64_t pages;
+
+        if (bytes == MB_LIMIT_MAX || page_size == 0)
+                return (unsigned long) PAGE_COUNTER_MAX;
+        pages = bytes / page_size;
+        return pages > (uint64_t) PAGE_COUNTER_MAX ? (unsigned long) PAGE_COUNTER_MAX : (unsigned long) pages;
+}
+
+/* A decimal number without sign, spaces or suffix, within [min, max]. */
+static int parse_uint(const char *s, unsigned min, unsigned max, unsigned *ret) {
+        unsigned long long v = 0;
+
+        if (!isdigit((unsigned char) *s))
+                return -EINVAL;
+        for (; *s; s++) {
+                if (!isdigit((unsigned char) *s))
+                        return -EINVAL;
+                v = v * 10 + (unsigned) (*s - '0');
+                if (v > UINT32_MAX)
+                        return -ERANGE;
+        }
+        if (v < min || v > max)
+                return -ERANGE;
+        *ret = (unsigned) v;
+        return 0;
+}
+
+/* systemd's parse_boolean() for the spellings design.md names. */
+static int parse_boolean(const char *s) {
+        static const char *const yes[] = { "1", "yes", "true", "on" };
+        static const char *const no[] = { "0", "no", "false", "off" };
+
+        for (size_t i = 0; i < ELEMENTSOF(yes); i++)
+                if (strcasecmp(s, yes[i]) == 0)
+                        return 1;
+        for (size_t i = 0; i < ELEMENTSOF(no); i++)
+                if (strcasecmp(s, no[i]) == 0)
+                        return 0;
+        return -EINVAL;
+}
+
+/* ---- defaults ----------------------------------------------------------- */
+
+int mb_broker_config_defaults(struct mb_broker_config *ret) {
+        uint64_t page = MB_MAX(MB_DEFAULT_PAGE_SIZE_BYTES, system_page_size());
+        char *socket = strdup(MB_DEFAULT_SOCKET);
+
+        if (!socket)
+                return -ENOMEM;
+
+        *ret = (struct mb_broker_config) {
+                .capacity_bytes = mb_physical_memory() / 100 * MB_DEFAULT_CAPACITY_PERCENT,
+                .page_size = page,
+                .charge_batch = MB_DEFAULT_CHARGE_BATCH,
+                .socket_path = socket,
+                .stats_flush_interval_sec = MB_DEFAULT_FLUSH_INTERVAL_SEC,
+                .workers = 0,
+                .reclaim_timeout_msec = MB_DEFAULT_RECLAIM_TIMEOUT_MSEC,
+                .pressure_reclaim = false,
+                .memory_recursiveprot = false,
+        };
+        return 0;
+}
+
+void mb_broker_config_done(struct mb_broker_config *b) {
+        free(b->socket_path);
+        b->socket_path = NULL;
+}
+
+static void tenant_config_done(struct mb_tenant_config *tc) {
+        free(tc->path);
+        free(tc->allow_users);
+        free(tc->allow_groups);
+        free(tc->cgroup);
+        free(tc->file);
+}
+
+void mb_config_free(struct mb_config *c) {
+        if (!c)
+                return;
+        mb_broker_config_done(&c->broker);
+        for (size_t i = 0; i < c->ntenants; i++)
+                tenant_config_done(&c->tenants[i]);
+        free(c->tenants);
+        free(c);
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct mb_config *, mb_config_free);
+
+/* ---- the parser --------------------------------------------------------- */
+
+enum section {
+        SECTION_NONE,
+        SECTION_BROKER,
+        SECTION_TENANT,
+};
+
+struct parse_ctx {
+        const char *file; /* as reported in messages */
+        FILE *f;
+        bool broker_file; /* membroker.conf (vs. tenants.d/) */
+        struct mb_config *config;
+
+        unsigned line;     /* of the line handed to libinih last */
+        char *buf;         /* getline() buffer */
+        size_t bufsize;
+
+        enum section section;
+        unsigned section_line;
+        ssize_t tenant;    /* index of the [Tenant] being read, or -1 */
+
+        /* Lines of the broker keys checked against each other at the end. */
+        unsigned capacity_line, page_size_line;
+
+        int r;             /* first error */
+        char *error;       /* "file:line: reason" */
+};
+
+static _printf_(4, 0) void ctx_verror(struct parse_ctx *ctx, unsigned line, int r, const char *fmt,
+                                      va_list ap) {
+        _cleanup_(freep) char *msg = NULL;
+
+        if (ctx->r < 0)
+                return; /* keep the first error */
+        ctx->r = r;
+        if (vasprintf(&msg, fmt, ap) < 0) {
+                msg = NULL;
+                ctx->r = -ENOMEM;
+                return;
+        }
+        if (line > 0) {
+                if (asprintf(&ctx->error, "%s:%u: %s", ctx->file, line, msg) < 0)
+                        ctx->error = NULL;
+        } else if (asprintf(&ctx->error, "%s: %s", ctx->file, msg) < 0)
+                ctx->error = NULL;
+}
+
+/* Record an error at the current line; returns 0 (libinih's "stop"). */
+static _printf_(2, 3) int ctx_error(struct parse_ctx *ctx, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        ctx_verror(ctx, ctx->line, -EINVAL, fmt, ap);
+        va_end(ap);
+        return 0;
+}
+
+static _printf_(3, 4) int ctx_error_at(struct parse_ctx *ctx, unsigned line, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        ctx_verror(ctx, line, -EINVAL, fmt, ap);
+        va_end(ap);
+        return 0;
+}
+
+static int ctx_oom(struct parse_ctx *ctx) {
+        if (ctx->r >= 0)
+                ctx->r = -ENOMEM;
+        return 0;
+}
+
+static struct mb_tenant_config *ctx_tenant(struct parse_ctx *ctx) {
+        return ctx->tenant >= 0 ? &ctx->config->tenants[ctx->tenant] : NULL;
+}
+
+/* The end of a section (a new header or the end of the file). */
+static void section_end(struct parse_ctx *ctx) {
+        struct mb_tenant_config *tc = ctx_tenant(ctx);
+
+        if (ctx->section == SECTION_TENANT && tc && !tc->path)
+                ctx_error_at(ctx, ctx->section_line, "[Tenant] section without Path=");
+        ctx->section = SECTION_NONE;
+        ctx->tenant = -1;
+}
+
+static void section_begin(struct parse_ctx *ctx, const char *name) {
+        section_end(ctx);
+        if (ctx->r < 0)
+                return;
+        ctx->section_line = ctx->line;
+
+        if (ctx->broker_file) {
+                if (strcmp(name, "Broker") != 0) {
+                        ctx_error(ctx, "unknown section [%s], expected [Broker]", name);
+                        return;
+                }
+                ctx->section = SECTION_BROKER;
+                return;
+        }
+
+        if (strcmp(name, "Tenant") != 0) {
+                ctx_error(ctx, "unknown section [%s], expected [Tenant]", name);
+                return;
+        }
+
+        struct mb_config *c = ctx->config;
+        struct mb_tenant_config *tenants, *tc;
+
+        tenants = reallocarray(c->tenants, c->ntenants + 1, sizeof(*tenants));
+        if (!tenants) {
+                ctx_oom(ctx);
+                return;
+        }
+        c->tenants = tenants;
+        tc = &tenants[c->ntenants];
+        *tc = (struct mb_tenant_config) {
+                .max = MB_LIMIT_MAX,
+                .high = MB_LIMIT_MAX,
+                .oom_policy = MB_OOM_FAIL,
+                .line = ctx->line,
+        };
+        tc->file = strdup(ctx->file);
+        c->ntenants++; /* counted before the check: mb_config_free() frees it */
+        if (!tc->file) {
+                ctx_oom(ctx);
+                return;
+        }
+        ctx->tenant = (ssize_t) (c->ntenants - 1);
+        ctx->section = SECTION_TENANT;
+}
+
+/*
+ * The ini_reader: one physical line per call (see the comment at the top).
+ * Returns @str filled with the cleaned line, or NULL at the end of the file
+ * and after an error (libinih then stops).
+ */
+static char *config_reader(char *str, int num, void *stream) {
+        struct parse_ctx *ctx = stream;
+        ssize_t n;
+        char *s, *e;
+
+        if (ctx->r < 0)
+                return NULL;
+
+        errno = 0;
+        n = getline(&ctx->buf, &ctx->bufsize, ctx->f);
+        if (n < 0) {
+                if (ferror(ctx->f)) {
+                        int err = errno > 0 ? errno : EIO;
+
+                        ctx_error_at(ctx, 0, "read error: %s", strerror(err));
+                        ctx->r = -err;
+                        return NULL;
+                }
+                goto end;
+        }
+        ctx->line++;
+
+        s = ctx->buf;
+        if ((size_t) n != strlen(s))
+                return ctx_error(ctx, "NUL byte in line"), NULL;
+        if (ctx->line == 1 && strncmp(s, "\xEF\xBB\xBF", 3) == 0)
+                s += 3; /* UTF-8 byte order mark */
+
+        while (*s == ' ' || *s == '\t')
+                s++;
+        e = s + strlen(s);
+        if (*s == '#' || *s == ';')
+                e = s; /* comment line: hand libinih an empty line */
+        else
+                /* A trailing comment starts at '#' after whitespace; ';'
+                 * after whitespace is libinih's own inline comment. */
+                for (char *p = s; *p; p++)
+                        if ((*p == '#' || *p == ';') && p > s && (p[-1] == ' ' || p[-1] == '\t')) {
+                                e = p;
+                                break;
+                        }
+        while (e > s && isspace((unsigned char) e[-1]))
+                e--;
+        *e = '\0';
+
+        if (*s == '[') {
+                char *close = strchr(s, ']');
+
+                if (!close)
+                        return ctx_error(ctx, "missing ']' in section header"), NULL;
+                if (close[1] != '\0')
+                        return ctx_error(ctx, "unexpected text after section header"), NULL;
+                *close = '\0';
+                section_begin(ctx, s + 1);
+                if (ctx->r < 0)
+                        return NULL;
+                *close = ']';
+        } else if (*s) {
+                char *eq = strchr(s, '='), *colon = strchr(s, ':');
+
+                /* libinih also splits at ':'; systemd's syntax does not. */
+                if (!eq || (colon && colon < eq))
+                        return ctx_error(ctx, "expected Key=Value, a [Section] header or a comment"), NULL;
+                if (eq == s)
+                        return ctx_error(ctx, "missing key name before '='"), NULL;
+                if (ctx->section == SECTION_NONE) {
+                        *eq = '\0';
+                        return ctx_error(ctx, "%s= outside of any section", s), NULL;
+                }
+        }
+
+        if (num <= 0 || (size_t) (e - s) >= (size_t) num)
+                return ctx_error(ctx, "line too long (more than %d characters)", num > 0 ? num - 1 : 0),
+                       NULL;
+        memcpy(str, s, (size_t) (e - s) + 1);
+        return str;
+
+end:
+        section_end(ctx);
+        return NULL;
+}
+
+static int set_size(struct parse_ctx *ctx, const char *key, const char *value, uint64_t percent_of,
+                    uint64_t dflt, uint64_t *ret) {
+        if (!*value) {
+                *ret = dflt;
+                return 1;
+        }
+        if (mb_parse_size(value, percent_of, ret) < 0)
+                return ctx_error(ctx, "bad size '%s' for %s= (bytes with K/M/G/T, a percentage, or infinity)",
+                                 value, key);
+        return 1;
+}
+
+static int set_uint(struct parse_ctx *ctx, const char *key, const char *value, unsigned min,
+                    unsigned max, unsigned dflt, unsigned *ret) {
+        int r;
+
+        if (!*value) {
+                *ret = dflt;
+                return 1;
+        }
+        r = parse_uint(value, min, max, ret);
+        if (r == -ERANGE)
+                return ctx_error(ctx, "%s=%s is out of range (%u..%u)", key, value, min, max);
+        if (r < 0)
+                return ctx_error(ctx, "bad number '%s' for %s=", value, key);
+        return 1;
+}
+
+static int set_bool(struct parse_ctx *ctx, const char *key, const char *value, bool *ret) {
+        int b;
+
+        if (!*value) {
+                *ret = false;
+                return 1;
+        }
+        b = parse_boolean(value);
+        if (b < 0)
+                return ctx_error(ctx, "bad boolean '%s' for %s= (yes/no, true/false, on/off, 1/0)", value,
+                                 key);
+        *ret = b;
+        return 1;
+}
+
+static int broker_key(struct parse_ctx *ctx, const char *key, const char *value) {
+        struct mb_broker_config *b = &ctx->config->broker;
+
+        if (strcmp(key, "Capacity") == 0) {
+                uint64_t ram = mb_physical_memory(), v;
+
+                if (!*value)
+                        v = ram / 100 * MB_DEFAULT_CAPACITY_PERCENT;
+                else if (!set_size(ctx, key, value, ram, 0, &v))
+                        return 0;
+                if (v == MB_LIMIT_MAX)
+                        return ctx_error(ctx, "Capacity= must be a size or a percentage of RAM, not '%s'", value);
+                b->capacity_bytes = v;
+                ctx->capacity_line = ctx->line;
+                return 1;
+        }
+
+        if (strcmp(key, "PageSize") == 0) {
+                uint64_t sys = system_page_size(), v;
+
+                if (!*value)
+                        v = MB_MAX(MB_DEFAULT_PAGE_SIZE_BYTES, sys);
+                else if (value[strlen(value) - 1] == '%' || mb_parse_size(value, 0, &v) < 0 ||
+                         v == MB_LIMIT_MAX)
+                        return ctx_error(ctx, "bad size '%s' for PageSize= (bytes with K/M/G/T)", value);
+                if (v < sys || (v & (v - 1)) != 0 || v % sys != 0 || v > MB_PAGE_SIZE_MAX_BYTES)
+                        return ctx_error(ctx,
+                                         "PageSize=%s is not a power of two multiple of the system page size "
+                                         "(%" PRIu64 " bytes) up to 1G",
+                                         value, sys);
+                b->page_size = v;
+                ctx->page_size_line = ctx->line;
+                return 1;
+        }
+
+        if (strcmp(key, "ChargeBatch") == 0)
+                return set_uint(ctx, key, value, 1, MB_CHARGE_BATCH_MAX, MB_DEFAULT_CHARGE_BATCH,
+                                &b->charge_batch);
+
+        if (strcmp(key, "Socket") == 0) {
+                const char *v = *value ? value : MB_DEFAULT_SOCKET;
+                char *copy;
+
+                if (v[0] != '/')
+                        return ctx_error(ctx, "Socket=%s is not an absolute path", v);
+                if (strlen(v) >= sizeof(((struct sockaddr_un *) NULL)->sun_path))
+                        return ctx_error(ctx, "Socket= path is longer than %zu bytes",
+                                         sizeof(((struct sockaddr_un *) NULL)->sun_path) - 1);
+                copy = strdup(v);
+                if (!copy)
+                        return ctx_oom(ctx);
+                free(b->socket_path);
+                b->socket_path = copy;
+                return 1;
+        }
+
+        if (strcmp(key, "StatsFlushIntervalSec") == 0)
+                return set_uint(ctx, key, value, 1, MB_FLUSH_INTERVAL_MAX_SEC, MB_DEFAULT_FLUSH_INTERVAL_SEC,
+                                &b->stats_flush_interval_sec);
+        if (strcmp(key, "Workers") == 0)
+                return set_uint(ctx, key, value, 0, MB_WORKERS_MAX, 0, &b->workers);
+        if (strcmp(key, "ReclaimTimeoutMSec") == 0)
+                return set_uint(ctx, key, value, 1, MB_RECLAIM_TIMEOUT_MAX_MSEC,
+                                MB_DEFAULT_RECLAIM_TIMEOUT_MSEC, &b->reclaim_timeout_msec);
+        if (strcmp(key, "PressureReclaim") == 0)
+                return set_bool(ctx, key, value, &b->pressure_reclaim);
+        if (strcmp(key, "MemoryRecursiveProtection") == 0)
+                return set_bool(ctx, key, value, &b->memory_recursiveprot);
+
+        return ctx_error(ctx, "unknown key %s= in section [Broker]", key);
+}
+
+/* Resolve one AllowUsers=/AllowGroups= word to an id: a decimal id is taken
+ * as it is (like systemd's User=), a name is looked up with getpwnam_r() /
+ * getgrnam_r().  Returns 0, -ENOENT for an unknown name, -EINVAL for a bad
+ * number, another negative errno when the lookup itself failed. */
+static int resolve_id(const char *word, bool group, uint32_t *ret) {
+        _cleanup_(freep) char *buf = NULL;
+        long hint = sysconf(group ? _SC_GETGR_R_SIZE_MAX : _SC_GETPW_R_SIZE_MAX);
+        size_t size = hint > 0 ? (size_t) hint : 1024;
+        unsigned v;
+
+        if (isdigit((unsigned char) word[0])) {
+                if (parse_uint(word, 0, UINT32_MAX - 1, &v) < 0)
+                        return -EINVAL; /* (uid_t) -1 is "no id" */
+                *ret = v;
+                return 0;
+        }
+
+        for (;;) {
+                int err;
+
+                buf = malloc(size);
+                if (!buf)
+                        return -ENOMEM;
+
+                if (group) {
+                        struct group gr, *res = NULL;
+
+                        err = getgrnam_r(word, &gr, buf, size, &res);
+                        if (err == 0 && res) {
+                                *ret = res->gr_gid;
+                                return 0;
+                        }
+                } else {
+                        struct passwd pw, *res = NULL;
+
+                        err = getpwnam_r(word, &pw, buf, size, &res);
+                        if (err == 0 && res) {
+                                *ret = res->pw_uid;
+                                return 0;
+                        }
+                }
+                if (err == ERANGE && size < (1U << 20)) {
+                        free(TAKE_PTR(buf));
+                        size *= 2;
+                        continue;
+                }
+                /* "Not found" is 0 with no result, or one of these,
+                 * depending on the NSS module (getpwnam_r(3)). */
+                if (err == 0 || err == ENOENT || err == ESRCH || err == EBADF || err == EPERM)
+                        return -ENOENT;
+                return -err;
+        }
+}
+
+static int set_ids(struct parse_ctx *ctx, const char *key, const char *value, bool group, uint32_t **ids,
+                   size_t *n) {
+        _cleanup_(freep) char *copy = NULL;
+        char *save = NULL;
+
+        if (!*value) {
+                free(*ids);
+                *ids = NULL;
+                *n = 0;
+                return 1;
+        }
+
+        copy = strdup(value);
+        if (!copy)
+                return ctx_oom(ctx);
+
+        for (char *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+                uint32_t id = 0, *a;
+                int r;
+
+                r = resolve_id(w, group, &id);
+                if (r == -ENOENT)
+                        return ctx_error(ctx, "unknown %s '%s' in %s=", group ? "group" : "user", w, key);
+                if (r == -EINVAL)
+                        return ctx_error(ctx, "bad %s id '%s' in %s=", group ? "group" : "user", w, key);
+                if (r == -ENOMEM)
+                        return ctx_oom(ctx);
+                if (r < 0)
+                        return ctx_error(ctx, "cannot look up %s '%s' in %s=: %s", group ? "group" : "user", w,
+                                         key, strerror(-r));
+
+                a = reallocarray(*ids, *n + 1, sizeof(**ids));
+                if (!a)
+                        return ctx_oom(ctx);
+                a[(*n)++] = id;
+                *ids = a;
+        }
+        return 1;
+}
+
+_Static_assert(sizeof(uid_t) == sizeof(uint32_t) && sizeof(gid_t) == sizeof(uint32_t),
+               "ids are 32 bit");
+
+static int tenant_key(struct parse_ctx *ctx, const char *key, const char *value) {
+        struct mb_tenant_config *tc = ctx_tenant(ctx);
+        uint64_t capacity = ctx->config->broker.capacity_bytes;
+
+        if (!tc)
+                return ctx_oom(ctx); /* the section could not be started */
+
+        if (strcmp(key, "Path") == 0) {
+                char *p;
+                int r;
+
+                if (tc->path)
+                        return ctx_error(ctx, "Path= set twice in one [Tenant] section");
+                if (!*value)
+                        return ctx_error(ctx, "Path= must not be empty");
+                r = tenant_path_normalize(value, &p);
+                if (r == -ENOMEM)
+                        return ctx_oom(ctx);
+                if (r < 0)
+                        return ctx_error(ctx,
+                                         "bad tenant path '%s' (components of [A-Za-z0-9_.-] separated by '/', "
+                                         "at most %d deep)",
+                                         value, TENANT_MAX_DEPTH);
+                if (strcmp(p, "/") == 0) {
+                        free(p);
+                        return ctx_error(ctx, "Path=/ is the root tenant, its limit is Capacity= in membroker.conf");
+                }
+                tc->path = p;
+                tc->line = ctx->line;
+                return 1;
+        }
+
+        if (strcmp(key, "MemoryMax") == 0)
+                return set_size(ctx, key, value, capacity, MB_LIMIT_MAX, &tc->max);
+        if (strcmp(key, "MemoryHigh") == 0)
+                return set_size(ctx, key, value, capacity, MB_LIMIT_MAX, &tc->high);
+        if (strcmp(key, "MemoryLow") == 0)
+                return set_size(ctx, key, value, capacity, 0, &tc->low);
+        if (strcmp(key, "MemoryMin") == 0)
+                return set_size(ctx, key, value, capacity, 0, &tc->min);
+        if (strcmp(key, "ChargeBatch") == 0)
+                return set_uint(ctx, key, value, 1, MB_CHARGE_BATCH_MAX, 0, &tc->charge_batch);
+
+        if (strcmp(key, "OOMPolicy") == 0) {
+                if (!*value || strcmp(value, "fail") == 0)
+                        tc->oom_policy = MB_OOM_FAIL;
+                else if (strcmp(value, "kill") == 0)
+                        tc->oom_policy = MB_OOM_KILL;
+                else
+                        return ctx_error(ctx, "OOMPolicy= must be fail or kill, not '%s'", value);
+                return 1;
+        }
+
+        if (strcmp(key, "AllowUsers") == 0)
+                return set_ids(ctx, key, value, false, (uint32_t **) &tc->allow_users, &tc->n_allow_users);
+        if (strcmp(key, "AllowGroups") == 0)
+                return set_ids(ctx, key, value, true, (uint32_t **) &tc->allow_groups, &tc->n_allow_groups);
+
+        if (strcmp(key, "Cgroup") == 0) {
+                char *copy;
+                size_t len;
+
+                if (!*value) {
+                        free(tc->cgroup);
+                        tc->cgroup = NULL;
+                        return 1;
+                }
+                if (value[0] != '/' || strstr(value, "/../") || strstr(value, "/./") ||
+                    strcmp(value + strlen(value) - (strlen(value) >= 3 ? 3 : 0), "/..") == 0 ||
+                    strpbrk(value, " \t"))
+                        return ctx_error(ctx, "Cgroup=%s is not an absolute cgroup path", value);
+                copy = strdup(value);
+                if (!copy)
+                        return ctx_oom(ctx);
+                len = strlen(copy);
+                while (len > 1 && copy[len - 1] == '/')
+                        copy[--len] = '\0'; /* "/a/b/" is "/a/b" */
+                free(tc->cgroup);
+                tc->cgroup = copy;
+                return 1;
+        }
+
+        return ctx_error(ctx, "unknown key %s= in section [Tenant]", key);
+}
+
+static int config_handler(void *user, const char *section, const char *name, const char *value) {
+        struct parse_ctx *ctx = user;
+
+        (void) section; /* ours (ctx->section) also tells [Tenant] sections apart */
+
+        if (ctx->r < 0)
+                return 0;
+        switch (ctx->section) {
+        case SECTION_BROKER:
+                return broker_key(ctx, name, value);
+        case SECTION_TENANT:
+                return tenant_key(ctx, name, value);
+        default:
+                return ctx_error(ctx, "%s= outside of any section", name);
+        }
+}
+
+/* Parse one file.  -ENOENT (no message) when it does not exist and
+ * @optional; otherwise the first error, with ctx->error set. */
+static int parse_file(struct mb_config *c, const char *path, bool broker_file, bool optional,
+                      char **ret_error) {
+        _cleanup_(fclosep) FILE *f = NULL;
+        struct parse_ctx ctx = {
+                .file = path,
+                .broker_file = broker_file,
+                .config = c,
+                .tenant = -1,
+        };
+        int r;
+
+        f = fopen(path, "re");
+        if (!f) {
+                r = -errno;
+                if (r == -ENOENT && optional)
+                        return r;
+                if (asprintf(ret_error, "%s: %s", path, strerror(-r)) < 0)
+                        *ret_error = NULL;
+                return r;
+        }
+        ctx.f = f;
+
+        r = ini_parse_stream(config_reader, &ctx, config_handler, &ctx);
+        free(ctx.buf);
+
+        if (ctx.r >= 0 && r == -2)
+                ctx.r = -ENOMEM;
+        else if (ctx.r >= 0 && r != 0)
+                /* Our reader refuses every line libinih would; keep a
+                 * message should a libinih build disagree. */
+                ctx_error_at(&ctx, r > 0 ? (unsigned) r : 0, "syntax error");
+
+        if (ctx.r >= 0 && broker_file) {
+                struct mb_broker_config *b = &c->broker;
+
+                if (b->capacity_bytes < b->page_size)
+                        ctx_error_at(&ctx, ctx.capacity_line ?: ctx.page_size_line,
+                                     "Capacity= (%" PRIu64 " bytes) is smaller than one page (%" PRIu64 " bytes)",
+                                     b->capacity_bytes, b->page_size);
+                else if (b->capacity_bytes / b->page_size > (uint64_t) PAGE_COUNTER_MAX)
+                        ctx_error_at(&ctx, ctx.capacity_line ?: ctx.page_size_line,
+                                     "Capacity= (%" PRIu64 " bytes) is more than %ld pages", b->capacity_bytes,
+                                     (long) PAGE_COUNTER_MAX);
+        }
+
+        if (ctx.r < 0) {
+                *ret_error = ctx.error;
+                return ctx.r;
+        }
+        free(ctx.error);
+        return 0;
+}
+
+static bool conf_name_ok(const char *name) {
+        size_t n = strlen(name);
+
+        return name[0] != '.' && n > 5 && strcmp(name + n - 5, ".conf") == 0;
+}
+
+static int cmp_strp(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* tenants.d/ file names ending in ".conf", sorted bytewise (lexical order
+ * that does not depend on the locale).  -ENOENT when the directory is
+ * absent. */
+static int list_conf_files(const char *dir, char ***ret, size_t *ret_n) {
+        DIR *d;
+        struct dirent *de;
+        char **names = NULL;
+        size_t n = 0;
+        int r = 0;
+
+        d = opendir(dir);
+        if (!d)
+                return -errno;
+
+        while ((errno = 0, de = readdir(d))) {
+                char **a, *copy;
+
+                if (!conf_name_ok(de->d_name))
+                        continue;
+                if (de->d_type != DT_REG) {
+                        struct stat st;
+
+                        /* Symlinks and unknown types: follow them; skip
+                         * directories and the like. */
+                        if (fstatat(dirfd(d), de->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode))
+                                continue;
+                }
+                copy = strdup(de->d_name);
+                a = copy ? reallocarray(names, n + 1, sizeof(*names)) : NULL;
+                if (!a) {
+                        free(copy);
+                        r = -ENOMEM;
+                        break;
+                }
+                names = a;
+                names[n++] = copy;
+        }
+        if (r == 0 && errno != 0)
+                r = -errno;
+        closedir(d);
+
+        if (r < 0) {
+                for (size_t i = 0; i < n; i++)
+                        free(names[i]);
+                free(names);
+                return r;
+        }
+
+        if (n > 1)
+                qsort(names, n, sizeof(*names), cmp_strp);
+        *ret = names;
+        *ret_n = n;
+        return 0;
+}
+
+static int cmp_tenant_path(const void *a, const void *b) {
+        const struct mb_tenant_config *x = *(const struct mb_tenant_config *const *) a,
+                                      *y = *(const struct mb_tenant_config *const *) b;
+        int c = strcmp(x->path, y->path);
+
+        if (c != 0)
+                return c;
+        return x < y ? -1 : x > y; /* array order is file order */
+}
+
+/* Two [Tenant] sections with the same Path=: report the later one (in file
+ * order) that comes first.  O(n log n) for configurations with many
+ * tenants. */
+static int check_duplicates(const struct mb_config *c, char **ret_error) {
+        _cleanup_(freep) const struct mb_tenant_config **v = NULL;
+        const struct mb_tenant_config *dup = NULL, *first = NULL;
+
+        if (c->ntenants < 2)
+                return 0;
+
+        v = calloc(c->ntenants, sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0; i < c->ntenants; i++)
+                v[i] = &c->tenants[i];
+        qsort(v, c->ntenants, sizeof(*v), cmp_tenant_path);
+
+        for (size_t i = 1; i < c->ntenants; i++)
+                if (strcmp(v[i - 1]->path, v[i]->path) == 0 && (!dup || v[i] < dup)) {
+                        size_t j = i - 1;
+
+                        /* the first definition of this path */
+                        while (j > 0 && strcmp(v[j - 1]->path, v[i]->path) == 0)
+                                j--;
+                        dup = v[i];
+                        first = v[j];
+                }
+
+        if (!dup)
+                return 0;
+        if (asprintf(ret_error, "%s:%u: duplicate Path=%s, first defined at %s:%u", dup->file, dup->line,
+                     dup->path, first->file, first->line) < 0) {
+                *ret_error = NULL;
+                return -ENOMEM;
+        }
+        return -EINVAL;
+}
+
+int mb_config_load(const char *dir, struct mb_config **ret, char **ret_error) {
+        _cleanup_(mb_config_freep) struct mb_config *c = NULL;
+        _cleanup_(freep) char *path = NULL, *tdir = NULL;
+        char **names = NULL;
+        size_t n = 0;
+        int r;
+
+        *ret_error = NULL;
+
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                goto oom;
+        r = mb_broker_config_defaults(&c->broker);
+        if (r < 0)
+                goto oom;
+
+        if (asprintf(&path, "%s/membroker.conf", dir) < 0) {
+                path = NULL;
+                goto oom;
+        }
+        r = parse_file(c, path, true, true, ret_error);
+        if (r < 0 && r != -ENOENT)
+                goto fail;
+
+        if (asprintf(&tdir, "%s/tenants.d", dir) < 0) {
+                tdir = NULL;
+                goto oom;
+        }
+        r = list_conf_files(tdir, &names, &n);
+        if (r == -ENOENT || r == -ENOTDIR)
+                n = 0;
+        else if (r < 0) {
+                if (asprintf(ret_error, "%s: %s", tdir, strerror(-r)) < 0)
+                        *ret_error = NULL;
+                goto fail;
+        }
+
+        r = 0;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_(freep) char *file = NULL;
+
+                if (r >= 0) {
+                        if (asprintf(&file, "%s/%s", tdir, names[i]) < 0) {
+                                file = NULL;
+                                r = -ENOMEM;
+                        } else
+                                r = parse_file(c, file, false, false, ret_error);
+                }
+                free(names[i]);
+        }
+        free(names);
+        if (r < 0)
+                goto fail;
+
+        r = check_duplicates(c, ret_error);
+        if (r < 0)
+                goto fail;
+
+        *ret = TAKE_PTR(c);
+        return 0;
+
+oom:
+        r = -ENOMEM;
+fail:
+        if (!*ret_error)
+                *ret_error = strdup(r == -ENOMEM ? "out of memory" : strerror(-r));
+        return r;
+}
+
+const struct mb_tenant_config *mb_config_find_tenant(const struct mb_config *c, const char *path) {
+        _cleanup_(freep) char *p = NULL;
+
+        if (tenant_path_normalize(path, &p) < 0)
+                return NULL;
+        for (size_t i = 0; i < c->ntenants; i++)
+                if (strcmp(c->tenants[i].path, p) == 0)
+                        return &c->tenants[i];
+        return NULL;
+}
+
+/* ---- building the tree -------------------------------------------------- */
+
+int mb_config_apply_tenant(const struct mb_config *c, const struct mb_tenant_config *tc, struct tenant *t) {
+        uint64_t page = c->broker.page_size;
+        int r;
+
+        /* memory_max_write(): the new max applies at once, even below the
+         * current usage; reclaiming the excess is the caller's job. */
+        r = page_counter_force_max(&t->memory, mb_bytes_to_pages(tc->max, page));
+        if (r < 0)
+                return r;
+        r = page_counter_set_high(&t->memory, mb_bytes_to_pages(tc->high, page));
+        if (r < 0)
+                return r;
+        r = page_counter_set_low(&t->memory, mb_bytes_to_pages(tc->low, page));
+        if (r < 0)
+                return r;
+        r = page_counter_set_min(&t->memory, mb_bytes_to_pages(tc->min, page));
+        if (r < 0)
+                return r;
+
+        r = tenant_set_allow(t, tc->allow_users, tc->n_allow_users, tc->allow_groups, tc->n_allow_groups,
+                             tc->cgroup);
+        if (r < 0)
+                return r;
+
+        t->charge_batch = tc->charge_batch;
+        t->oom_policy = tc->oom_policy;
+        t->from_config = true;
+        return 0;
+}
+
+int mb_config_build_tree(const struct mb_config *c, unsigned ncpus, struct tenant_tree **ret,
+                         char **ret_error) {
+        struct tenant_tree *tree = NULL;
+        int r;
+
+        *ret_error = NULL;
+
+        r = tenant_tree_new(mb_bytes_to_pages(c->broker.capacity_bytes, c->broker.page_size), ncpus, &tree);
+        if (r < 0) {
+                if (asprintf(ret_error, "cannot create the tenant tree (Capacity=%" PRIu64 " bytes): %s",
+                             c->broker.capacity_bytes, strerror(-r)) < 0)
+                        *ret_error = NULL;
+                return r;
+        }
+        tree->recursive_protection = c->broker.memory_recursiveprot;
+
+        for (size_t i = 0; i < c->ntenants; i++) {
+                const struct mb_tenant_config *tc = &c->tenants[i];
+                struct tenant *t = tenant_lookup(tree, tc->path);
+
+                /* An ancestor may have been created for a child defined
+                 * earlier; then only its settings are applied. */
+                if (!t)
+                        r = tenant_create(tree, tc->path, &t);
+                if (r >= 0)
+                        r = mb_config_apply_tenant(c, tc, t);
+                if (r < 0) {
+                        if (asprintf(ret_error, "%s:%u: cannot create tenant %s: %s", tc->file, tc->line,
+                                     tc->path, strerror(-r)) < 0)
+                                *ret_error = NULL;
+                        tenant_tree_free(tree);
+                        return r;
+                }
+        }
+
+        *ret = tree;
+        return 0;
+}

@@ -5,6 +5,29 @@
  * systemd-style INI, parsed with libinih.  Every error is reported as
  * "file:line: what is wrong"; on error nothing is returned (no partial
  * configuration).
+ *
+ * Syntax (systemd's, plus the trailing comments design.md §7 shows):
+ *   - "[Section]" headers, "Key=Value" assignments, comment lines starting
+ *     with '#' or ';', blank lines; leading whitespace is ignored.
+ *   - A '#' or ';' preceded by whitespace starts a trailing comment
+ *     ("Capacity=25%   # of RAM"), so a value cannot contain " #".
+ *   - Keys and section names are case-sensitive.  A key given twice in a
+ *     section: the last assignment wins (systemd), except Path=, which names
+ *     the section and may be given once.  An empty value resets the key to
+ *     its default (AllowUsers=/AllowGroups= then start an empty list; several
+ *     AllowUsers= lines add up).
+ *   - One line holds at most 198 characters after comments are stripped
+ *     (libinih's line buffer); split long AllowUsers= lists over several
+ *     lines.
+ *   - membroker.conf holds one [Broker] section; every tenants.d/ *.conf
+ *     file (lexical order, names starting with '.' and names not ending in
+ *     ".conf" are ignored) holds any number of [Tenant] sections.
+ *
+ * Sizes: bytes, optionally with a K/M/G/T suffix (powers of 1024, upper or
+ * lower case, a fraction such as 1.5G allowed with a suffix), or a
+ * percentage: of physical RAM for Capacity=, of the Capacity for the tenant
+ * limits.  "infinity" and "max" mean no limit (not allowed for Capacity=
+ * and PageSize=).
  */
 #pragma once
 
@@ -51,19 +74,40 @@ struct mb_config {
         size_t ntenants;
 };
 
+#define MB_CHARGE_BATCH_MAX 16384U
+
 /**
- * mb_config_load - read @dir/membroker.conf (optional: defaults when absent)
- * and @dir/tenants.d/ *.conf in lexical order.  On error returns a negative
- * errno and sets *@ret_error to a malloc'ed "file:line: reason".
+ * mb_config_load - read @dir/membroker.conf (optional: defaults when absent,
+ * as when @dir itself is absent) and @dir/tenants.d/ *.conf in lexical
+ * (byte) order.  On error returns a negative errno (-EINVAL for a bad file,
+ * the read error otherwise), sets *@ret_error to a malloc'ed
+ * "file:line: reason" ("file: reason" when no line applies) and returns no
+ * configuration.
  */
 int mb_config_load(const char *dir, struct mb_config **ret, char **ret_error);
 void mb_config_free(struct mb_config *c);
 
+/* The built-in defaults (no file): Capacity 25% of RAM, PageSize 4K (or the
+ * system page size when larger), ChargeBatch 64, ...  @ret's socket_path is
+ * malloc'ed: free with mb_broker_config_done().  -ENOMEM. */
+int mb_broker_config_defaults(struct mb_broker_config *ret);
+void mb_broker_config_done(struct mb_broker_config *b);
+
 /**
- * mb_parse_size - "4096", "4K", "1.5G", "25%" (of @ram_bytes), "infinity",
- * "max".  Suffixes K/M/G/T are powers of 1024.  Returns -EINVAL / -ERANGE.
+ * mb_parse_size - "4096", "4K", "1.5G", "25%" (of @ram_bytes, rounded down,
+ * at most 100%), "infinity", "max" (MB_LIMIT_MAX).  Suffixes K/M/G/T (either
+ * case) are powers of 1024; a fraction needs a suffix.  Returns 0, -EINVAL
+ * for garbage, -ERANGE when the value does not fit (>= MB_LIMIT_MAX bytes,
+ * or above 100%).
  */
 int mb_parse_size(const char *s, uint64_t ram_bytes, uint64_t *ret);
+
+/* page_counter_memparse(): bytes to pages, rounded down, MB_LIMIT_MAX and
+ * anything above PAGE_COUNTER_MAX pages to PAGE_COUNTER_MAX. */
+unsigned long mb_bytes_to_pages(uint64_t bytes, uint64_t page_size);
+
+/* Find a tenant's configuration by normalised path, NULL when absent. */
+const struct mb_tenant_config *mb_config_find_tenant(const struct mb_config *c, const char *path);
 
 /* Physical RAM in bytes (sysconf). */
 uint64_t mb_physical_memory(void);
@@ -71,10 +115,16 @@ uint64_t mb_physical_memory(void);
 /**
  * mb_config_build_tree - a tenant tree from @c: the root's max is the
  * capacity, every tenant created with its limits (bytes rounded down to
- * pages, as page_counter_memparse() does) and access settings.
+ * pages, as page_counter_memparse() does) and access settings; ancestors a
+ * file does not define are created without limits; the tree's
+ * recursive_protection follows MemoryRecursiveProtection=.  On error
+ * *@ret_error is "file:line: reason".
  */
 int mb_config_build_tree(const struct mb_config *c, unsigned ncpus, struct tenant_tree **ret,
                          char **ret_error);
 
-/* Apply one tenant's limits/settings from @tc to @t (used by build and reload). */
+/* Apply one tenant's limits/settings from @tc to @t (used by build and
+ * reload): max as memory_max_write() sets it (even below the current usage:
+ * the caller reclaims the excess), high, low, min, ChargeBatch, OOMPolicy,
+ * AllowUsers/AllowGroups/Cgroup; marks @t from_config.  -EINVAL, -ENOMEM. */
 int mb_config_apply_tenant(const struct mb_config *c, const struct mb_tenant_config *tc, struct tenant *t);

@@ -6,6 +6,7 @@ daemon_core_libmbcore_la_SOURCES = \
 	%reldir%/high_delay.c %reldir%/high_delay.h \
 	%reldir%/rstat.c %reldir%/rstat.h \
 	%reldir%/tenant.c %reldir%/tenant.h \
+	%reldir%/tenant_map.c %reldir%/tenant_map.h \
 	%reldir%/config.c %reldir%/config.h
 daemon_core_libmbcore_la_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
 daemon_core_libmbcore_la_LIBADD = $(INIH_LIBS)

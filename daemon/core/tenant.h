@@ -23,7 +23,8 @@
 #include "rstat.h"
 
 #define TENANT_MAX_DEPTH 16
-#define TENANT_PATH_MAX 4096
+#define TENANT_PATH_MAX 4096    /* bytes, including the NUL */
+#define TENANT_NAME_MAX 255     /* bytes per component, like NAME_MAX */
 
 /* memory.events (enum memcg_memory_event). */
 enum mb_event {
@@ -40,8 +41,15 @@ enum mb_oom_policy {
         MB_OOM_KILL,
 };
 
-const char *mb_event_to_string(enum mb_event e);   /* "low", "high", ... */
-const char *mb_stat_item_to_string(enum mb_stat_item i); /* "pages", ... */
+/* "low", "high", "max", "oom", "oom_kill" (the memory.events keys); NULL
+ * when out of range. */
+const char *mb_event_to_string(enum mb_event e);
+/* "pages", "stock", "slab_reclaimable", "slab_unreclaimable", "pgalloc",
+ * "pgfree", "charge_requests", "uncharge_requests", "pgscan", "pgsteal",
+ * "throttle_usec"; NULL when out of range. */
+const char *mb_stat_item_to_string(enum mb_stat_item i);
+
+struct tenant_tree;
 
 struct tenant {
         struct page_counter memory; /* first: cache-line aligned */
@@ -51,10 +59,17 @@ struct tenant {
         const char *name; /* last component, points into path */
         unsigned depth;   /* root 0 */
 
+        struct tenant_tree *tree;
         struct tenant *parent;
-        struct tenant *children; /* first child */
+        struct tenant *children; /* first child (children in creation order) */
+        struct tenant *last_child;
         struct tenant *next_sibling;
+        struct tenant *prev_sibling;
         unsigned nchildren;
+
+        /* tenant_map.c: chain link and hash of `path`. */
+        struct tenant *hash_next;
+        uint64_t path_hash;
 
         /* memcg_memory_event(): local counts only here, hierarchical counts
          * here and in every ancestor. */
@@ -84,38 +99,66 @@ struct tenant_tree {
         struct tenant_map *map;    /* path -> tenant */
 };
 
-/* A tree with just the root; @capacity_pages is the root's max. */
+/* A tree with just the root; @capacity_pages is the root's max, @ncpus sizes
+ * the rstat flush threshold.  Returns 0, -ENOMEM, or -EINVAL when
+ * @capacity_pages > PAGE_COUNTER_MAX. */
 int tenant_tree_new(unsigned long capacity_pages, unsigned ncpus, struct tenant_tree **ret);
+/* Free the tree and every tenant (no rstat flush, no checks).  NULL is fine. */
 void tenant_tree_free(struct tenant_tree *tree);
 
-/* Syntax check of a path (design.md §2).  "/" is the root. */
+/* Syntax check of a path (design.md §2): "/" is the root; otherwise 1 to
+ * TENANT_MAX_DEPTH components of 1 to TENANT_NAME_MAX characters out of
+ * [A-Za-z0-9_.-], neither "." nor "..", separated by single '/'; one
+ * leading and one trailing '/' are allowed ("/a/b/" is "a/b"). */
 bool tenant_path_is_valid(const char *path);
 
-/* Normalise "/a/b/" to "a/b" (the root stays "/").  -EINVAL when invalid. */
+/* Normalise "/a/b/" to "a/b" (the root stays "/") into a new string.
+ * -EINVAL when invalid, -ENOMEM. */
 int tenant_path_normalize(const char *path, char **ret);
 
+/* The tenant at @path (any accepted spelling, "/a/b/" finds "a/b"); NULL when
+ * it does not exist or @path is invalid.  O(length of @path). */
 struct tenant *tenant_lookup(struct tenant_tree *tree, const char *path);
 
 /**
  * tenant_create - create @path, and any missing ancestors (like systemd
- * slices).  -EEXIST if it exists, -EINVAL for a bad path or depth > 16,
- * -EBUSY when an ancestor has clients attached (no internal processes).
+ * slices); new tenants have no limits, no protection and inherit the charge
+ * batch.  -EEXIST if it exists (also for "/"), -EINVAL for a bad path or
+ * depth > 16, -EBUSY when the deepest existing ancestor (the would-be parent
+ * of the first new level) has clients attached (no internal processes),
+ * -ENOMEM.  Nothing is created on error.  *@ret (may be NULL) gets the new
+ * tenant.
  */
 int tenant_create(struct tenant_tree *tree, const char *path, struct tenant **ret);
 
-/* Remove a leaf without clients: -EBUSY with children or clients, -EPERM for
- * the root. */
+/* Remove a leaf without clients: -EBUSY with children, clients or pages still
+ * charged, -EPERM for the root.  Its statistics are flushed into the parent
+ * first (cgroup_rstat_exit()), so the ancestors' counters keep what it
+ * counted.  Frees @t. */
 int tenant_remove(struct tenant_tree *tree, struct tenant *t);
 
-/* Settings */
+/* Settings: replace the admission lists with copies.  @cgroup may be NULL.
+ * -ENOMEM (then nothing changed). */
 int tenant_set_allow(struct tenant *t, const uid_t *uids, size_t nu, const gid_t *gids, size_t ng,
                      const char *cgroup);
 
-/* memcg_memory_event() */
+/* Leaf-only rule for clients: count one more client on @t; -EBUSY when @t has
+ * children.  The caller serialises against tenant_create() (tree lock). */
+int tenant_attach_client(struct tenant *t);
+/* One client less. */
+void tenant_detach_client(struct tenant *t);
+
+/* memcg_memory_event(): count @event in @t's local counts, and in the
+ * hierarchical counts of @t and every ancestor below the root (the root
+ * counts only its own events, as in the kernel).  Thread-safe. */
 void tenant_memory_event(struct tenant *t, enum mb_event event);
 
-/* Pre-order walk of @t's subtree; stop early when @cb returns non-zero and
- * return that value. */
+/* Read one event count (memory.events / memory.events.local). */
+uint64_t tenant_event_count(const struct tenant *t, enum mb_event event, bool local);
+
+/* Pre-order walk of @t's subtree (@t first, children in creation order);
+ * stop early when @cb returns non-zero and return that value.  @cb must not
+ * add or remove tenants. */
 int tenant_walk(struct tenant *t, int (*cb)(struct tenant *t, void *userdata), void *userdata);
 
 /* Effective charge batch for the tenant: own setting, else nearest ancestor's,
