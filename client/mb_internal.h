@@ -15,8 +15,12 @@ unsigned mb_client_cpu(const mb_client *c);
 unsigned mb_client_ncpus(const mb_client *c);
 
 /* Add @delta to @item in the caller's CPU slot of the stats region; safe
- * against other threads of the process. */
+ * against other threads of the process (takes the CPU's stock lock, so do
+ * not call it with one held).  A no-op in a fork() child. */
 void mb_client_stat_add(mb_client *c, enum mb_stat_item item, int64_t delta);
 
 /* Set the thread's mb_last_error() message. */
 void mb_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The client's mapping of its stats region (tests read slots through it). */
+const struct mb_stats_region *mb_client_stats_region(const mb_client *c);

@@ -11,9 +11,37 @@
  * Errors: functions return a negative errno (or NULL and set errno); the
  * reason in words is available from mb_last_error() in the calling thread.
  *
- * Threads: every function may be called from any thread.
- * fork(): the child must not use the parent's connection; it may mb_connect()
- * anew.  Pages the parent holds stay the parent's.
+ * Threads: every function may be called from any thread, except that
+ * mb_close() must not race with other calls on the same client.
+ *
+ * The stock: each CPU keeps up to 2 * charge_batch pre-charged free pages
+ * (mb_page_alloc() pops, mb_page_free() pushes; no system call, no daemon).
+ * An empty stock charges one batch, a stock that would pass 2 * charge_batch
+ * returns one batch.  Stocked pages count in the tenant's usage (and show as
+ * `stock` in its stat), so a tenant's usage may exceed what the application
+ * holds by at most
+ *         ncpus * 2 * charge_batch pages per client
+ * (the worst-case over-charge; plus one batch in flight per thread that is
+ * refilling).  At a limit the library first takes the pages of its other
+ * CPUs' stocks and charges exactly what is missing, as the kernel's
+ * try_charge() does, so an application can use its tenant's whole max.
+ *
+ * Page contents: pages the daemon hands out are zero (a page that leaves a
+ * client is hole-punched), but a page from the stock may hold data the same
+ * client freed earlier.  Treat mb_page_alloc() like malloc(), not calloc().
+ *
+ * fork(): the child must not use the parent's connection.  In the child
+ * every call on an inherited client fails with -ECHILD (its stocks are
+ * emptied, so nothing the parent owns is handed out twice); the child may
+ * mb_close() it (which only releases the child's copy: the parent stays
+ * connected) and mb_connect() anew.  Pages the parent holds stay the
+ * parent's; their memory stays mapped in the child (MAP_SHARED), and a child
+ * that connects to the same tenant can reach them by handle.
+ *
+ * Losing the daemon: when the connection breaks (the daemon exited or closed
+ * the session after a protocol error), the daemon frees every page the
+ * client held; calls that need the daemon then fail with the reason in
+ * mb_last_error(), and pages still held must no longer be used.
  */
 #ifndef MEMBROKER_H
 #define MEMBROKER_H
@@ -30,6 +58,7 @@ extern "C" {
 
 typedef struct mb_client mb_client;
 typedef uint64_t mb_handle_t; /* page index in the tenant's arena */
+#define MB_HANDLE_INVALID UINT64_MAX
 
 /**
  * mb_connect - attach to a tenant.  @socket_path NULL means $MEMBROKER_SOCKET
@@ -39,29 +68,45 @@ typedef uint64_t mb_handle_t; /* page index in the tenant's arena */
  */
 int mb_connect(const char *socket_path, const char *tenant, mb_client **ret);
 
-/* Return every page and stocked page to the daemon and disconnect. */
+/**
+ * mb_close - disconnect; the daemon uncharges and frees every page the
+ * client held, in use or stocked, at once (their contents are destroyed).
+ * Waits (a few seconds at most) until the daemon has seen the disconnect,
+ * so the tenant's usage is down when it returns.  NULL is a no-op.
+ */
 void mb_close(mb_client *c);
 
-/* One page, from this CPU's stock; NULL with errno set (ENOMEM at the
- * tenant's limit) when none can be had. */
+/* One page of mb_page_size() bytes, from this CPU's stock; NULL with errno
+ * set when none can be had: ENOMEM at the tenant's limit (mb_last_error()
+ * names the ancestor at max), ECHILD in a fork() child, or the error that
+ * ended the session. */
 void *mb_page_alloc(mb_client *c);
 
-/* @n pages into @pages: 0, or -errno with nothing allocated. */
+/* @n pages into @pages: 0, or -errno with nothing allocated (all or
+ * nothing: at a limit, -ENOMEM and no page charged for the call). */
 int mb_page_alloc_bulk(mb_client *c, void **pages, size_t n);
 
-/* Give a page back to the stock.  -EINVAL when @page is not a page of this
- * client's arena. */
+/* Give a page back to the stock (a full stock returns a batch to the
+ * daemon).  -EINVAL when @page is not a page of this client's arena.  Freeing
+ * a page this client does not hold is a protocol error: the daemon refuses it
+ * and ends the session. */
 int mb_page_free(mb_client *c, void *page);
+/* @n pages: -EINVAL (nothing freed) when one is not a page of the arena. */
 int mb_page_free_bulk(mb_client *c, void **pages, size_t n);
 
 /* Handles name a page inside the tenant's arena; any process of the same
- * tenant can turn a handle back into a pointer. */
+ * tenant can turn a handle back into a pointer (zero-copy sharing inside a
+ * tenant; only the client that allocated the page may free it).
+ * mb_page_to_handle() returns MB_HANDLE_INVALID for a pointer outside the
+ * arena, mb_handle_to_page() NULL (errno EINVAL) for a handle outside it. */
 mb_handle_t mb_page_to_handle(const mb_client *c, const void *page);
 void *mb_handle_to_page(const mb_client *c, mb_handle_t handle);
 
 size_t mb_page_size(const mb_client *c);
 unsigned mb_charge_batch(const mb_client *c);
 const char *mb_tenant_path(const mb_client *c);
+/* The daemon's id of this connection (as logs and tools show it). */
+uint64_t mb_client_id(const mb_client *c);
 
 /* The message of the last failure in this thread ("" when none). */
 const char *mb_last_error(void);
@@ -76,35 +121,108 @@ struct mb_shrinker {
         unsigned long (*scan)(void *userdata, unsigned long nr_to_scan);
         void *userdata;
 };
+/* @s must stay valid until unregistered.  -EEXIST when registered twice,
+ * -EINVAL without count() and scan(); -ENOENT when unregistering an unknown
+ * shrinker. */
 int mb_register_shrinker(mb_client *c, const struct mb_shrinker *s);
 int mb_unregister_shrinker(mb_client *c, const struct mb_shrinker *s);
 
-/* Tenant events ("high", "max", "oom", ...) delivered to a callback. */
+/* Tenant events ("high", "max", "oom", ...) delivered to a callback; it is
+ * called without library locks held and may call into the library. */
 typedef void (*mb_event_fn)(mb_client *c, const char *event, uint64_t count, void *userdata);
 int mb_set_event_callback(mb_client *c, mb_event_fn fn, void *userdata);
 
 /* Daemon-initiated messages are handled by a background thread by default.
  * Applications with their own event loop pass MB_CONNECT_NO_THREAD to
  * mb_connect_ex() and instead poll mb_get_fd() for POLLIN and call
- * mb_process(). */
+ * mb_process().  (Until the background thread lands with cooperative
+ * reclaim, both modes handle daemon messages whenever the library reads
+ * from the socket: on every slow path and in mb_process().) */
 #define MB_CONNECT_NO_THREAD 0x1u
 int mb_connect_ex(const char *socket_path, const char *tenant, unsigned flags, mb_client **ret);
+/* The connection's socket, to poll for POLLIN. */
 int mb_get_fd(mb_client *c);
+/* Read and handle what the daemon sent, without blocking: answers Reclaim
+ * and Drain, calls the event callback.  Returns the number of messages
+ * handled (0 when none, or when another thread is talking to the daemon and
+ * handles them), or -errno when the session is lost. */
 int mb_process(mb_client *c);
 
-/* ---- Slab caches on broker pages ---- */
+/* ---- Slab caches on broker pages ----
+ * Objects of one size carved out of broker pages (SLUB-like: per-CPU free
+ * lists, partial slabs per cache).  Slab pages are ordinary pages of this
+ * client (they count in `pages` and in the tenant's usage); live object
+ * bytes show as `slab_reclaimable` / `slab_unreclaimable` in the tenant's
+ * stat, charged per object through a per-CPU byte stock (client/slab.c
+ * explains both layers).  Destroy a client's caches before mb_close(). */
 typedef struct mb_cache mb_cache;
 #define MB_CACHE_RECLAIMABLE 0x1u /* pages count as slab_reclaimable */
 #define MB_CACHE_DEBUG 0x2u       /* red zones, poisoning, double-free checks */
+#define MB_SLAB_DEBUG_ENV "MEMBROKER_SLAB_DEBUG" /* =1: MB_CACHE_DEBUG for every cache */
 
+/**
+ * mb_cache_create - a cache of @object_size-byte objects aligned to @align
+ * (a power of two up to the system page size; 0 means 8).  Sizes from 1
+ * byte (rounded up to 8) to half a page share slabs; up to a page every
+ * object takes a page of its own; larger sizes fail with EINVAL (use
+ * mb_page_alloc_bulk()).  @ctor, if not NULL, runs once per object when its
+ * slab is set up, and objects must be freed in their constructed state
+ * (SLUB semantics).  MB_CACHE_RECLAIMABLE also registers a shrinker that
+ * gives empty slabs back under pressure.  Returns NULL with errno set
+ * (EINVAL, ENOMEM) and mb_last_error() on failure.
+ */
 mb_cache *mb_cache_create(mb_client *c, const char *name, size_t object_size, size_t align,
                           unsigned flags, void (*ctor)(void *object));
-/* Reports (to stderr) and returns the number of live objects left. */
+/* Reports (to stderr) and returns the number of live objects left.  Slab
+ * pages that still hold live objects stay allocated until mb_close(). */
 size_t mb_cache_destroy(mb_cache *cache);
+/* One object, or NULL with errno set (ENOMEM when no page can be had). */
 void *mb_cache_alloc(mb_cache *cache);
+/* Free @object (NULL is ignored); any thread, any CPU.  In debug mode a bad
+ * free (double free, wrong cache, not an object start) is reported and
+ * ignored. */
 void mb_cache_free(mb_cache *cache, void *object);
 /* Give empty slabs back; returns the number of pages released. */
 size_t mb_cache_shrink(mb_cache *cache);
+
+struct mb_cache_stats {
+        const char *name;
+        unsigned flags;                  /* effective: MB_CACHE_DEBUG also when set by the environment */
+        size_t object_size;              /* as asked */
+        size_t align;                    /* effective alignment */
+        size_t object_bytes;             /* bytes one object takes in its slab (and is charged) */
+        size_t objects_per_slab;
+        size_t metadata_bytes_per_slab;  /* outside the page: slab descriptor + table entry */
+        double overhead_bytes_per_object; /* (page + metadata) / objects_per_slab - object_size */
+        uint64_t live_objects;           /* allocated, not freed */
+        uint64_t cpu_free_objects;       /* free objects parked in per-CPU lists */
+        uint64_t slabs, partial_slabs, empty_slabs; /* slab pages held now */
+        uint64_t slabs_allocated, slabs_freed;      /* pages taken / given back, cumulative */
+        uint64_t allocs, frees;          /* cumulative */
+        uint64_t errors;                 /* bad frees and corruptions reported */
+};
+/* A consistent-enough snapshot (exact when no other thread uses the cache). */
+int mb_cache_stats(mb_cache *cache, struct mb_cache_stats *ret);
+
+/* The byte-grained charging of all caches of a client (see client/slab.c):
+ * (charged_pages - uncharged_pages) * page size == live object bytes +
+ * stock_bytes; reclaimable/unreclaimable_bytes are what has been written to
+ * the stats region, pending_* what the per-CPU stocks hold back (each
+ * below one page per CPU).  All zero when the client has no cache. */
+struct mb_slab_stats {
+        uint64_t charged_pages;
+        uint64_t uncharged_pages;
+        uint64_t stock_bytes;
+        int64_t reclaimable_bytes;
+        int64_t unreclaimable_bytes;
+        int64_t pending_reclaimable_bytes;
+        int64_t pending_unreclaimable_bytes;
+};
+int mb_slab_stats(mb_client *c, struct mb_slab_stats *ret);
+/* drain_all_stock() for objects: write every CPU's pending slab stat deltas
+ * to the stats region and uncharge the stocks' whole pages.  Afterwards the
+ * tenant's slab_* figures are exact for this client. */
+void mb_slab_drain(mb_client *c);
 
 #ifdef __cplusplus
 }

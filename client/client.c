@@ -1,0 +1,1214 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * client.c - libmembroker: a session with membrokerd and the per-CPU stock.
+ *
+ * The fast paths (mb_page_alloc(), mb_page_free() and their bulk forms when
+ * the stock covers them) read the CPU from rseq, take that CPU's stock lock
+ * (one uncontended atomic exchange), pop or push a pointer, bump the CPU's
+ * stats slot and unlock: no system call, no daemon.  Everything else is the
+ * slow path and runs under the connection mutex `conn_lock`, which
+ * serialises every request/reply exchange with the daemon; replies are
+ * matched by `seq`.
+ *
+ * Pages move between three places:
+ *   application  <-- pop / push -->  stock of some CPU  <-- Charge / Uncharge -->  daemon
+ * and the stats slots follow them: MB_STAT_PAGES counts pages the
+ * application holds, MB_STAT_STOCK pages in the stocks, MB_STAT_PGALLOC and
+ * MB_STAT_PGFREE every alloc and free.  A slot is written only under the
+ * lock of the stock of the same CPU (mb_stats_abi.h: one writer per slot).
+ *
+ * Daemon-initiated messages (Reclaim, Drain, Event) are handled whenever the
+ * library reads from the socket: while waiting for a reply, and in
+ * mb_process().  Reclaim and Drain are answered at once from the stocks
+ * (under conn_lock: stock locks nest inside it); Event callbacks are queued
+ * and called after conn_lock is dropped, so that a callback may call back
+ * into the library.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "cpu.h"
+#include "macros.h"
+#include "mb_internal.h"
+#include "membroker.h"
+#include "stock.h"
+#include "wire.h"
+
+/* Protocol limits (protocol.md §4): pages per Charge. */
+#define CHARGE_MAX_PAGES 16384u
+/* Extents per Uncharge frame: 2048 * at most 19 bytes stays well under
+ * WIRE_MAX_FRAME_BYTES. */
+#define UNCHARGE_MAX_EXTENTS 2048u
+/* How long mb_close() waits for the daemon to acknowledge the disconnect. */
+#define CLOSE_TIMEOUT_MSEC 5000
+#define ERROR_MESSAGE_BYTES 512
+
+struct pending_event {
+        char *name;
+        uint64_t count;
+};
+
+struct mb_client {
+        /* Read by every fast path; written only while connecting.  The
+         * stocks' own fields change under their locks. */
+        struct stock *stocks;          /* [ncpus], one cache line each */
+        uint8_t *base;                 /* the tenant arena, mapped shared */
+        uint64_t arena_bytes;
+        uint64_t page_mask;            /* page_size - 1 */
+        ptrdiff_t rseq_offset;         /* cpu_rseq_offset(), -1 without rseq */
+        unsigned ncpus;                /* = stats slots = stocks */
+        unsigned page_shift;
+
+        /* The session, fixed by the Welcome. */
+        size_t page_size;
+        unsigned charge_batch;
+        uint64_t arena_pages;
+        uint64_t client_id;
+        bool unlimited;
+        char *tenant;
+        struct mb_stats_region *stats;
+        size_t stats_bytes;
+        void **stock_pages;            /* backing of every stock's pages[] */
+        unsigned flags;
+
+        /* conn_lock serialises every exchange with the daemon and guards the
+         * fields below it. */
+        pthread_mutex_t conn_lock;
+        struct conn *conn;
+        uint32_t next_seq;
+        int broken;                    /* negative errno once the session is lost */
+        char *broken_reason;
+        bool forked;                   /* this copy lives in a fork() child */
+
+        /* cb_lock guards the application's callbacks and the queued events. */
+        pthread_mutex_t cb_lock;
+        mb_event_fn event_fn;
+        void *event_userdata;
+        const struct mb_shrinker **shrinkers;
+        size_t nshrinkers;
+        struct pending_event *events;
+        size_t nevents;
+        int events_pending;            /* atomic hint: nevents > 0 */
+
+        mb_client *reg_prev, *reg_next; /* every live client, for fork() */
+};
+
+/* ---- errors ---- */
+
+static __thread char error_message[ERROR_MESSAGE_BYTES];
+
+void mb_set_error(const char *fmt, ...) {
+        char buf[ERROR_MESSAGE_BYTES];
+        va_list ap;
+
+        /* Through a copy, so that an argument may be mb_last_error(). */
+        va_start(ap, fmt);
+        vsnprintf(buf, sizeof(buf), fmt, ap);
+        va_end(ap);
+        memcpy(error_message, buf, sizeof(buf));
+}
+
+const char *mb_last_error(void) {
+        return error_message;
+}
+
+/* ---- fork(): every live client, disabled in the child ---- */
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t registry_once = PTHREAD_ONCE_INIT;
+static mb_client *registry_head;
+
+static void registry_prepare(void) {
+        pthread_mutex_lock(&registry_lock);
+}
+
+static void registry_parent(void) {
+        pthread_mutex_unlock(&registry_lock);
+}
+
+/* In the child: every connection belongs to the parent.  Empty and disable
+ * the stocks (so that every alloc and free takes the slow path, which
+ * refuses with -ECHILD) without writing anything the parent shares: the
+ * stocks are private memory, the stats region and the arena are not. */
+static void registry_child(void) {
+        for (mb_client *c = registry_head; c; c = c->reg_next) {
+                c->forked = true;
+                for (unsigned i = 0; i < c->ncpus; i++) {
+                        c->stocks[i].lock = 0;
+                        c->stocks[i].nr = 0;
+                        c->stocks[i].limit = 0;
+                }
+        }
+        pthread_mutex_unlock(&registry_lock);
+}
+
+static void registry_init(void) {
+        (void) pthread_atfork(registry_prepare, registry_parent, registry_child);
+}
+
+static void registry_add(mb_client *c) {
+        pthread_mutex_lock(&registry_lock);
+        c->reg_next = registry_head;
+        if (registry_head)
+                registry_head->reg_prev = c;
+        registry_head = c;
+        pthread_mutex_unlock(&registry_lock);
+}
+
+static void registry_remove(mb_client *c) {
+        pthread_mutex_lock(&registry_lock);
+        if (c->reg_prev)
+                c->reg_prev->reg_next = c->reg_next;
+        else if (registry_head == c)
+                registry_head = c->reg_next;
+        if (c->reg_next)
+                c->reg_next->reg_prev = c->reg_prev;
+        c->reg_prev = c->reg_next = NULL;
+        pthread_mutex_unlock(&registry_lock);
+}
+
+/* ---- stocks ---- */
+
+static inline struct stock *client_stock(const mb_client *c) {
+        return &c->stocks[cpu_current(c->rseq_offset, c->ncpus)];
+}
+
+/* Lock the stock of the CPU the caller runs on. */
+static inline struct stock *client_stock_lock(const mb_client *c) {
+        struct stock *s = client_stock(c);
+
+        stock_lock(s);
+        return s;
+}
+
+/* Empty and disable every stock: the session is lost, and the daemon has
+ * freed (or will free) every page this client held, stocked or not. */
+static void stocks_disable(mb_client *c) {
+        for (unsigned i = 0; i < c->ncpus; i++) {
+                struct stock *s = &c->stocks[i];
+
+                stock_lock(s);
+                s->nr = 0;
+                s->limit = 0;
+                stock_unlock(s);
+        }
+}
+
+/* Take up to @n stocked pages from any CPU (the local drain_all_stock()).
+ * Returns how many were taken. */
+static size_t stocks_take_all(mb_client *c, void **out, size_t n) {
+        size_t got = 0;
+        unsigned first = cpu_current(c->rseq_offset, c->ncpus);
+
+        for (unsigned k = 0; k < c->ncpus && got < n; k++) {
+                struct stock *s = &c->stocks[(first + k) % c->ncpus];
+                uint32_t take;
+
+                stock_lock(s);
+                take = (uint32_t) MB_MIN((size_t) s->nr, n - got);
+                if (take > 0) {
+                        s->nr -= take;
+                        memcpy(out + got, s->pages + s->nr, take * sizeof(void *));
+                        stock_slot_add(s->slot, MB_STAT_STOCK, -(int64_t) take);
+                        stock_slot_updated(s->slot);
+                }
+                stock_unlock(s);
+                got += take;
+        }
+        return got;
+}
+
+/* Take up to @n pages from the stock of this CPU only. */
+static size_t stock_take_local(mb_client *c, void **out, size_t n) {
+        struct stock *s = client_stock_lock(c);
+        uint32_t take = (uint32_t) MB_MIN((size_t) s->nr, n);
+
+        if (take > 0) {
+                s->nr -= take;
+                memcpy(out, s->pages + s->nr, take * sizeof(void *));
+                stock_slot_add(s->slot, MB_STAT_STOCK, -(int64_t) take);
+                stock_slot_updated(s->slot);
+        }
+        stock_unlock(s);
+        return take;
+}
+
+/* ---- the session ---- */
+
+static int client_lost(mb_client *c) {
+        if (c->forked) {
+                mb_set_error("this membroker connection belongs to the parent process; "
+                             "a child of fork() must connect anew");
+                return -ECHILD;
+        }
+        mb_set_error("the connection to membrokerd is lost: %s",
+                     c->broken_reason ? c->broken_reason : "unknown reason");
+        return c->broken ? c->broken : -ECONNRESET;
+}
+
+/* The session is over (conn_lock held): remember why, empty the stocks.
+ * Returns @err. */
+static int client_break(mb_client *c, int err) {
+        if (c->broken == 0) {
+                c->broken = err;
+                free(c->broken_reason);
+                c->broken_reason = strdup(mb_last_error());
+                stocks_disable(c);
+        }
+        return err;
+}
+
+static int client_protocol_error(mb_client *c, const char *what) {
+        mb_set_error("protocol error: %s", what);
+        return client_break(c, -EPROTO);
+}
+
+static void client_queue_event(mb_client *c, const char *name, uint64_t count) {
+        struct pending_event *ev;
+        char *copy = strdup(name);
+
+        if (!copy)
+                return;
+        pthread_mutex_lock(&c->cb_lock);
+        if (!c->event_fn) {
+                pthread_mutex_unlock(&c->cb_lock);
+                free(copy);
+                return;
+        }
+        ev = realloc(c->events, (c->nevents + 1) * sizeof(*ev));
+        if (!ev) {
+                pthread_mutex_unlock(&c->cb_lock);
+                free(copy);
+                return;
+        }
+        c->events = ev;
+        c->events[c->nevents++] = (struct pending_event) { .name = copy, .count = count };
+        __atomic_store_n(&c->events_pending, 1, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&c->cb_lock);
+}
+
+/* Call the event callback for queued events.  conn_lock must NOT be held. */
+static void client_dispatch_events(mb_client *c) {
+        struct pending_event *evs;
+        size_t n;
+        mb_event_fn fn;
+        void *userdata;
+
+        if (!__atomic_load_n(&c->events_pending, __ATOMIC_ACQUIRE))
+                return;
+        pthread_mutex_lock(&c->cb_lock);
+        evs = TAKE_PTR(c->events);
+        n = c->nevents;
+        c->nevents = 0;
+        __atomic_store_n(&c->events_pending, 0, __ATOMIC_RELAXED);
+        fn = c->event_fn;
+        userdata = c->event_userdata;
+        pthread_mutex_unlock(&c->cb_lock);
+
+        for (size_t i = 0; i < n; i++) {
+                if (fn)
+                        fn(c, evs[i].name, evs[i].count, userdata);
+                free(evs[i].name);
+        }
+        free(evs);
+}
+
+static int cmp_ptr(const void *a, const void *b) {
+        uintptr_t x = (uintptr_t) *(void *const *) a, y = (uintptr_t) *(void *const *) b;
+
+        return x < y ? -1 : x > y;
+}
+
+/*
+ * Send Uncharge frames for @pages (sorted in place, coalesced into extents,
+ * at most UNCHARGE_MAX_EXTENTS per frame).  With @wait, wait for each Ack;
+ * without, the Acks are read (and ignored) later.  With @has_reply_to the
+ * last frame answers the daemon's request @reply_to (always at least one
+ * frame then, possibly without extents).  conn_lock held.
+ */
+static int client_call(mb_client *c, const Mb__Msg *req, uint32_t seq, Mb__Msg **ret);
+
+static int client_uncharge_locked(mb_client *c, void **pages, size_t n, Mb__UnchargeReason reason,
+                                  bool wait, bool has_reply_to, uint32_t reply_to) {
+        _cleanup_(freep) Mb__Extent *ext = NULL;
+        _cleanup_(freep) Mb__Extent **extp = NULL;
+        size_t i = 0;
+        int r;
+
+        if (n == 0 && !has_reply_to)
+                return 0;
+        ext = calloc(UNCHARGE_MAX_EXTENTS, sizeof(*ext));
+        extp = calloc(UNCHARGE_MAX_EXTENTS, sizeof(*extp));
+        if (!ext || !extp)
+                return -ENOMEM;
+        if (n > 0)
+                qsort(pages, n, sizeof(void *), cmp_ptr);
+
+        do {
+                Mb__Uncharge un = MB__UNCHARGE__INIT;
+                Mb__Msg msg = MB__MSG__INIT;
+                size_t next = 0;
+                uint64_t npages = 0;
+                Mb__Msg *reply = NULL;
+
+                while (i < n && next < UNCHARGE_MAX_EXTENTS) {
+                        uint64_t idx = (uint64_t) ((uint8_t *) pages[i] - c->base) >> c->page_shift;
+
+                        if (next > 0 && ext[next - 1].start + ext[next - 1].count == idx &&
+                            ext[next - 1].count < UINT32_MAX)
+                                ext[next - 1].count++;
+                        else {
+                                mb__extent__init(&ext[next]);
+                                ext[next].start = idx;
+                                ext[next].count = 1;
+                                extp[next] = &ext[next];
+                                next++;
+                        }
+                        npages++;
+                        i++;
+                }
+
+                un.seq = ++c->next_seq;
+                un.n_extents = next;
+                un.extents = extp;
+                un.has_reason = true;
+                un.reason = reason;
+                if (has_reply_to && i == n) {
+                        un.has_reply_to = true;
+                        un.reply_to = reply_to;
+                }
+                msg.body_case = MB__MSG__BODY_UNCHARGE;
+                msg.uncharge = &un;
+
+                if (!wait) {
+                        r = conn_send(c->conn, &msg);
+                        if (r < 0)
+                                return client_break(c, r);
+                        continue;
+                }
+                r = client_call(c, &msg, un.seq, &reply);
+                if (r < 0)
+                        return r;
+                if (reply->body_case != MB__MSG__BODY_ACK) {
+                        mb__msg__free_unpacked(reply, NULL);
+                        return client_protocol_error(c, "an Uncharge was not answered with an Ack");
+                }
+                mb__msg__free_unpacked(reply, NULL);
+        } while (i < n);
+        return 0;
+}
+
+/*
+ * Answer the daemon's Reclaim (@max_pages) or Drain (all) with the pages of
+ * the stocks, as drain_all_stock() does in the kernel.  conn_lock held; the
+ * Uncharge is not waited for (we may be inside another exchange).
+ *
+ * TODO(pressure issue): a Reclaim that the stocks do not cover should call
+ * the registered shrinkers -- outside conn_lock, since a shrinker frees with
+ * mb_page_free() -- and return what they freed; the background thread
+ * (MB_CONNECT_NO_THREAD off) will run that work.
+ */
+static int client_answer_reclaim(mb_client *c, uint32_t reply_to, uint64_t max_pages,
+                                 Mb__UnchargeReason reason) {
+        _cleanup_(freep) void **pages = NULL;
+        size_t want = (size_t) MB_MIN(max_pages, (uint64_t) c->ncpus * (2u * c->charge_batch + 1u));
+        size_t got = 0;
+
+        if (want > 0) {
+                pages = malloc(want * sizeof(void *));
+                if (pages)
+                        got = stocks_take_all(c, pages, want);
+        }
+        return client_uncharge_locked(c, pages, got, reason, false, true, reply_to);
+}
+
+/* A message nobody waits for: daemon requests, and the Acks of Uncharges
+ * sent without waiting.  conn_lock held. */
+static int client_handle_unsolicited(mb_client *c, const Mb__Msg *m) {
+        switch (m->body_case) {
+        case MB__MSG__BODY_ACK:
+                return 0;
+        case MB__MSG__BODY_RECLAIM:
+                return client_answer_reclaim(c, m->reclaim->seq, m->reclaim->pages,
+                                             MB__UNCHARGE_REASON__UNCHARGE_RECLAIM);
+        case MB__MSG__BODY_DRAIN:
+                return client_answer_reclaim(c, m->drain->seq, UINT64_MAX,
+                                             MB__UNCHARGE_REASON__UNCHARGE_DRAIN);
+        case MB__MSG__BODY_EVENT:
+                client_queue_event(c, m->event->event, m->event->count);
+                return 0;
+        case MB__MSG__BODY_ERROR:
+                /* Not the reply to a request we wait for: fatal, the daemon
+                 * closes the connection after it. */
+                mb_set_error("%s", m->error->reason);
+                return client_break(c, m->error->code > 0 ? -m->error->code : -EPROTO);
+        default: {
+                char what[128];
+
+                snprintf(what, sizeof(what), "unexpected %s message from membrokerd", wire_msg_name(m));
+                return client_protocol_error(c, what);
+        }
+        }
+}
+
+static bool reply_seq(const Mb__Msg *m, uint32_t *ret) {
+        switch (m->body_case) {
+        case MB__MSG__BODY_GRANT:
+                *ret = m->grant->seq;
+                return true;
+        case MB__MSG__BODY_ACK:
+                *ret = m->ack->seq;
+                return true;
+        case MB__MSG__BODY_ERROR:
+                *ret = m->error->seq;
+                return m->error->has_seq;
+        default:
+                return false;
+        }
+}
+
+/*
+ * Send @req and wait for the reply carrying @seq, handling whatever the
+ * daemon sends in between.  Returns 0 and *@ret (a Grant or an Ack), or
+ * -errno: an Error reply gives its code and reason (ENOMEM, the only one
+ * after which the session goes on; any other ends it, as the daemon closes).
+ * conn_lock held.
+ */
+static int client_call(mb_client *c, const Mb__Msg *req, uint32_t seq, Mb__Msg **ret) {
+        int r;
+
+        r = conn_send(c->conn, req);
+        if (r < 0)
+                return client_break(c, r);
+        for (;;) {
+                Mb__Msg *m;
+                uint32_t s;
+
+                r = conn_recv(c->conn, true, &m);
+                if (r < 0)
+                        return client_break(c, r);
+                if (c->conn->nfds > 0)
+                        conn_close_fds(c->conn); /* only the Welcome carries descriptors */
+
+                if (reply_seq(m, &s) && s == seq) {
+                        if (m->body_case == MB__MSG__BODY_ERROR) {
+                                int code = m->error->code > 0 ? m->error->code : EPROTO;
+
+                                mb_set_error("%s", m->error->reason);
+                                mb__msg__free_unpacked(m, NULL);
+                                return code == ENOMEM ? -ENOMEM : client_break(c, -code);
+                        }
+                        *ret = m;
+                        return 0;
+                }
+                r = client_handle_unsolicited(c, m);
+                mb__msg__free_unpacked(m, NULL);
+                if (r < 0)
+                        return r;
+        }
+}
+
+/* Charge exactly @n (<= CHARGE_MAX_PAGES) pages; their addresses into @out.
+ * -ENOMEM at a limit (the session goes on).  conn_lock held. */
+static int client_charge_locked(mb_client *c, uint32_t n, void **out) {
+        Mb__Charge ch = MB__CHARGE__INIT;
+        Mb__Msg msg = MB__MSG__INIT;
+        Mb__Msg *reply = NULL;
+        size_t got = 0;
+        int r;
+
+        ch.seq = ++c->next_seq;
+        ch.pages = n;
+        msg.body_case = MB__MSG__BODY_CHARGE;
+        msg.charge = &ch;
+
+        r = client_call(c, &msg, ch.seq, &reply);
+        if (r < 0)
+                return r;
+        if (reply->body_case != MB__MSG__BODY_GRANT) {
+                mb__msg__free_unpacked(reply, NULL);
+                return client_protocol_error(c, "a Charge was not answered with a Grant");
+        }
+        for (size_t i = 0; i < reply->grant->n_extents; i++) {
+                const Mb__Extent *e = reply->grant->extents[i];
+
+                if (e->start >= c->arena_pages || e->count > c->arena_pages - e->start ||
+                    e->count > n - got) {
+                        mb__msg__free_unpacked(reply, NULL);
+                        return client_protocol_error(c, "a Grant names pages outside the request or the arena");
+                }
+                for (uint32_t k = 0; k < e->count; k++)
+                        out[got++] = c->base + ((e->start + k) << c->page_shift);
+        }
+        mb__msg__free_unpacked(reply, NULL);
+        if (got != n)
+                return client_protocol_error(c, "a Grant carries fewer pages than charged");
+        return 0;
+}
+
+/*
+ * Give @n pages to this CPU's stock; what does not fit, and a batch from a
+ * stock that passes 2 * charge_batch, goes back to the daemon (like the
+ * kernel's refill_stock() draining an overfull stock).  @freed of the pages
+ * come from the application (counted as pgfree).  conn_lock held.
+ */
+static int client_stock_put_locked(mb_client *c, void **pages, size_t n, size_t freed) {
+        _cleanup_(freep) void **back = NULL;
+        size_t nback = 0, push;
+        struct stock *s;
+
+        back = malloc((n + c->charge_batch) * sizeof(void *));
+        if (!back)
+                return -ENOMEM;
+
+        s = client_stock_lock(c);
+        if (s->limit == 0) {
+                /* The session broke while we were on our way: nothing to keep. */
+                stock_unlock(s);
+                return client_lost(c);
+        }
+        push = MB_MIN(n, (size_t) (s->cap - s->nr));
+        memcpy(s->pages + s->nr, pages, push * sizeof(void *));
+        s->nr += (uint32_t) push;
+        memcpy(back, pages + push, (n - push) * sizeof(void *));
+        nback = n - push;
+        if (s->nr > s->limit) {
+                /* Return the coldest pages: the bottom of the LIFO. */
+                uint32_t trim = MB_MIN(c->charge_batch, s->nr);
+
+                memcpy(back + nback, s->pages, trim * sizeof(void *));
+                memmove(s->pages, s->pages + trim, (s->nr - trim) * sizeof(void *));
+                s->nr -= trim;
+                nback += trim;
+                stock_slot_add(s->slot, MB_STAT_STOCK, (int64_t) push - (int64_t) trim);
+        } else
+                stock_slot_add(s->slot, MB_STAT_STOCK, (int64_t) push);
+        if (freed > 0) {
+                stock_slot_add(s->slot, MB_STAT_PAGES, -(int64_t) freed);
+                stock_slot_add(s->slot, MB_STAT_PGFREE, (int64_t) freed);
+        }
+        stock_slot_updated(s->slot);
+        stock_unlock(s);
+
+        return client_uncharge_locked(c, back, nback, MB__UNCHARGE_REASON__UNCHARGE_FREE, true, false, 0);
+}
+
+/*
+ * Charge @n (<= CHARGE_MAX_PAGES) pages for the application into @out.
+ * Charges a whole batch when @n is smaller and stocks the rest; at a limit
+ * retries with exactly @n, as try_charge() falls back from
+ * MEMCG_CHARGE_BATCH to nr_pages.  conn_lock held.
+ */
+static int client_charge_batched_locked(mb_client *c, void **out, size_t n) {
+        _cleanup_(freep) void **buf = NULL;
+        size_t want = MB_MAX(n, (size_t) c->charge_batch);
+        int r;
+
+        if (want > n) {
+                buf = malloc(want * sizeof(void *));
+                if (!buf)
+                        return -ENOMEM;
+                r = client_charge_locked(c, (uint32_t) want, buf);
+                if (r == 0) {
+                        memcpy(out, buf, n * sizeof(void *));
+                        /* The extra pages are ours whatever happens next. */
+                        (void) client_stock_put_locked(c, buf + n, want - n, 0);
+                        return 0;
+                }
+                if (r != -ENOMEM)
+                        return r;
+        }
+        return client_charge_locked(c, (uint32_t) n, out);
+}
+
+/*
+ * The slow path of every allocation: @n pages into @out, all or nothing.
+ * Takes what this CPU's stock has (another thread may have refilled it),
+ * charges the rest in batches, and at a limit takes the other CPUs' stocks
+ * before failing (drain_all_stock() before the OOM path).
+ */
+static int client_alloc_slow(mb_client *c, void **out, size_t n) {
+        size_t got = 0;
+        int r = 0;
+
+        if (c->forked)
+                return client_lost(c);
+
+        pthread_mutex_lock(&c->conn_lock);
+        if (c->broken) {
+                r = client_lost(c);
+                goto out;
+        }
+        got = stock_take_local(c, out, n);
+        while (got < n) {
+                size_t chunk = MB_MIN(n - got, (size_t) CHARGE_MAX_PAGES), k;
+
+                r = client_charge_batched_locked(c, out + got, chunk);
+                if (r == 0) {
+                        got += chunk;
+                        continue;
+                }
+                if (r != -ENOMEM)
+                        break;
+                k = stocks_take_all(c, out + got, n - got);
+                if (k == 0)
+                        break;
+                got += k;
+                r = 0;
+        }
+        if (got < n) {
+                char reason[ERROR_MESSAGE_BYTES];
+
+                /* All or nothing: what we took goes back, the reason stays. */
+                snprintf(reason, sizeof(reason), "%s", mb_last_error());
+                if (!c->broken)
+                        (void) client_stock_put_locked(c, out, got, 0);
+                mb_set_error("%s", reason);
+                if (r == 0)
+                        r = -ENOMEM;
+        } else {
+                struct stock *s = client_stock_lock(c);
+
+                stock_slot_add(s->slot, MB_STAT_PAGES, (int64_t) n);
+                stock_slot_add(s->slot, MB_STAT_PGALLOC, (int64_t) n);
+                stock_slot_updated(s->slot);
+                stock_unlock(s);
+        }
+out:
+        pthread_mutex_unlock(&c->conn_lock);
+        client_dispatch_events(c);
+        return r;
+}
+
+/* The slow path of free: the stock is full (or disabled). */
+static int client_free_slow(mb_client *c, void **pages, size_t n) {
+        int r;
+
+        if (c->forked)
+                return client_lost(c);
+        pthread_mutex_lock(&c->conn_lock);
+        if (c->broken)
+                r = client_lost(c);
+        else
+                r = client_stock_put_locked(c, pages, n, n);
+        pthread_mutex_unlock(&c->conn_lock);
+        client_dispatch_events(c);
+        return r;
+}
+
+static __attribute__((noinline)) void *page_alloc_slow(mb_client *c) {
+        void *p;
+        int r;
+
+        r = client_alloc_slow(c, &p, 1);
+        if (r < 0) {
+                errno = -r;
+                return NULL;
+        }
+        return p;
+}
+
+/* ---- the fast paths ---- */
+
+void *mb_page_alloc(mb_client *c) {
+        struct stock *s = client_stock_lock(c);
+
+        if (_likely_(s->nr > 0)) {
+                void *p = s->pages[--s->nr];
+
+                stock_stat_use(s->slot, 1);
+                stock_unlock(s);
+                return p;
+        }
+        stock_unlock(s);
+        return page_alloc_slow(c);
+}
+
+int mb_page_alloc_bulk(mb_client *c, void **pages, size_t n) {
+        struct stock *s;
+
+        if (n == 0)
+                return 0;
+        if (!pages) {
+                mb_set_error("mb_page_alloc_bulk: no array");
+                return -EINVAL;
+        }
+        s = client_stock_lock(c);
+        if (_likely_(s->nr >= n)) {
+                s->nr -= (uint32_t) n;
+                memcpy(pages, s->pages + s->nr, n * sizeof(void *));
+                stock_stat_use(s->slot, (int64_t) n);
+                stock_unlock(s);
+                return 0;
+        }
+        stock_unlock(s);
+        return client_alloc_slow(c, pages, n);
+}
+
+static inline bool client_page_valid(const mb_client *c, const void *page) {
+        uintptr_t off = (uintptr_t) page - (uintptr_t) c->base;
+
+        return off < c->arena_bytes && (off & c->page_mask) == 0;
+}
+
+static int client_bad_page(const mb_client *c, const void *page) {
+        mb_set_error("%p is not a page of the arena of tenant %s", page, c->tenant);
+        return -EINVAL;
+}
+
+int mb_page_free(mb_client *c, void *page) {
+        struct stock *s;
+
+        if (_unlikely_(!client_page_valid(c, page)))
+                return client_bad_page(c, page);
+        s = client_stock_lock(c);
+        if (_likely_(s->nr < s->limit)) {
+                s->pages[s->nr++] = page;
+                stock_stat_use(s->slot, -1);
+                stock_unlock(s);
+                return 0;
+        }
+        stock_unlock(s);
+        return client_free_slow(c, &page, 1);
+}
+
+int mb_page_free_bulk(mb_client *c, void **pages, size_t n) {
+        struct stock *s;
+        size_t push;
+
+        if (n == 0)
+                return 0;
+        if (!pages) {
+                mb_set_error("mb_page_free_bulk: no array");
+                return -EINVAL;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (!client_page_valid(c, pages[i]))
+                        return client_bad_page(c, pages[i]);
+
+        s = client_stock_lock(c);
+        push = MB_MIN(n, (size_t) (s->nr < s->limit ? s->limit - s->nr : 0));
+        if (push > 0) {
+                memcpy(s->pages + s->nr, pages, push * sizeof(void *));
+                s->nr += (uint32_t) push;
+                stock_stat_use(s->slot, -(int64_t) push);
+        }
+        stock_unlock(s);
+        if (_likely_(push == n))
+                return 0;
+        return client_free_slow(c, pages + push, n - push);
+}
+
+/* ---- connecting ---- */
+
+static int client_map(mb_client *c, const Mb__Welcome *w, int arena_fd, int stats_fd) {
+        struct stat st;
+        void *p;
+
+        if (fstat(arena_fd, &st) < 0)
+                return negative_errno();
+        if ((uint64_t) st.st_size < c->arena_bytes) {
+                mb_set_error("the arena of tenant %s is smaller than announced", w->tenant);
+                return -EPROTO;
+        }
+        p = mmap(NULL, c->arena_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, arena_fd, 0);
+        if (p == MAP_FAILED) {
+                int r = negative_errno();
+
+                mb_set_error("cannot map the arena of tenant %s (%" PRIu64 " bytes): %s", w->tenant,
+                             c->arena_bytes, strerror(-r));
+                return r;
+        }
+        c->base = p;
+
+        if (fstat(stats_fd, &st) < 0)
+                return negative_errno();
+        c->stats_bytes = mb_stats_region_bytes(w->stats_slots);
+        if ((uint64_t) st.st_size < c->stats_bytes) {
+                mb_set_error("the stats region is smaller than %u slots", w->stats_slots);
+                c->stats_bytes = 0;
+                return -EPROTO;
+        }
+        p = mmap(NULL, c->stats_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, stats_fd, 0);
+        if (p == MAP_FAILED) {
+                int r = negative_errno();
+
+                c->stats_bytes = 0;
+                mb_set_error("cannot map the stats region: %s", strerror(-r));
+                return r;
+        }
+        c->stats = p;
+        if (c->stats->magic != MB_STATS_MAGIC || c->stats->version != MB_STATS_VERSION ||
+            c->stats->nslots != w->stats_slots) {
+                mb_set_error("the stats region has an unknown layout (magic %#x, version %u, %u slots)",
+                             c->stats->magic, c->stats->version, c->stats->nslots);
+                return -EPROTO;
+        }
+        return 0;
+}
+
+static int client_setup_stocks(mb_client *c) {
+        size_t cap = 2u * (size_t) c->charge_batch + 1u;
+        /* Each CPU's page array starts on a cache line of its own. */
+        size_t stride = DIV_ROUND_UP(cap * sizeof(void *), MB_CACHELINE_BYTES) * MB_CACHELINE_BYTES;
+
+        c->stocks = aligned_alloc(MB_CACHELINE_BYTES, c->ncpus * sizeof(struct stock));
+        c->stock_pages = aligned_alloc(MB_CACHELINE_BYTES, c->ncpus * stride);
+        if (!c->stocks || !c->stock_pages)
+                return -ENOMEM;
+        for (unsigned i = 0; i < c->ncpus; i++)
+                c->stocks[i] = (struct stock) {
+                        .limit = 2u * c->charge_batch,
+                        .cap = (uint32_t) cap,
+                        .pages = (void **) ((uint8_t *) c->stock_pages + i * stride),
+                        .slot = &c->stats->slot[i],
+                };
+        return 0;
+}
+
+static int client_welcome(mb_client *c, const Mb__Welcome *w) {
+        int fds[2];
+        int r;
+
+        r = conn_take_fds(c->conn, fds, 2);
+        if (r < 0) {
+                mb_set_error("the Welcome of membrokerd did not carry the arena and stats descriptors");
+                return -EPROTO;
+        }
+        if (w->page_size < 64 || w->page_size > (UINT64_C(1) << 30) || (w->page_size & (w->page_size - 1)) ||
+            w->charge_batch == 0 || w->charge_batch > CHARGE_MAX_PAGES || w->arena_pages == 0 ||
+            w->arena_pages > (UINT64_MAX >> 1) / w->page_size || w->stats_slots == 0 ||
+            w->stats_slots > 65536) {
+                close(fds[0]);
+                close(fds[1]);
+                mb_set_error("the Welcome of membrokerd has impossible values (page size %" PRIu64
+                             ", batch %u, %" PRIu64 " arena pages, %u slots)",
+                             w->page_size, w->charge_batch, w->arena_pages, w->stats_slots);
+                return -EPROTO;
+        }
+        c->tenant = strdup(w->tenant);
+        if (!c->tenant) {
+                close(fds[0]);
+                close(fds[1]);
+                return -ENOMEM;
+        }
+        c->page_size = (size_t) w->page_size;
+        c->page_shift = (unsigned) __builtin_ctzll(w->page_size);
+        c->page_mask = w->page_size - 1;
+        c->charge_batch = w->charge_batch;
+        c->arena_pages = w->arena_pages;
+        c->arena_bytes = w->arena_pages * w->page_size;
+        c->ncpus = w->stats_slots;
+        c->client_id = w->client_id;
+        c->unlimited = w->has_unlimited && w->unlimited;
+
+        r = client_map(c, w, fds[0], fds[1]);
+        /* The mappings keep the memory; the descriptors are not needed. */
+        close(fds[0]);
+        close(fds[1]);
+        if (r < 0)
+                return r;
+        return client_setup_stocks(c);
+}
+
+static void client_free(mb_client *c) {
+        if (!c)
+                return;
+        conn_free(c->conn);
+        if (c->base)
+                munmap(c->base, c->arena_bytes);
+        if (c->stats)
+                munmap(c->stats, c->stats_bytes);
+        free(c->stocks);
+        free(c->stock_pages);
+        free(c->tenant);
+        free(c->broken_reason);
+        for (size_t i = 0; i < c->nevents; i++)
+                free(c->events[i].name);
+        free(c->events);
+        free(c->shrinkers);
+        if (!c->forked) {
+                /* A child may inherit these locked by a thread it lacks. */
+                pthread_mutex_destroy(&c->conn_lock);
+                pthread_mutex_destroy(&c->cb_lock);
+        }
+        free(c);
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(mb_client *, client_free);
+
+int mb_connect_ex(const char *socket_path, const char *tenant, unsigned flags, mb_client **ret) {
+        _cleanup_(client_freep) mb_client *c = NULL;
+        Mb__Hello hello = MB__HELLO__INIT;
+        Mb__Msg msg = MB__MSG__INIT;
+        Mb__Msg *reply = NULL;
+        int r;
+
+        if (!ret || (flags & ~MB_CONNECT_NO_THREAD)) {
+                mb_set_error("mb_connect_ex: invalid arguments");
+                return -EINVAL;
+        }
+        if (!socket_path || !*socket_path) {
+                socket_path = getenv(MB_SOCKET_ENV);
+                if (!socket_path || !*socket_path)
+                        socket_path = MB_DEFAULT_SOCKET_PATH;
+        }
+        if (!tenant || !*tenant)
+                tenant = "auto";
+
+        (void) pthread_once(&registry_once, registry_init);
+
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        pthread_mutex_init(&c->conn_lock, NULL);
+        pthread_mutex_init(&c->cb_lock, NULL);
+        c->flags = flags;
+        c->rseq_offset = cpu_rseq_offset();
+
+        r = conn_open(socket_path, &c->conn);
+        if (r < 0)
+                return r;
+
+        hello.version = WIRE_PROTOCOL_VERSION;
+        hello.tenant = (char *) tenant;
+        hello.client_name = program_invocation_short_name;
+        msg.body_case = MB__MSG__BODY_HELLO;
+        msg.hello = &hello;
+        r = conn_send(c->conn, &msg);
+        if (r < 0)
+                return r;
+
+        r = conn_recv(c->conn, true, &reply);
+        if (r < 0) {
+                if (r == -ECONNRESET)
+                        mb_set_error("membrokerd closed the connection before answering Hello");
+                return r;
+        }
+        switch (reply->body_case) {
+        case MB__MSG__BODY_WELCOME:
+                r = client_welcome(c, reply->welcome);
+                break;
+        case MB__MSG__BODY_ERROR:
+                /* The refusal, in the daemon's words ("uid 65534 is not
+                 * allowed in tenant db: AllowUsers=postgres"). */
+                mb_set_error("%s", reply->error->reason);
+                r = reply->error->code > 0 ? -reply->error->code : -EPROTO;
+                break;
+        default:
+                mb_set_error("membrokerd answered Hello with %s", wire_msg_name(reply));
+                r = -EPROTO;
+        }
+        mb__msg__free_unpacked(reply, NULL);
+        if (r < 0)
+                return r;
+
+        /* TODO(pressure issue): unless MB_CONNECT_NO_THREAD, start the
+         * background thread that waits on the socket and answers Reclaim,
+         * Drain and Event (mb_process() does it on demand until then). */
+        registry_add(c);
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+int mb_connect(const char *socket_path, const char *tenant, mb_client **ret) {
+        return mb_connect_ex(socket_path, tenant, 0, ret);
+}
+
+/* Half-close and wait until the daemon has seen the disconnect and closed
+ * its end: then everything this client held is uncharged (protocol.md §6). */
+static void client_hangup(mb_client *c) {
+        int fd = c->conn->fd;
+        uint8_t buf[4096];
+        int left = CLOSE_TIMEOUT_MSEC;
+
+        if (shutdown(fd, SHUT_WR) < 0)
+                return;
+        while (left > 0) {
+                struct pollfd pfd = { .fd = fd, .events = POLLIN };
+                ssize_t n;
+                int k = poll(&pfd, 1, 100);
+
+                if (k < 0 && errno != EINTR)
+                        return;
+                if (k <= 0) {
+                        left -= 100;
+                        continue;
+                }
+                /* What still arrives (Acks, Events) is moot; descriptors
+                 * passed without a control buffer are closed by the kernel. */
+                n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+                if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+                        return;
+        }
+}
+
+void mb_close(mb_client *c) {
+        if (!c)
+                return;
+        registry_remove(c);
+        if (!c->forked) {
+                pthread_mutex_lock(&c->conn_lock);
+                if (!c->broken)
+                        client_hangup(c);
+                pthread_mutex_unlock(&c->conn_lock);
+        }
+        client_free(c);
+}
+
+/* ---- daemon messages on demand ---- */
+
+int mb_get_fd(mb_client *c) {
+        if (c->forked)
+                return client_lost(c);
+        return c->conn->fd;
+}
+
+int mb_process(mb_client *c) {
+        int r = 0, n = 0;
+
+        if (c->forked)
+                return client_lost(c);
+        /* Another thread in an exchange reads (and handles) what arrives. */
+        if (pthread_mutex_trylock(&c->conn_lock) != 0)
+                return 0;
+        if (c->broken)
+                r = client_lost(c);
+        while (r == 0) {
+                Mb__Msg *m;
+
+                r = conn_recv(c->conn, false, &m);
+                if (r == -EAGAIN) {
+                        r = 0;
+                        break;
+                }
+                if (r < 0) {
+                        r = client_break(c, r);
+                        break;
+                }
+                if (c->conn->nfds > 0)
+                        conn_close_fds(c->conn);
+                r = client_handle_unsolicited(c, m);
+                mb__msg__free_unpacked(m, NULL);
+                n++;
+        }
+        pthread_mutex_unlock(&c->conn_lock);
+        client_dispatch_events(c);
+        return r < 0 ? r : n;
+}
+
+int mb_register_shrinker(mb_client *c, const struct mb_shrinker *s) {
+        const struct mb_shrinker **v;
+
+        if (!s || !s->count || !s->scan) {
+                mb_set_error("mb_register_shrinker: a shrinker needs count() and scan()");
+                return -EINVAL;
+        }
+        pthread_mutex_lock(&c->cb_lock);
+        for (size_t i = 0; i < c->nshrinkers; i++)
+                if (c->shrinkers[i] == s) {
+                        pthread_mutex_unlock(&c->cb_lock);
+                        mb_set_error("mb_register_shrinker: already registered");
+                        return -EEXIST;
+                }
+        v = realloc(c->shrinkers, (c->nshrinkers + 1) * sizeof(*v));
+        if (!v) {
+                pthread_mutex_unlock(&c->cb_lock);
+                return -ENOMEM;
+        }
+        c->shrinkers = v;
+        c->shrinkers[c->nshrinkers++] = s;
+        pthread_mutex_unlock(&c->cb_lock);
+        return 0;
+}
+
+int mb_unregister_shrinker(mb_client *c, const struct mb_shrinker *s) {
+        pthread_mutex_lock(&c->cb_lock);
+        for (size_t i = 0; i < c->nshrinkers; i++)
+                if (c->shrinkers[i] == s) {
+                        memmove(c->shrinkers + i, c->shrinkers + i + 1,
+                                (c->nshrinkers - i - 1) * sizeof(*c->shrinkers));
+                        c->nshrinkers--;
+                        pthread_mutex_unlock(&c->cb_lock);
+                        return 0;
+                }
+        pthread_mutex_unlock(&c->cb_lock);
+        mb_set_error("mb_unregister_shrinker: not registered");
+        return -ENOENT;
+}
+
+int mb_set_event_callback(mb_client *c, mb_event_fn fn, void *userdata) {
+        pthread_mutex_lock(&c->cb_lock);
+        c->event_fn = fn;
+        c->event_userdata = userdata;
+        pthread_mutex_unlock(&c->cb_lock);
+        return 0;
+}
+
+/* ---- accessors ---- */
+
+mb_handle_t mb_page_to_handle(const mb_client *c, const void *page) {
+        if (!client_page_valid(c, page))
+                return MB_HANDLE_INVALID;
+        return (mb_handle_t) ((uintptr_t) page - (uintptr_t) c->base) >> c->page_shift;
+}
+
+void *mb_handle_to_page(const mb_client *c, mb_handle_t handle) {
+        if (handle >= c->arena_pages) {
+                errno = EINVAL;
+                return NULL;
+        }
+        return c->base + (handle << c->page_shift);
+}
+
+size_t mb_page_size(const mb_client *c) {
+        return c->page_size;
+}
+
+unsigned mb_charge_batch(const mb_client *c) {
+        return c->charge_batch;
+}
+
+const char *mb_tenant_path(const mb_client *c) {
+        return c->tenant;
+}
+
+uint64_t mb_client_id(const mb_client *c) {
+        return c->client_id;
+}
+
+/* ---- mb_internal.h ---- */
+
+unsigned mb_client_cpu(const mb_client *c) {
+        return cpu_current(c->rseq_offset, c->ncpus);
+}
+
+unsigned mb_client_ncpus(const mb_client *c) {
+        return c->ncpus;
+}
+
+void mb_client_stat_add(mb_client *c, enum mb_stat_item item, int64_t delta) {
+        struct stock *s;
+
+        if (c->forked || (unsigned) item >= _MB_STAT_NR)
+                return; /* the region is the parent's */
+        s = client_stock_lock(c);
+        mb_stat_slot_add(s->slot, item, delta);
+        stock_unlock(s);
+}
+
+const struct mb_stats_region *mb_client_stats_region(const mb_client *c) {
+        return c->stats;
+}
