@@ -5,3 +5,4 @@ check_PROGRAMS += tests/test-slab
 TESTS += tests/test-slab
 tests_test_slab_SOURCES = tests/test-slab.c tests/slab-fake-client.c tests/slab-fake-client.h client/slab.c
 tests_test_slab_CFLAGS = $(TESTS_CFLAGS)
+tests_test_slab_LDADD = $(TESTS_LIBS)
