@@ -1,7 +1,7 @@
 # tests: core-stats -- rstat, the tenant tree and the configuration
 # (daemon/core/rstat.c, tenant.c, tenant_map.c, config.c).
-check_PROGRAMS += tests/test-rstat tests/test-tenant
-TESTS += tests/test-rstat tests/test-tenant
+check_PROGRAMS += tests/test-rstat tests/test-tenant tests/test-config
+TESTS += tests/test-rstat tests/test-tenant tests/test-config
 
 tests_test_rstat_SOURCES = %reldir%/test-rstat.c
 tests_test_rstat_CFLAGS = $(TESTS_CFLAGS)
@@ -10,3 +10,7 @@ tests_test_rstat_LDADD = daemon/core/libmbcore.la $(TESTS_LIBS)
 tests_test_tenant_SOURCES = %reldir%/test-tenant.c
 tests_test_tenant_CFLAGS = $(TESTS_CFLAGS)
 tests_test_tenant_LDADD = daemon/core/libmbcore.la $(TESTS_LIBS)
+
+tests_test_config_SOURCES = %reldir%/test-config.c
+tests_test_config_CFLAGS = $(TESTS_CFLAGS)
+tests_test_config_LDADD = daemon/core/libmbcore.la $(TESTS_LIBS)
