@@ -22,7 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "core/config.h" /* not the autoconf config.h */
 #include "tenant.h"
 
 struct event_base;
@@ -30,6 +30,8 @@ struct event;
 struct evconnlistener;
 struct worker;
 struct bus_state;
+struct tenant_state;
+struct manager_event;
 
 enum manager_bus_kind {
         MANAGER_BUS_NONE = 0, /* --no-bus: tests of the broker alone */
@@ -62,6 +64,19 @@ struct manager {
         enum manager_bus_kind bus_kind;
         char *bus_address;
         struct bus_state *bus; /* daemon/bus.c */
+
+        /* Added by the broker work (daemon/manager.c). */
+        uint64_t page_size;        /* bytes, fixed for the daemon's life */
+        unsigned stats_slots;      /* CPU slots in a client's stats region */
+        unsigned next_worker;      /* round robin (main thread) */
+        bool listening;
+        struct event *sigusr1;     /* log the tenant tree (for admins, tests) */
+        uint64_t state_dumps;
+        struct tenant_state *active; /* tenants with stats sources (stats_lock) */
+
+        pthread_mutex_t event_lock; /* protects the queue below */
+        struct manager_event *events;
+        size_t nevents, events_alloc;
 };
 
 /* Limits as the bus and the configuration express them (bytes, UINT64_MAX =
@@ -96,3 +111,43 @@ int manager_reload(struct manager *m, char **ret_error);
 void manager_queue_event(struct manager *m, struct tenant *t, enum mb_event event);
 
 unsigned manager_nclients(struct manager *m);
+
+/* ---- Added by the broker work ---- */
+
+/* One line of a tenant's memory.stat-like report (design.md §4). */
+struct mb_stat_kv {
+        const char *key; /* static string */
+        uint64_t value;  /* bytes, or a count for pgalloc, pgfree, *_requests, pgscan, pgsteal */
+};
+
+/**
+ * manager_tenant_stat - fill *@ret (malloc'ed array, free() it) with @t's
+ * statistics as ordered key/value pairs: pages, stock, slab,
+ * slab_reclaimable, slab_unreclaimable, pgalloc, pgfree, charge_requests,
+ * uncharge_requests, pgscan, pgsteal, throttle_usec, unaccounted, then the
+ * same keys with a "_local" suffix (this tenant only, not its subtree;
+ * unaccounted has no local form: it is always the tenant's own arena).
+ * pages/stock are in bytes (pages * PageSize).  The figures are as of the
+ * last flush: call manager_stats_refresh(m, t, false) first (once for many
+ * tenants of one subtree).  Main thread.  0 or -ENOMEM.
+ */
+int manager_tenant_stat(struct manager *m, struct tenant *t, struct mb_stat_kv **ret, size_t *ret_n);
+
+/* Bytes backing @t's arena beyond what is charged (the audit), 0 when none
+ * or when the tenant has no arena.  Main thread. */
+uint64_t manager_tenant_unaccounted(struct manager *m, struct tenant *t);
+
+/* Life cycle (main.c).  manager_new() sets defaults; the caller fills
+ * config_dir, socket_path (NULL: from the configuration), state_dir,
+ * bus_kind and bus_address (strdup'ed), then manager_start() loads the
+ * configuration ("file:line: ..." in *ret_error on a bad file), listens,
+ * starts the workers and the bus.  manager_run() runs the main loop until
+ * SIGINT/SIGTERM. */
+int manager_new(struct manager **ret);
+int manager_start(struct manager *m, char **ret_error);
+int manager_run(struct manager *m);
+void manager_free(struct manager *m);
+
+/* Log the tenant tree with usage, limits, events and stats (SIGUSR1).
+ * Main thread. */
+void manager_log_state(struct manager *m);

@@ -1,1 +1,7 @@
-# tests: broker
+# tests: broker (membrokerd alone: --no-bus, raw frames, real processes)
+
+# A client that speaks raw frames, so the tests control every byte.
+check_PROGRAMS += tests/wire-client
+tests_wire_client_SOURCES = tests/wire-client.c
+tests_wire_client_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_wire_client_LDADD = proto/libmbproto.la $(PROTOBUF_C_LIBS)

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arena.h - a tenant's pages: one sealed memfd, a free-index pool and a
+ * per-page owner table (design.md §2).
+ *
+ * Layout of the metadata (one anonymous MAP_NORESERVE mapping, so pages that
+ * were never used cost nothing):
+ *   owner[i]   uint32_t per page: the arena-local id of the client holding
+ *              page i (0 while the page is free);
+ *   used[]     one bit per page, set while the page is charged to a client;
+ *   full[]     one bit per 64 pages, set while that word of used[] is full,
+ *              so finding the lowest free page skips full regions 4096 pages
+ *              at a time.
+ * Total: 4 + 1/8 + 1/4096 bytes per page (target: <= 8 bytes per page
+ * across daemon and client).
+ *
+ * Threading:
+ *   - allocation and the used/full bitmaps are serialised by the arena mutex;
+ *   - owner[] entries of pages a client holds are written only by the thread
+ *     serving that client (its worker), so checking and releasing one's own
+ *     pages needs no lock; the lock is taken once per extent to give the
+ *     indices back.  A page is hole-punched while still marked used, so it is
+ *     never handed to another client before its contents are gone.
+ */
+#pragma once
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define ARENA_OWNER_NONE 0u
+#define ARENA_OWNER_MAX (UINT32_MAX - 1) /* UINT32_MAX marks pages being returned */
+
+struct arena_extent {
+        uint64_t start;
+        uint32_t count;
+};
+
+struct arena {
+        int fd;              /* the memfd; CLOEXEC, sealed grow/shrink/seal */
+        uint64_t npages;     /* arena size in pages */
+        uint64_t page_size;  /* bytes */
+
+        pthread_mutex_t lock;
+        uint64_t nwords;     /* words of used[] */
+        uint64_t nfull_words; /* words of full[] */
+        uint64_t hint;       /* lowest full[] word that may have room */
+        uint64_t top;        /* pages at or above this index were never used */
+        _Atomic uint64_t nused; /* pages currently charged to clients */
+
+        uint32_t *owner;
+        uint64_t *used;
+        uint64_t *full;
+        void *meta;          /* the mapping holding owner/used/full */
+        size_t meta_bytes;
+
+        /* arena-local client ids: next never-used id, and a stack of freed ones */
+        uint32_t next_owner;
+        uint32_t *free_owners;
+        size_t n_free_owners, free_owners_alloc;
+};
+
+/**
+ * arena_new - create an arena of @npages pages of @page_size bytes, backed by
+ * a new memfd named after @name.  Nothing is allocated or backed until pages
+ * are used.  Returns 0 or a negative errno.
+ */
+int arena_new(const char *name, uint64_t npages, uint64_t page_size, struct arena **ret);
+
+/* Close the memfd and free the metadata.  No client may hold pages. */
+void arena_free(struct arena *a);
+
+/* A new arena-local id for a client (never ARENA_OWNER_NONE); -ENOSPC. */
+int arena_owner_new(struct arena *a, uint32_t *ret);
+/* Give an id back; the client must hold no pages any more. */
+void arena_owner_free(struct arena *a, uint32_t owner);
+
+/**
+ * arena_alloc - pick @n free pages for @owner, lowest indices first, and
+ * record the owner of each.  The result is written as at most @max_extents
+ * extents into @ret_extents: when the lowest pages are too fragmented, the
+ * last extent is the lowest free run long enough for the rest.  Returns the
+ * number of extents, -ENOSPC when the arena cannot supply @n pages in
+ * @max_extents extents (nothing is allocated then).
+ */
+int arena_alloc(struct arena *a, uint32_t owner, uint32_t n, struct arena_extent *ret_extents,
+                unsigned max_extents);
+
+/**
+ * arena_check_owned - true when every page of the @n extents is held by
+ * @owner (each page once: a page named twice fails).  On failure
+ * *@ret_bad_page is the first offending page index.  Changes nothing.
+ * Call from the thread serving @owner only.
+ */
+bool arena_check_owned(struct arena *a, uint32_t owner, const struct arena_extent *extents, size_t n,
+                       uint64_t *ret_bad_page);
+
+/**
+ * arena_release - return the pages of @n extents held by @owner (checked with
+ * arena_check_owned() before): hole-punch them, then give the indices back.
+ * Returns the number of pages released.
+ */
+uint64_t arena_release(struct arena *a, uint32_t owner, const struct arena_extent *extents, size_t n);
+
+/**
+ * arena_release_owner - return every page @owner holds (a disconnect or
+ * crash), hole-punching each contiguous run once.  @held is how many pages
+ * the owner holds (the scan stops when all are found).  Returns the number
+ * of pages released.
+ */
+uint64_t arena_release_owner(struct arena *a, uint32_t owner, uint64_t held);
+
+/* Pages currently charged to clients of this arena. */
+uint64_t arena_used(const struct arena *a);
+
+/* Bytes of memory really backing the memfd (fstat st_blocks * 512). */
+int arena_backed_bytes(const struct arena *a, uint64_t *ret);

@@ -1,0 +1,769 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "auth.h"
+#include "conn.h"
+#include "log.h"
+#include "macros.h"
+#include "manager.h"
+#include "tenant_state.h"
+#include "worker.h"
+
+/* Charge{pages} must be within 1..WIRE_MAX_CHARGE_PAGES (protocol.md §4). */
+#define WIRE_MAX_CHARGE_PAGES 16384u
+/* A client must say Hello within this time. */
+#define CONN_HELLO_TIMEOUT_SEC 30
+/* After a fatal Error, give the peer this long to take it before closing. */
+#define CONN_CLOSE_TIMEOUT_SEC 5
+/* Stop reading from a client whose replies pile up unread. */
+#define CONN_OUTPUT_HIGH_BYTES (1024u * 1024u)
+#define CONN_NAME_MAX_BYTES 64
+#define CONN_REASON_MAX_BYTES 512
+
+enum conn_state {
+        CONN_HELLO,
+        CONN_READY,
+        CONN_CLOSING,
+};
+
+struct conn {
+        struct worker *w;
+        struct manager *m;
+        struct bufferevent *bev;
+        int fd;
+        enum conn_state state;
+        bool reading_paused;
+
+        struct auth_peer peer;
+        uint64_t client_id;
+        char name[CONN_NAME_MAX_BYTES];
+
+        /* Set once admitted (Welcome sent or being sent). */
+        bool attached;
+        struct tenant *tenant;
+        struct tenant_state *ts;
+        struct arena *arena;
+        uint32_t owner;   /* arena-local id */
+        uint64_t held;    /* pages this client holds */
+
+        struct mb_stats_region *stats; /* read-only mapping */
+        size_t stats_bytes;
+        struct rstat_source *stats_src;
+
+        struct conn *prev, *next;
+};
+
+static void conn_read_cb(struct bufferevent *bev, void *userdata);
+static void conn_write_cb(struct bufferevent *bev, void *userdata);
+static void conn_event_cb(struct bufferevent *bev, short what, void *userdata);
+
+/* ---- sending ---- */
+
+/* Pack @msg into the worker's frame buffer; returns the frame length or a
+ * negative errno. */
+static ssize_t conn_pack(struct conn *c, const Mb__Msg *msg) {
+        size_t n = mb__msg__get_packed_size(msg);
+        uint32_t be;
+
+        if (n == 0 || n > WIRE_MAX_FRAME_BYTES)
+                return -EMSGSIZE;
+        be = htonl((uint32_t) n);
+        memcpy(c->w->frame, &be, sizeof(be));
+        mb__msg__pack(msg, c->w->frame + WIRE_HEADER_BYTES);
+        return (ssize_t) (WIRE_HEADER_BYTES + n);
+}
+
+static int conn_send(struct conn *c, const Mb__Msg *msg) {
+        ssize_t n = conn_pack(c, msg);
+
+        if (n < 0)
+                return (int) n;
+        if (bufferevent_write(c->bev, c->w->frame, (size_t) n) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+static void conn_send_error(struct conn *c, bool has_seq, uint32_t seq, int code, const char *reason) {
+        Mb__Msg msg = MB__MSG__INIT;
+        Mb__Error err = MB__ERROR__INIT;
+
+        err.has_seq = has_seq;
+        err.seq = seq;
+        err.code = code;
+        err.reason = (char *) reason;
+        msg.body_case = MB__MSG__BODY_ERROR;
+        msg.error = &err;
+        (void) conn_send(c, &msg);
+}
+
+static const char *conn_tenant_path(const struct conn *c) {
+        return c->tenant ? c->tenant->path : "-";
+}
+
+/* A fatal error: log it, send Error{code, reason}, stop reading and close
+ * once the Error has left (or after a timeout). */
+static void conn_fail(struct conn *c, bool has_seq, uint32_t seq, int code, const char *fmt, ...) _printf_(5, 6);
+static void conn_fail(struct conn *c, bool has_seq, uint32_t seq, int code, const char *fmt, ...) {
+        char reason[CONN_REASON_MAX_BYTES];
+        struct timeval tv = { .tv_sec = CONN_CLOSE_TIMEOUT_SEC };
+        va_list ap;
+
+        if (c->state == CONN_CLOSING)
+                return;
+
+        va_start(ap, fmt);
+        vsnprintf(reason, sizeof(reason), fmt, ap);
+        va_end(ap);
+
+        log_notice("client %" PRIu64 " (%s, pid %d, uid %u, tenant %s): %s; closing", c->client_id, c->name,
+                   (int) c->peer.pid, (unsigned) c->peer.uid, conn_tenant_path(c), reason);
+        conn_send_error(c, has_seq, seq, code, reason);
+        c->state = CONN_CLOSING;
+        bufferevent_disable(c->bev, EV_READ);
+        bufferevent_set_timeouts(c->bev, NULL, &tv);
+}
+
+/* ---- events and stats ---- */
+
+/* memcg_memory_event(): count @event on @t (locally) and its ancestors
+ * (hierarchically), and tell the main thread about every tenant whose
+ * memory.events changed, the root excepted, like cgroup_file_notify(). */
+static void conn_memory_event(struct conn *c, struct tenant *t, enum mb_event event) {
+        tenant_memory_event(t, event);
+        for (struct tenant *x = t; x && x->parent; x = x->parent)
+                manager_queue_event(c->m, x, event);
+}
+
+static void conn_daemon_stat(struct conn *c, enum mb_stat_item item, int64_t delta) {
+        struct tenant_state *ts = c->ts;
+
+        /* One slot per worker: this thread is its only writer. */
+        mb_stat_slot_add(&ts->daemon_slots[c->w->index], item, delta);
+}
+
+/* ---- Hello ---- */
+
+static void sanitize_name(char *dst, size_t size, const char *src) {
+        size_t i = 0;
+
+        for (; src && *src && i + 1 < size; src++)
+                dst[i++] = (*src >= 0x20 && *src < 0x7f) ? *src : '?';
+        dst[i] = 0;
+        if (i == 0)
+                snprintf(dst, size, "unnamed");
+}
+
+/* The tenant whose Cgroup= is the longest prefix of @cgroup; tree lock held. */
+struct auto_match {
+        const char *cgroup;
+        struct tenant *best;
+        size_t best_len;
+};
+
+static int auto_match_cb(struct tenant *t, void *userdata) {
+        struct auto_match *am = userdata;
+        size_t n;
+
+        if (!t->cgroup || !auth_cgroup_has_prefix(am->cgroup, t->cgroup))
+                return 0;
+        n = strlen(t->cgroup);
+        while (n > 1 && t->cgroup[n - 1] == '/')
+                n--;
+        if (!am->best || n > am->best_len) {
+                am->best = t;
+                am->best_len = n;
+        }
+        return 0;
+}
+
+/* Create the arena and the daemon's stats slots of @ts at first use. */
+static int tenant_state_prepare(struct manager *m, struct tenant_state *ts) {
+        int r = 0;
+
+        pthread_mutex_lock(&ts->lock);
+        if (!ts->daemon_slots) {
+                ts->daemon_slots = aligned_alloc(MB_CACHELINE_BYTES, sizeof(struct mb_stat_slot) * m->nworkers);
+                if (!ts->daemon_slots) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+                memset(ts->daemon_slots, 0, sizeof(struct mb_stat_slot) * m->nworkers);
+                ts->ndaemon_slots = m->nworkers;
+        }
+        if (!ts->arena) {
+                unsigned long pages = page_counter_get_max(&m->tree->root->memory);
+
+                r = arena_new(ts->tenant->path, pages, m->page_size, &ts->arena);
+                if (r < 0)
+                        log_error_errno(r, "cannot create the arena of tenant %s (%lu pages): %m", ts->tenant->path,
+                                        pages);
+        }
+out:
+        pthread_mutex_unlock(&ts->lock);
+        return r;
+}
+
+static int stats_region_new(unsigned nslots, int *ret_fd, struct mb_stats_region **ret_map, size_t *ret_bytes) {
+        _cleanup_(closep) int fd = -1;
+        struct mb_stats_region hdr = {
+                .magic = MB_STATS_MAGIC,
+                .version = MB_STATS_VERSION,
+                .nslots = nslots,
+                .nitems = _MB_STAT_NR,
+        };
+        size_t bytes = (size_t) mb_stats_region_bytes(nslots);
+        void *p;
+
+        fd = memfd_create("membroker-stats", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0)
+                return -errno;
+        if (ftruncate(fd, (off_t) bytes) < 0)
+                return -errno;
+        if (pwrite(fd, &hdr, sizeof(hdr), 0) != (ssize_t) sizeof(hdr))
+                return -EIO;
+        if (fcntl(fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0)
+                return -errno;
+        /* The daemon only reads the client's slots. */
+        p = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
+        if (p == MAP_FAILED)
+                return -errno;
+        *ret_fd = TAKE_FD(fd);
+        *ret_map = p;
+        *ret_bytes = bytes;
+        return 0;
+}
+
+/* ONE sendmsg carrying the Welcome frame and [arena, stats] (protocol.md §3);
+ * nothing else has been written to the connection yet, so the frame cannot
+ * overtake or be overtaken by anything. */
+static int conn_send_welcome(struct conn *c, const Mb__Msg *msg, int arena_fd, int stats_fd) {
+        union {
+                char buf[CMSG_SPACE(2 * sizeof(int))];
+                struct cmsghdr align;
+        } control;
+        struct iovec iov;
+        struct msghdr mh = {
+                .msg_iov = &iov,
+                .msg_iovlen = 1,
+                .msg_control = control.buf,
+                .msg_controllen = sizeof(control.buf),
+        };
+        struct cmsghdr *cm;
+        int fds[2] = { arena_fd, stats_fd };
+        ssize_t n, sent;
+
+        n = conn_pack(c, msg);
+        if (n < 0)
+                return (int) n;
+        iov.iov_base = c->w->frame;
+        iov.iov_len = (size_t) n;
+        memset(&control, 0, sizeof(control));
+        cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(fds));
+        memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+
+        do
+                sent = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        while (sent < 0 && errno == EINTR);
+        if (sent < 0)
+                return -errno;
+        /* The fds went with the first byte; queue whatever did not fit. */
+        if (sent < n && bufferevent_write(c->bev, c->w->frame + sent, (size_t) (n - sent)) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+static void conn_hello(struct conn *c, const Mb__Hello *hello) {
+        struct manager *m = c->m;
+        _cleanup_(freep) char *path = NULL, *reason = NULL;
+        _cleanup_(closep) int stats_fd = -1;
+        const char *cgroup = NULL;
+        bool is_auto;
+        struct tenant *t;
+        struct tenant_state *ts;
+        Mb__Msg msg = MB__MSG__INIT;
+        Mb__Welcome welcome = MB__WELCOME__INIT;
+        unsigned batch;
+        bool unlimited;
+        int r;
+
+        sanitize_name(c->name, sizeof(c->name), hello->client_name);
+
+        if (hello->version != WIRE_PROTOCOL_VERSION)
+                return conn_fail(c, false, 0, EPROTO, "protocol version %u is not supported (membrokerd speaks %u)",
+                                 hello->version, WIRE_PROTOCOL_VERSION);
+        if (hello->n_held > 0)
+                return conn_fail(c, false, 0, EOPNOTSUPP,
+                                 "re-claiming held pages after a daemon restart is not supported yet");
+
+        is_auto = strcmp(hello->tenant, "auto") == 0;
+        if (is_auto) {
+                r = auth_peer_cgroup(&c->peer, &cgroup);
+                if (r < 0)
+                        return conn_fail(c, false, 0, -r, "cannot read the cgroup of pid %d for tenant \"auto\": %s",
+                                         (int) c->peer.pid, strerror(-r));
+        } else {
+                r = tenant_path_normalize(hello->tenant, &path);
+                if (r < 0)
+                        return conn_fail(c, false, 0, EINVAL, "invalid tenant path \"%.64s\"", hello->tenant);
+        }
+
+        pthread_rwlock_rdlock(&m->tree_lock);
+        if (is_auto) {
+                struct auto_match am = { .cgroup = cgroup };
+
+                (void) tenant_walk(m->tree->root, auto_match_cb, &am);
+                t = am.best;
+                if (!t) {
+                        pthread_rwlock_unlock(&m->tree_lock);
+                        return conn_fail(c, false, 0, ENOENT,
+                                         "tenant \"auto\": no tenant's Cgroup= contains the client's cgroup %s",
+                                         cgroup);
+                }
+        } else {
+                t = tenant_lookup(m->tree, path);
+                if (!t) {
+                        pthread_rwlock_unlock(&m->tree_lock);
+                        return conn_fail(c, false, 0, ENOENT, "no tenant %s", path);
+                }
+        }
+        if (t->nchildren > 0) {
+                pthread_rwlock_unlock(&m->tree_lock);
+                return conn_fail(c, false, 0, EISDIR, "tenant %s has children; clients attach to leaves", t->path);
+        }
+        r = auth_admit(&c->peer, t, &reason);
+        if (r < 0) {
+                pthread_rwlock_unlock(&m->tree_lock);
+                if (r == -EACCES)
+                        return conn_fail(c, false, 0, EACCES, "%s", reason);
+                return conn_fail(c, false, 0, -r, "cannot check the client's credentials: %s", strerror(-r));
+        }
+        ts = tenant_state_of(t);
+        r = tenant_state_prepare(m, ts);
+        if (r < 0) {
+                pthread_rwlock_unlock(&m->tree_lock);
+                return conn_fail(c, false, 0, -r, "cannot set up tenant %s: %s", t->path, strerror(-r));
+        }
+        r = arena_owner_new(ts->arena, &c->owner);
+        if (r < 0) {
+                pthread_rwlock_unlock(&m->tree_lock);
+                return conn_fail(c, false, 0, EUSERS, "too many clients in tenant %s", t->path);
+        }
+        /* Counted under the tree lock: the tenant cannot be removed (nor get
+         * children) while it has clients. */
+        atomic_fetch_add(&t->nclients, 1);
+        atomic_fetch_add(&m->nclients, 1);
+        c->attached = true;
+        c->tenant = t;
+        c->ts = ts;
+        c->arena = ts->arena;
+        batch = tenant_charge_batch(t, m->config->broker.charge_batch);
+        unlimited = tenant_is_unlimited(t);
+        pthread_rwlock_unlock(&m->tree_lock);
+
+        r = stats_region_new(m->stats_slots, &stats_fd, &c->stats, &c->stats_bytes);
+        if (r < 0)
+                return conn_fail(c, false, 0, -r, "cannot create the stats region: %s", strerror(-r));
+
+        pthread_mutex_lock(&m->stats_lock);
+        if (!ts->daemon_src)
+                r = rstat_source_attach(&t->rstat, ts->daemon_slots, ts->ndaemon_slots, &ts->daemon_src);
+        if (r >= 0)
+                r = rstat_source_attach(&t->rstat, c->stats->slot, m->stats_slots, &c->stats_src);
+        if (r >= 0 && !ts->active) {
+                ts->active = true;
+                ts->active_prev = NULL;
+                ts->active_next = m->active;
+                if (m->active)
+                        m->active->active_prev = ts;
+                m->active = ts;
+        }
+        pthread_mutex_unlock(&m->stats_lock);
+        if (r < 0)
+                return conn_fail(c, false, 0, -r, "cannot attach the stats region: %s", strerror(-r));
+
+        welcome.version = WIRE_PROTOCOL_VERSION;
+        welcome.tenant = t->path;
+        welcome.page_size = m->page_size;
+        welcome.charge_batch = batch;
+        welcome.arena_pages = c->arena->npages;
+        welcome.stats_slots = m->stats_slots;
+        welcome.client_id = c->client_id;
+        welcome.has_unlimited = true;
+        welcome.unlimited = unlimited;
+        msg.body_case = MB__MSG__BODY_WELCOME;
+        msg.welcome = &welcome;
+
+        r = conn_send_welcome(c, &msg, c->arena->fd, stats_fd);
+        if (r < 0) {
+                log_notice("client %" PRIu64 " (%s, pid %d): cannot send the Welcome: %s", c->client_id, c->name,
+                           (int) c->peer.pid, strerror(-r));
+                c->state = CONN_CLOSING;
+                return;
+        }
+
+        c->state = CONN_READY;
+        bufferevent_set_timeouts(c->bev, NULL, NULL);
+        /* What the pid told us is not needed any more. */
+        auth_peer_done(&c->peer);
+        log_info("client %" PRIu64 " (%s, pid %d, uid %u) attached to tenant %s", c->client_id, c->name,
+                 (int) c->peer.pid, (unsigned) c->peer.uid, t->path);
+}
+
+/* ---- Charge ---- */
+
+static struct tenant *tenant_of_counter(struct page_counter *pc) {
+        return (struct tenant *) ((char *) pc - offsetof(struct tenant, memory));
+}
+
+static void conn_charge(struct conn *c, const Mb__Charge *charge) {
+        struct tenant *t = c->tenant;
+        struct page_counter *fail = NULL;
+        struct worker *w = c->w;
+        Mb__Msg msg = MB__MSG__INIT;
+        Mb__Grant grant = MB__GRANT__INIT;
+        uint32_t n = charge->pages;
+        int nextents;
+
+        if (n < 1 || n > WIRE_MAX_CHARGE_PAGES)
+                return conn_fail(c, true, charge->seq, EINVAL, "charge of %u pages is outside 1..%u", n,
+                                 WIRE_MAX_CHARGE_PAGES);
+
+        conn_daemon_stat(c, MB_STAT_CHARGE_REQUESTS, 1);
+
+        /* try_charge_memcg(): lock-free, hierarchical. */
+        if (!page_counter_try_charge(&t->memory, n, &fail)) {
+                struct tenant *over = tenant_of_counter(fail);
+                char reason[CONN_REASON_MAX_BYTES];
+
+                /* HOOK (pressure issue): before failing, drain the stocks of
+                 * over's subtree and reclaim cooperatively in it, retrying up
+                 * to MAX_RECLAIM_RETRIES times, as try_charge_memcg() does
+                 * (drain_all_stock(), try_to_free_mem_cgroup_pages()). */
+
+                /* Then count the failure at the level that hit its limit. */
+                conn_memory_event(c, over, MB_EVENT_MAX);
+                conn_memory_event(c, over, MB_EVENT_OOM);
+                snprintf(reason, sizeof(reason),
+                         "charge of %u pages to %s failed: %s at max (usage %lu pages, max %lu pages)", n, t->path,
+                         over->path, page_counter_read(&over->memory), page_counter_get_max(&over->memory));
+                log_debug("client %" PRIu64 ": %s", c->client_id, reason);
+                conn_send_error(c, true, charge->seq, ENOMEM, reason);
+                return;
+        }
+
+        /* Over memory.high somewhere up the tree: count a `high` event where
+         * it is exceeded, as reclaim_high() does.
+         * HOOK (pressure issue): reclaim the overage asynchronously and
+         * throttle this client by high_delay_throttle_usec(). */
+        for (struct tenant *x = t; x; x = x->parent)
+                if (page_counter_read(&x->memory) > page_counter_get_high(&x->memory))
+                        conn_memory_event(c, x, MB_EVENT_HIGH);
+
+        nextents = arena_alloc(c->arena, c->owner, n, w->extents, WORKER_MAX_GRANT_EXTENTS);
+        if (nextents < 0) {
+                page_counter_uncharge(&t->memory, n);
+                log_warning("tenant %s: its arena cannot supply %u more pages (%" PRIu64 " of %" PRIu64 " in use)",
+                            t->path, n, arena_used(c->arena), c->arena->npages);
+                conn_send_error(c, true, charge->seq, ENOMEM, "the arena of the tenant is full");
+                return;
+        }
+        c->held += n;
+
+        for (int i = 0; i < nextents; i++) {
+                mb__extent__init(&w->pb_extents[i]);
+                w->pb_extents[i].start = w->extents[i].start;
+                w->pb_extents[i].count = w->extents[i].count;
+                w->pb_extent_ptrs[i] = &w->pb_extents[i];
+        }
+        grant.seq = charge->seq;
+        grant.n_extents = (size_t) nextents;
+        grant.extents = w->pb_extent_ptrs;
+        msg.body_case = MB__MSG__BODY_GRANT;
+        msg.grant = &grant;
+        if (conn_send(c, &msg) < 0)
+                conn_fail(c, true, charge->seq, ENOMEM, "cannot queue the Grant");
+}
+
+/* ---- Uncharge ---- */
+
+static void conn_uncharge(struct conn *c, const Mb__Uncharge *u) {
+        struct worker *w = c->w;
+        Mb__Msg msg = MB__MSG__INIT;
+        Mb__Ack ack = MB__ACK__INIT;
+        uint64_t bad = 0, released = 0;
+
+        if (u->n_extents > WORKER_MAX_UNCHARGE_EXTENTS)
+                return conn_fail(c, true, u->seq, EINVAL, "too many extents");
+        for (size_t i = 0; i < u->n_extents; i++) {
+                w->extents[i].start = u->extents[i]->start;
+                w->extents[i].count = u->extents[i]->count;
+        }
+
+        /* Check every page before changing anything. */
+        if (!arena_check_owned(c->arena, c->owner, w->extents, u->n_extents, &bad))
+                return conn_fail(c, true, u->seq, EINVAL, "page %" PRIu64 " is not held by this client", bad);
+
+        conn_daemon_stat(c, MB_STAT_UNCHARGE_REQUESTS, 1);
+        if (u->n_extents > 0) {
+                released = arena_release(c->arena, c->owner, w->extents, u->n_extents);
+                c->held -= released;
+                page_counter_uncharge(&c->tenant->memory, released);
+        }
+
+        /* HOOK (pressure issue): u->reason RECLAIM/DRAIN with u->reply_to
+         * completes a Reclaim/Drain this daemon sent. */
+
+        ack.seq = u->seq;
+        ack.pages = released;
+        msg.body_case = MB__MSG__BODY_ACK;
+        msg.ack = &ack;
+        if (conn_send(c, &msg) < 0)
+                conn_fail(c, true, u->seq, ENOMEM, "cannot queue the Ack");
+}
+
+/* ---- dispatch and framing ---- */
+
+static void conn_dispatch(struct conn *c, const Mb__Msg *msg) {
+        switch (c->state) {
+        case CONN_HELLO:
+                if (msg->body_case != MB__MSG__BODY_HELLO)
+                        return conn_fail(c, false, 0, EPROTO, "expected Hello, got %s", wire_msg_name(msg));
+                return conn_hello(c, msg->hello);
+
+        case CONN_READY:
+                switch (msg->body_case) {
+                case MB__MSG__BODY_CHARGE:
+                        return conn_charge(c, msg->charge);
+                case MB__MSG__BODY_UNCHARGE:
+                        return conn_uncharge(c, msg->uncharge);
+                case MB__MSG__BODY_HELLO:
+                        return conn_fail(c, false, 0, EPROTO, "second Hello");
+                default:
+                        return conn_fail(c, false, 0, EPROTO, "unexpected %s from a client", wire_msg_name(msg));
+                }
+
+        case CONN_CLOSING:
+                return;
+        }
+}
+
+/* Parse and handle every complete frame in the input buffer: copyout the
+ * header, check the cap, wait for the whole frame, pullup, unpack, drain
+ * (style.md §8). */
+static void conn_process_input(struct conn *c) {
+        struct evbuffer *in = bufferevent_get_input(c->bev);
+        struct evbuffer *out = bufferevent_get_output(c->bev);
+
+        while (c->state != CONN_CLOSING) {
+                uint8_t hdr[WIRE_HEADER_BYTES];
+                size_t avail = evbuffer_get_length(in);
+                uint32_t payload;
+                size_t consumed;
+                Mb__Msg *msg;
+                uint8_t *buf;
+                int r;
+
+                if (avail < WIRE_HEADER_BYTES)
+                        break;
+                if (evbuffer_get_length(out) > CONN_OUTPUT_HIGH_BYTES) {
+                        /* The client does not read its replies: wait until
+                         * they drained (conn_write_cb resumes). */
+                        bufferevent_disable(c->bev, EV_READ);
+                        c->reading_paused = true;
+                        break;
+                }
+                evbuffer_copyout(in, hdr, sizeof(hdr));
+                r = wire_frame_length(hdr, sizeof(hdr), &payload);
+                if (r == -EMSGSIZE) {
+                        uint32_t be;
+                        memcpy(&be, hdr, sizeof(be));
+                        return conn_fail(c, false, 0, EMSGSIZE, "frame of %u bytes exceeds the limit of %u bytes",
+                                         ntohl(be), WIRE_MAX_FRAME_BYTES);
+                }
+                if (r < 0)
+                        return conn_fail(c, false, 0, EPROTO, "empty frame");
+                if (avail < WIRE_HEADER_BYTES + payload)
+                        break;
+
+                buf = evbuffer_pullup(in, (ssize_t) (WIRE_HEADER_BYTES + payload));
+                if (!buf)
+                        return conn_fail(c, false, 0, ENOMEM, "out of memory");
+                r = wire_frame_parse(buf, WIRE_HEADER_BYTES + payload, &consumed, &msg);
+                evbuffer_drain(in, WIRE_HEADER_BYTES + payload);
+                if (r < 0)
+                        return conn_fail(c, false, 0, EPROTO, "undecodable frame of %u bytes", payload);
+                conn_dispatch(c, msg);
+                mb__msg__free_unpacked(msg, NULL);
+        }
+}
+
+/* Free @c when it is closing and its output has left. */
+static bool conn_maybe_finish(struct conn *c) {
+        if (c->state != CONN_CLOSING)
+                return false;
+        if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
+                conn_free(c);
+                return true;
+        }
+        bufferevent_enable(c->bev, EV_WRITE);
+        return false;
+}
+
+static void conn_read_cb(struct bufferevent *bev, void *userdata) {
+        struct conn *c = userdata;
+
+        conn_process_input(c);
+        (void) conn_maybe_finish(c);
+}
+
+static void conn_write_cb(struct bufferevent *bev, void *userdata) {
+        struct conn *c = userdata;
+
+        if (conn_maybe_finish(c))
+                return;
+        if (c->reading_paused) {
+                c->reading_paused = false;
+                bufferevent_enable(c->bev, EV_READ);
+                conn_process_input(c);
+                (void) conn_maybe_finish(c);
+        }
+}
+
+static void conn_event_cb(struct bufferevent *bev, short what, void *userdata) {
+        struct conn *c = userdata;
+
+        if ((what & BEV_EVENT_EOF) && c->state != CONN_CLOSING &&
+            evbuffer_get_length(bufferevent_get_input(bev)) > 0) {
+                /* The peer stopped writing in the middle of a frame. */
+                conn_fail(c, false, 0, EPROTO, "truncated frame at end of input (%zu bytes)",
+                          evbuffer_get_length(bufferevent_get_input(bev)));
+                (void) conn_maybe_finish(c);
+                return;
+        }
+        if ((what & BEV_EVENT_TIMEOUT) && c->state == CONN_HELLO) {
+                conn_fail(c, false, 0, ETIMEDOUT, "no Hello within %d s", CONN_HELLO_TIMEOUT_SEC);
+                (void) conn_maybe_finish(c);
+                return;
+        }
+        /* EOF, error, or a closing peer that does not read: done. */
+        conn_free(c);
+}
+
+/* ---- life cycle ---- */
+
+int conn_new(struct worker *w, int fd) {
+        struct manager *m = w->m;
+        struct timeval tv = { .tv_sec = CONN_HELLO_TIMEOUT_SEC };
+        struct conn *c;
+        int r;
+
+        c = calloc(1, sizeof(*c));
+        if (!c) {
+                close(fd);
+                return -ENOMEM;
+        }
+        c->w = w;
+        c->m = m;
+        c->fd = fd;
+        c->peer.pidfd = -1;
+        c->state = CONN_HELLO;
+        c->client_id = atomic_fetch_add(&m->next_client_id, 1);
+        snprintf(c->name, sizeof(c->name), "unnamed");
+
+        r = auth_peer_from_socket(fd, &c->peer);
+        if (r < 0) {
+                log_warning_errno(r, "cannot identify the peer of a new connection: %m");
+                close(fd);
+                free(c);
+                return r;
+        }
+
+        c->bev = bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE);
+        if (!c->bev) {
+                auth_peer_done(&c->peer);
+                close(fd);
+                free(c);
+                return -ENOMEM;
+        }
+        bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
+        bufferevent_set_timeouts(c->bev, &tv, NULL);
+        bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+
+        c->next = w->conns;
+        if (w->conns)
+                w->conns->prev = c;
+        w->conns = c;
+        w->nconns++;
+        log_debug("client %" PRIu64 " connected (pid %d, uid %u, gid %u)", c->client_id, (int) c->peer.pid,
+                  (unsigned) c->peer.uid, (unsigned) c->peer.gid);
+        return 0;
+}
+
+void conn_free(struct conn *c) {
+        struct manager *m;
+        struct worker *w;
+
+        if (!c)
+                return;
+        m = c->m;
+        w = c->w;
+
+        if (c->attached) {
+                struct tenant *t = c->tenant;
+                uint64_t released = 0;
+
+                /* Everything the client held goes back at once: hole-punched,
+                 * freed and uncharged. */
+                if (c->held > 0) {
+                        released = arena_release_owner(c->arena, c->owner, c->held);
+                        page_counter_uncharge(&t->memory, released);
+                        if (released != c->held)
+                                log_error("client %" PRIu64 " of tenant %s held %" PRIu64
+                                          " pages but %" PRIu64 " were found",
+                                          c->client_id, t->path, c->held, released);
+                }
+                arena_owner_free(c->arena, c->owner);
+
+                if (c->stats_src) {
+                        pthread_mutex_lock(&m->stats_lock);
+                        rstat_source_detach(&m->tree->rstat, &t->rstat, c->stats_src, true);
+                        pthread_mutex_unlock(&m->stats_lock);
+                }
+                log_info("client %" PRIu64 " (%s) detached from tenant %s, %" PRIu64 " pages returned", c->client_id,
+                         c->name, t->path, released);
+                /* Last: from here on the tenant may be removed. */
+                atomic_fetch_sub(&t->nclients, 1);
+                atomic_fetch_sub(&m->nclients, 1);
+        }
+        if (c->stats)
+                munmap(c->stats, c->stats_bytes);
+        auth_peer_done(&c->peer);
+        if (c->bev)
+                bufferevent_free(c->bev);
+
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                w->conns = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        w->nconns--;
+        free(c);
+}

@@ -1,0 +1,994 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "bus.h"
+#include "log.h"
+#include "macros.h"
+#include "manager.h"
+#include "tenant_state.h"
+#include "worker.h"
+
+#define MANAGER_LISTEN_BACKLOG 4096
+#define MANAGER_MAX_WORKERS 256u
+#define MANAGER_MAX_CHARGE_BATCH_PAGES 16384u /* a Charge carries at most this */
+
+struct manager_event {
+        char *path;
+        enum mb_event event;
+        uint64_t count; /* hierarchical count when queued */
+};
+
+/* ---- tenant states ---- */
+
+static struct tenant_state *tenant_state_new(struct tenant *t) {
+        struct tenant_state *ts;
+
+        ts = calloc(1, sizeof(*ts));
+        if (!ts)
+                return NULL;
+        if (pthread_mutex_init(&ts->lock, NULL) != 0) {
+                free(ts);
+                return NULL;
+        }
+        ts->tenant = t;
+        t->userdata = ts;
+        return ts;
+}
+
+/* Unhook @ts from rstat and the active list, free it.  Stats lock held. */
+static void tenant_state_free_locked(struct manager *m, struct tenant_state *ts) {
+        if (!ts)
+                return;
+        if (ts->active) {
+                if (ts->active_prev)
+                        ts->active_prev->active_next = ts->active_next;
+                else
+                        m->active = ts->active_next;
+                if (ts->active_next)
+                        ts->active_next->active_prev = ts->active_prev;
+                ts->active = false;
+        }
+        if (ts->daemon_src)
+                rstat_source_detach(&m->tree->rstat, &ts->tenant->rstat, ts->daemon_src, false);
+        ts->tenant->userdata = NULL;
+        arena_free(ts->arena);
+        free(ts->daemon_slots);
+        pthread_mutex_destroy(&ts->lock);
+        free(ts);
+}
+
+static int ensure_state_cb(struct tenant *t, void *userdata) {
+        if (!t->userdata && !tenant_state_new(t))
+                return -ENOMEM;
+        return 0;
+}
+
+static int free_state_cb(struct tenant *t, void *userdata) {
+        tenant_state_free_locked(userdata, t->userdata);
+        return 0;
+}
+
+/* ---- events ---- */
+
+void manager_queue_event(struct manager *m, struct tenant *t, enum mb_event event) {
+        struct tenant_state *ts = tenant_state_of(t);
+        unsigned bit = 1u << event;
+        char *path;
+
+        /* Coalesce: one queued entry per tenant and event until delivered. */
+        if (ts && (atomic_fetch_or(&ts->events_queued, bit) & bit))
+                return;
+        path = strdup(t->path);
+        if (!path)
+                goto fail;
+
+        pthread_mutex_lock(&m->event_lock);
+        if (m->nevents == m->events_alloc) {
+                size_t n = MB_MAX(m->events_alloc * 2, (size_t) 16);
+                struct manager_event *e = realloc(m->events, n * sizeof(*e));
+                if (!e) {
+                        pthread_mutex_unlock(&m->event_lock);
+                        free(path);
+                        goto fail;
+                }
+                m->events = e;
+                m->events_alloc = n;
+        }
+        m->events[m->nevents++] = (struct manager_event) {
+                .path = path,
+                .event = event,
+                .count = atomic_load(&t->events[event]),
+        };
+        pthread_mutex_unlock(&m->event_lock);
+        if (m->event_wakeup)
+                event_active(m->event_wakeup, EV_READ, 0);
+        return;
+
+fail:
+        if (ts)
+                atomic_fetch_and(&ts->events_queued, ~bit);
+}
+
+static void manager_deliver_events(evutil_socket_t fd, short what, void *userdata) {
+        struct manager *m = userdata;
+        struct manager_event *events;
+        size_t n;
+
+        pthread_mutex_lock(&m->event_lock);
+        events = TAKE_PTR(m->events);
+        n = m->nevents;
+        m->nevents = m->events_alloc = 0;
+        pthread_mutex_unlock(&m->event_lock);
+
+        for (size_t i = 0; i < n; i++) {
+                /* The tenant may be gone: look it up by path (the tree
+                 * changes on this thread only). */
+                struct tenant *t = tenant_lookup(m->tree, events[i].path);
+                uint64_t count = events[i].count;
+
+                if (t) {
+                        struct tenant_state *ts = tenant_state_of(t);
+                        if (ts)
+                                atomic_fetch_and(&ts->events_queued, ~(1u << events[i].event));
+                        count = atomic_load(&t->events[events[i].event]);
+                }
+                bus_emit_memory_event(m, events[i].path, events[i].event, count);
+                free(events[i].path);
+        }
+        free(events);
+}
+
+/* ---- statistics ---- */
+
+static bool tenant_in_subtree(const struct tenant *t, const struct tenant *root) {
+        for (; t; t = t->parent)
+                if (t == root)
+                        return true;
+        return false;
+}
+
+void manager_stats_refresh(struct manager *m, struct tenant *t, bool force) {
+        pthread_mutex_lock(&m->stats_lock);
+        /* Only tenants that have (had) clients have sources to poll. */
+        for (struct tenant_state *ts = m->active; ts; ts = ts->active_next) {
+                if (!tenant_in_subtree(ts->tenant, t))
+                        continue;
+                for (struct rstat_source *src = ts->tenant->rstat.sources; src; src = src->next)
+                        (void) rstat_poll_source(&m->tree->rstat, &ts->tenant->rstat, src);
+        }
+        if (force)
+                (void) rstat_flush(&m->tree->rstat, &t->rstat);
+        else
+                (void) rstat_flush_if_needed(&m->tree->rstat, &t->rstat);
+        pthread_mutex_unlock(&m->stats_lock);
+}
+
+/* Compare each arena's real backing with what is charged; report the excess
+ * as `unaccounted` and log it once per tenant.  Main thread. */
+static void manager_audit(struct manager *m) {
+        pthread_mutex_lock(&m->stats_lock);
+        for (struct tenant_state *ts = m->active; ts; ts = ts->active_next) {
+                uint64_t backed, charged;
+
+                if (!ts->arena || arena_backed_bytes(ts->arena, &backed) < 0)
+                        continue;
+                charged = arena_used(ts->arena) * m->page_size;
+                ts->unaccounted_bytes = backed > charged ? backed - charged : 0;
+                if (ts->unaccounted_bytes > 0 && !ts->unaccounted_logged) {
+                        ts->unaccounted_logged = true;
+                        log_warning("tenant %s: %" PRIu64 " bytes back its arena beyond the %" PRIu64
+                                    " bytes charged (unaccounted; a client wrote to pages it had returned?)",
+                                    ts->tenant->path, ts->unaccounted_bytes, charged);
+                }
+        }
+        pthread_mutex_unlock(&m->stats_lock);
+}
+
+uint64_t manager_tenant_unaccounted(struct manager *m, struct tenant *t) {
+        struct tenant_state *ts = tenant_state_of(t);
+        uint64_t backed, charged;
+
+        if (!ts || !ts->arena || arena_backed_bytes(ts->arena, &backed) < 0)
+                return 0;
+        charged = arena_used(ts->arena) * m->page_size;
+        return backed > charged ? backed - charged : 0;
+}
+
+static uint64_t stat_nonneg(int64_t v) {
+        return v > 0 ? (uint64_t) v : 0;
+}
+
+int manager_tenant_stat(struct manager *m, struct tenant *t, struct mb_stat_kv **ret, size_t *ret_n) {
+        static const char *const keys[] = {
+                "pages", "stock", "slab", "slab_reclaimable", "slab_unreclaimable", "pgalloc", "pgfree",
+                "charge_requests", "uncharge_requests", "pgscan", "pgsteal", "throttle_usec",
+        };
+        static const char *const local_keys[] = {
+                "pages_local", "stock_local", "slab_local", "slab_reclaimable_local", "slab_unreclaimable_local",
+                "pgalloc_local", "pgfree_local", "charge_requests_local", "uncharge_requests_local",
+                "pgscan_local", "pgsteal_local", "throttle_usec_local",
+        };
+        const size_t nkeys = ELEMENTSOF(keys);
+        struct mb_stat_kv *kv;
+        size_t n = 0;
+
+        _Static_assert(ELEMENTSOF(keys) == ELEMENTSOF(local_keys), "stat keys");
+
+        kv = calloc(2 * nkeys + 1, sizeof(*kv));
+        if (!kv)
+                return -ENOMEM;
+
+        pthread_mutex_lock(&m->stats_lock);
+        for (int pass = 0; pass < 2; pass++) {
+                const int64_t *v = pass == 0 ? t->rstat.value : t->rstat.local;
+                const char *const *k = pass == 0 ? keys : local_keys;
+                uint64_t values[] = {
+                        stat_nonneg(v[MB_STAT_PAGES]) * m->page_size,
+                        stat_nonneg(v[MB_STAT_STOCK]) * m->page_size,
+                        stat_nonneg(v[MB_STAT_SLAB_RECLAIMABLE]) + stat_nonneg(v[MB_STAT_SLAB_UNRECLAIMABLE]),
+                        stat_nonneg(v[MB_STAT_SLAB_RECLAIMABLE]),
+                        stat_nonneg(v[MB_STAT_SLAB_UNRECLAIMABLE]),
+                        stat_nonneg(v[MB_STAT_PGALLOC]),
+                        stat_nonneg(v[MB_STAT_PGFREE]),
+                        stat_nonneg(v[MB_STAT_CHARGE_REQUESTS]),
+                        stat_nonneg(v[MB_STAT_UNCHARGE_REQUESTS]),
+                        stat_nonneg(v[MB_STAT_PGSCAN]),
+                        stat_nonneg(v[MB_STAT_PGSTEAL]),
+                        stat_nonneg(v[MB_STAT_THROTTLE_USEC]),
+                };
+                _Static_assert(ELEMENTSOF(values) == ELEMENTSOF(keys), "stat values");
+
+                for (size_t i = 0; i < nkeys; i++)
+                        kv[n++] = (struct mb_stat_kv) { .key = k[i], .value = values[i] };
+                if (pass == 0)
+                        kv[n++] = (struct mb_stat_kv) { .key = "unaccounted",
+                                                        .value = manager_tenant_unaccounted(m, t) };
+        }
+        pthread_mutex_unlock(&m->stats_lock);
+
+        *ret = kv;
+        *ret_n = n;
+        return 0;
+}
+
+static void manager_flush_timer_cb(evutil_socket_t fd, short what, void *userdata) {
+        struct manager *m = userdata;
+
+        /* The periodic flush bounds how stale a lazily read figure can be. */
+        manager_stats_refresh(m, m->tree->root, true);
+        manager_audit(m);
+}
+
+/* ---- state dump (SIGUSR1) ---- */
+
+static void fmt_limit(char *buf, size_t size, unsigned long v) {
+        if (v >= (unsigned long) PAGE_COUNTER_MAX)
+                snprintf(buf, size, "max");
+        else
+                snprintf(buf, size, "%lu", v);
+}
+
+static int log_state_cb(struct tenant *t, void *userdata) {
+        struct manager *m = userdata;
+        struct tenant_state *ts = tenant_state_of(t);
+        char max[32], high[32];
+
+        fmt_limit(max, sizeof(max), page_counter_get_max(&t->memory));
+        fmt_limit(high, sizeof(high), page_counter_get_high(&t->memory));
+        log_info("state: tenant=%s usage=%lu max=%s high=%s low=%lu min=%lu peak=%lu clients=%u children=%u "
+                 "events=low:%" PRIu64 ",high:%" PRIu64 ",max:%" PRIu64 ",oom:%" PRIu64 " "
+                 "events_local=low:%" PRIu64 ",high:%" PRIu64 ",max:%" PRIu64 ",oom:%" PRIu64 " "
+                 "pages=%" PRId64 " stock=%" PRId64 " charge_requests=%" PRId64 " uncharge_requests=%" PRId64
+                 " arena_used=%" PRIu64 " unaccounted=%" PRIu64,
+                 t->path, page_counter_read(&t->memory), max, high, page_counter_get_low(&t->memory),
+                 page_counter_get_min(&t->memory), atomic_load(&t->memory.watermark), atomic_load(&t->nclients),
+                 t->nchildren, atomic_load(&t->events[MB_EVENT_LOW]), atomic_load(&t->events[MB_EVENT_HIGH]),
+                 atomic_load(&t->events[MB_EVENT_MAX]), atomic_load(&t->events[MB_EVENT_OOM]),
+                 atomic_load(&t->events_local[MB_EVENT_LOW]), atomic_load(&t->events_local[MB_EVENT_HIGH]),
+                 atomic_load(&t->events_local[MB_EVENT_MAX]), atomic_load(&t->events_local[MB_EVENT_OOM]),
+                 t->rstat.value[MB_STAT_PAGES], t->rstat.value[MB_STAT_STOCK],
+                 t->rstat.value[MB_STAT_CHARGE_REQUESTS], t->rstat.value[MB_STAT_UNCHARGE_REQUESTS],
+                 ts && ts->arena ? arena_used(ts->arena) : 0, manager_tenant_unaccounted(m, t));
+        return 0;
+}
+
+void manager_log_state(struct manager *m) {
+        uint64_t n = ++m->state_dumps;
+
+        manager_stats_refresh(m, m->tree->root, true);
+        log_info("state: dump %" PRIu64 " begin: %u tenants, %u clients, page size %" PRIu64, n,
+                 m->tree->ntenants, manager_nclients(m), m->page_size);
+        (void) tenant_walk(m->tree->root, log_state_cb, m);
+        log_info("state: dump %" PRIu64 " end", n);
+}
+
+/* ---- tenants at run time ---- */
+
+static int limit_to_pages(struct manager *m, uint64_t bytes, unsigned long *ret) {
+        uint64_t pages;
+
+        if (bytes == UINT64_MAX) {
+                *ret = PAGE_COUNTER_MAX;
+                return 0;
+        }
+        /* page_counter_memparse(): bytes rounded down to pages. */
+        pages = bytes / m->page_size;
+        if (pages > (uint64_t) PAGE_COUNTER_MAX)
+                return -EINVAL;
+        *ret = (unsigned long) pages;
+        return 0;
+}
+
+/* Validate everything first, then apply: a bad value changes nothing.
+ * Tree lock held for writing. */
+static int set_limits_locked(struct manager *m, struct tenant *t, const struct mb_limits *l) {
+        unsigned long max = 0, high = 0, low = 0, min = 0;
+        int r;
+
+        if (l->max != MB_LIMIT_UNSET && (r = limit_to_pages(m, l->max, &max)) < 0)
+                return r;
+        if (l->high != MB_LIMIT_UNSET && (r = limit_to_pages(m, l->high, &high)) < 0)
+                return r;
+        if (l->low != MB_LIMIT_UNSET && (r = limit_to_pages(m, l->low, &low)) < 0)
+                return r;
+        if (l->min != MB_LIMIT_UNSET && (r = limit_to_pages(m, l->min, &min)) < 0)
+                return r;
+        if (l->charge_batch != MB_LIMIT_UNSET && l->charge_batch > MANAGER_MAX_CHARGE_BATCH_PAGES)
+                return -EINVAL;
+
+        /* memory_max_write(): the new max applies to the next charge even
+         * when usage is above it (reclaim of the excess: pressure issue). */
+        if (l->max != MB_LIMIT_UNSET && (r = page_counter_force_max(&t->memory, max)) < 0)
+                return r;
+        if (l->high != MB_LIMIT_UNSET && (r = page_counter_set_high(&t->memory, high)) < 0)
+                return r;
+        if (l->low != MB_LIMIT_UNSET && (r = page_counter_set_low(&t->memory, low)) < 0)
+                return r;
+        if (l->min != MB_LIMIT_UNSET && (r = page_counter_set_min(&t->memory, min)) < 0)
+                return r;
+        if (l->charge_batch != MB_LIMIT_UNSET)
+                t->charge_batch = (unsigned) l->charge_batch;
+        return 0;
+}
+
+int manager_tenant_set_limits(struct manager *m, struct tenant *t, const struct mb_limits *limits) {
+        int r;
+
+        pthread_rwlock_wrlock(&m->tree_lock);
+        r = set_limits_locked(m, t, limits);
+        pthread_rwlock_unlock(&m->tree_lock);
+        if (r < 0)
+                return r;
+        bus_emit_limits_changed(m, t);
+        return 0;
+}
+
+int manager_tenant_create(struct manager *m, const char *path, const struct mb_limits *limits,
+                          struct tenant **ret) {
+        _cleanup_(freep) char *norm = NULL;
+        struct tenant *t = NULL, *added[TENANT_MAX_DEPTH + 1];
+        size_t nadded = 0;
+        int r;
+
+        r = tenant_path_normalize(path, &norm);
+        if (r < 0)
+                return r;
+
+        pthread_rwlock_wrlock(&m->tree_lock);
+        pthread_mutex_lock(&m->stats_lock);
+        r = tenant_create(m->tree, norm, &t);
+        pthread_mutex_unlock(&m->stats_lock);
+        if (r < 0)
+                goto out;
+
+        /* The tenant and the ancestors created with it have no state yet. */
+        for (struct tenant *x = t; x && !x->userdata; x = x->parent) {
+                if (!tenant_state_new(x)) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+                if (nadded < ELEMENTSOF(added))
+                        added[nadded++] = x;
+        }
+        if (limits) {
+                r = set_limits_locked(m, t, limits);
+                if (r < 0) {
+                        /* Undo: leave the tree as it was. */
+                        pthread_mutex_lock(&m->stats_lock);
+                        for (size_t i = 0; i < nadded; i++) {
+                                struct tenant_state *ts = tenant_state_of(added[i]);
+                                tenant_state_free_locked(m, ts);
+                                (void) tenant_remove(m->tree, added[i]);
+                        }
+                        pthread_mutex_unlock(&m->stats_lock);
+                        nadded = 0;
+                        t = NULL;
+                        goto out;
+                }
+        }
+out:
+        pthread_rwlock_unlock(&m->tree_lock);
+        if (r < 0)
+                return r;
+        for (size_t i = nadded; i > 0; i--)
+                bus_emit_tenant_added(m, added[i - 1]);
+        log_info("tenant %s created", t->path);
+        if (ret)
+                *ret = t;
+        return 0;
+}
+
+/* Remove @t; tree lock held for writing. */
+static int tenant_remove_locked(struct manager *m, struct tenant *t) {
+        int r;
+
+        if (!t->parent)
+                return -EPERM;
+        if (t->nchildren > 0 || atomic_load(&t->nclients) > 0)
+                return -EBUSY;
+
+        pthread_mutex_lock(&m->stats_lock);
+        tenant_state_free_locked(m, tenant_state_of(t));
+        r = tenant_remove(m->tree, t);
+        if (r < 0 && !t->userdata)
+                (void) tenant_state_new(t); /* keep the invariant: every tenant has a state */
+        pthread_mutex_unlock(&m->stats_lock);
+        return r;
+}
+
+int manager_tenant_remove(struct manager *m, struct tenant *t) {
+        _cleanup_(freep) char *path = NULL;
+        int r;
+
+        path = strdup(t->path);
+        if (!path)
+                return -ENOMEM;
+
+        pthread_rwlock_wrlock(&m->tree_lock);
+        r = tenant_remove_locked(m, t);
+        pthread_rwlock_unlock(&m->tree_lock);
+        if (r < 0)
+                return r;
+        log_info("tenant %s removed", path);
+        bus_emit_tenant_removed(m, path);
+        return 0;
+}
+
+/* ---- reclaim (issue 6) ---- */
+
+struct reclaim_call {
+        struct manager *m;
+        manager_reclaim_cb cb;
+        void *userdata;
+};
+
+static void reclaim_done_cb(evutil_socket_t fd, short what, void *userdata) {
+        struct reclaim_call *rc = userdata;
+
+        rc->cb(rc->m, 0, rc->userdata);
+        free(rc);
+}
+
+int manager_reclaim(struct manager *m, struct tenant *t, uint64_t bytes, manager_reclaim_cb cb, void *userdata) {
+        static const struct timeval now = { 0, 0 };
+        struct reclaim_call *rc;
+
+        /* HOOK (pressure issue): ask the clients of @t's subtree to give
+         * @bytes back (memory.reclaim); until then nothing is reclaimed.
+         * The callback still runs on the main thread, after we return. */
+        if (!cb)
+                return 0;
+        rc = malloc(sizeof(*rc));
+        if (!rc)
+                return -ENOMEM;
+        *rc = (struct reclaim_call) { .m = m, .cb = cb, .userdata = userdata };
+        if (event_base_once(m->base, -1, EV_TIMEOUT, reclaim_done_cb, rc, &now) < 0) {
+                free(rc);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* ---- reload ---- */
+
+static bool config_has_path(const struct mb_config *c, const char *path) {
+        for (size_t i = 0; i < c->ntenants; i++) {
+                _cleanup_(freep) char *norm = NULL;
+                if (tenant_path_normalize(c->tenants[i].path, &norm) >= 0 && strcmp(norm, path) == 0)
+                        return true;
+        }
+        return false;
+}
+
+/* Could @path be created in the running tree?  The nearest existing
+ * ancestor must have no clients (no internal processes). */
+static int check_creatable(struct manager *m, const char *path, const char **ret_busy) {
+        _cleanup_(freep) char *p = strdup(path);
+        char *slash;
+
+        if (!p)
+                return -ENOMEM;
+        while ((slash = strrchr(p, '/'))) {
+                struct tenant *a;
+                *slash = 0;
+                a = tenant_lookup(m->tree, p);
+                if (a) {
+                        if (atomic_load(&a->nclients) > 0) {
+                                *ret_busy = a->path;
+                                return -EBUSY;
+                        }
+                        return 0;
+                }
+        }
+        if (atomic_load(&m->tree->root->nclients) > 0) {
+                *ret_busy = "/";
+                return -EBUSY;
+        }
+        return 0;
+}
+
+struct stale_walk {
+        struct manager *m;
+        const struct mb_config *c;
+        struct tenant *victim;
+};
+
+/* Find a tenant from the old files that the new ones no longer define and
+ * that can go (no clients, no children). */
+static int stale_cb(struct tenant *t, void *userdata) {
+        struct stale_walk *sw = userdata;
+
+        if (!t->parent || !t->from_config || t->nchildren > 0 || atomic_load(&t->nclients) > 0)
+                return 0;
+        if (config_has_path(sw->c, t->path))
+                return 0;
+        sw->victim = t;
+        return 1;
+}
+
+int manager_reload(struct manager *m, char **ret_error) {
+        struct mb_config *c = NULL;
+        char *error = NULL;
+        char **removed = NULL;
+        size_t nremoved = 0;
+        int r;
+
+        r = mb_config_load(m->config_dir, &c, &error);
+        if (r < 0) {
+                log_error("reload failed, keeping the running configuration: %s", error ? error : strerror(-r));
+                if (ret_error)
+                        *ret_error = error;
+                else
+                        free(error);
+                return r;
+        }
+
+        if (c->broker.page_size != m->page_size) {
+                log_warning("PageSize=%" PRIu64 " takes effect at the next start; keeping %" PRIu64,
+                            c->broker.page_size, m->page_size);
+                c->broker.page_size = m->page_size;
+        }
+        if (c->broker.workers != m->config->broker.workers)
+                log_warning("Workers= takes effect at the next start");
+        if (!m->socket_path && c->broker.socket_path && m->config->broker.socket_path &&
+            strcmp(c->broker.socket_path, m->config->broker.socket_path) != 0)
+                log_warning("Socket= takes effect at the next start");
+
+        pthread_rwlock_wrlock(&m->tree_lock);
+
+        /* Check first, so that a configuration that cannot be applied changes
+         * nothing. */
+        for (size_t i = 0; i < c->ntenants; i++) {
+                const struct mb_tenant_config *tc = &c->tenants[i];
+                _cleanup_(freep) char *norm = NULL;
+                const char *busy = NULL;
+                struct tenant *t;
+
+                r = tenant_path_normalize(tc->path, &norm);
+                if (r < 0) {
+                        if (asprintf(&error, "%s:%u: invalid tenant path %s", tc->file, tc->line, tc->path) < 0)
+                                error = NULL;
+                        goto fail;
+                }
+                t = tenant_lookup(m->tree, norm);
+                if (t)
+                        continue;
+                r = check_creatable(m, norm, &busy);
+                if (r < 0) {
+                        if (asprintf(&error, "%s:%u: cannot create tenant %s: tenant %s has clients attached", tc->file,
+                                     tc->line, norm, busy) < 0)
+                                error = NULL;
+                        goto fail;
+                }
+        }
+
+        for (size_t i = 0; i < c->ntenants; i++) {
+                const struct mb_tenant_config *tc = &c->tenants[i];
+                _cleanup_(freep) char *norm = NULL;
+                struct tenant *t;
+
+                if (tenant_path_normalize(tc->path, &norm) < 0)
+                        continue;
+                t = tenant_lookup(m->tree, norm);
+                if (!t) {
+                        pthread_mutex_lock(&m->stats_lock);
+                        r = tenant_create(m->tree, norm, &t);
+                        pthread_mutex_unlock(&m->stats_lock);
+                        if (r < 0) {
+                                log_error_errno(r, "%s:%u: cannot create tenant %s: %m", tc->file, tc->line, norm);
+                                continue;
+                        }
+                        for (struct tenant *x = t; x && !x->userdata; x = x->parent)
+                                (void) tenant_state_new(x);
+                        log_info("reload: tenant %s added", norm);
+                }
+                r = mb_config_apply_tenant(c, tc, t);
+                if (r < 0)
+                        log_error_errno(r, "%s:%u: cannot apply the settings of tenant %s: %m", tc->file, tc->line,
+                                        norm);
+                t->from_config = true;
+        }
+
+        /* Tenants the files no longer define go, deepest first, when they
+         * have no clients; the others stay until their clients leave. */
+        for (;;) {
+                struct stale_walk sw = { .m = m, .c = c };
+                char **nr;
+
+                (void) tenant_walk(m->tree->root, stale_cb, &sw);
+                if (!sw.victim)
+                        break;
+                nr = realloc(removed, (nremoved + 1) * sizeof(char *));
+                if (nr) {
+                        removed = nr;
+                        removed[nremoved] = strdup(sw.victim->path);
+                        if (removed[nremoved])
+                                nremoved++;
+                }
+                r = tenant_remove_locked(m, sw.victim);
+                if (r < 0) {
+                        sw.victim->from_config = false; /* do not try again */
+                        continue;
+                }
+                log_info("reload: tenant %s removed", removed[nremoved - 1]);
+        }
+
+        (void) page_counter_force_max(&m->tree->root->memory,
+                                      (unsigned long) MB_MIN(c->broker.capacity_bytes / m->page_size,
+                                                             (uint64_t) PAGE_COUNTER_MAX));
+        m->tree->recursive_protection = c->broker.memory_recursiveprot;
+
+        mb_config_free(m->config);
+        m->config = c;
+        pthread_rwlock_unlock(&m->tree_lock);
+
+        for (size_t i = 0; i < nremoved; i++) {
+                bus_emit_tenant_removed(m, removed[i]);
+                free(removed[i]);
+        }
+        free(removed);
+        for (size_t i = 0; i < c->ntenants; i++) {
+                _cleanup_(freep) char *norm = NULL;
+                struct tenant *t;
+
+                if (tenant_path_normalize(c->tenants[i].path, &norm) < 0)
+                        continue;
+                t = tenant_lookup(m->tree, norm);
+                if (t)
+                        bus_emit_limits_changed(m, t);
+        }
+        log_info("configuration reloaded: %u tenants", m->tree->ntenants);
+        return 0;
+
+fail:
+        pthread_rwlock_unlock(&m->tree_lock);
+        mb_config_free(c);
+        log_error("reload failed, keeping the running configuration: %s", error ? error : strerror(-r));
+        if (ret_error)
+                *ret_error = error;
+        else
+                free(error);
+        return r < 0 ? r : -EINVAL;
+}
+
+unsigned manager_nclients(struct manager *m) {
+        return atomic_load(&m->nclients);
+}
+
+/* ---- socket ---- */
+
+static int mkdir_parents(const char *path, mode_t mode) {
+        _cleanup_(freep) char *p = strdup(path);
+
+        if (!p)
+                return -ENOMEM;
+        for (char *s = p + 1; *s; s++) {
+                if (*s != '/')
+                        continue;
+                *s = 0;
+                if (mkdir(p, mode) < 0 && errno != EEXIST)
+                        return -errno;
+                *s = '/';
+        }
+        return 0;
+}
+
+static void manager_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int socklen,
+                              void *userdata) {
+        struct manager *m = userdata;
+        struct worker *w = m->workers[m->next_worker++ % m->nworkers];
+
+        worker_add_fd(w, fd);
+}
+
+static void manager_accept_error_cb(struct evconnlistener *l, void *userdata) {
+        int r = -EVUTIL_SOCKET_ERROR();
+
+        log_warning_errno(r, "accept() failed: %m");
+}
+
+static int manager_listen(struct manager *m) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_(closep) int fd = -1;
+        const char *path = m->socket_path;
+        struct stat st;
+        int r;
+
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return log_error_errno(-ENAMETOOLONG, "socket path %s is too long", path);
+        strcpy(sa.sun_path, path);
+
+        r = mkdir_parents(path, 0755);
+        if (r < 0)
+                return log_error_errno(r, "cannot create the directory of %s: %m", path);
+
+        if (lstat(path, &st) == 0) {
+                _cleanup_(closep) int probe = -1;
+
+                if (!S_ISSOCK(st.st_mode))
+                        return log_error_errno(-EEXIST, "%s exists and is not a socket", path);
+                /* A socket file: in use by a running broker, or stale. */
+                probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                if (probe >= 0 && connect(probe, (struct sockaddr *) &sa, sizeof(sa)) == 0)
+                        return log_error_errno(-EADDRINUSE, "%s: another broker is listening there", path);
+                if (unlink(path) < 0 && errno != ENOENT)
+                        return log_error_errno(-errno, "cannot remove the stale socket %s: %m", path);
+        }
+
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return log_error_errno(-errno, "socket(): %m");
+        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return log_error_errno(-errno, "cannot bind %s: %m", path);
+        /* World-connectable: admission is per tenant (design.md §5). */
+        if (chmod(path, 0666) < 0)
+                return log_error_errno(-errno, "cannot chmod %s: %m", path);
+
+        m->listener = evconnlistener_new(m->base, manager_accept_cb, m,
+                                         LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, MANAGER_LISTEN_BACKLOG, fd);
+        if (!m->listener)
+                return log_error_errno(-errno ? -errno : -ENOMEM, "cannot listen on %s: %m", path);
+        TAKE_FD(fd);
+        evconnlistener_set_error_cb(m->listener, manager_accept_error_cb);
+        m->listening = true;
+        return 0;
+}
+
+/* ---- signals ---- */
+
+static void manager_signal_cb(evutil_socket_t sig, short what, void *userdata) {
+        struct manager *m = userdata;
+
+        switch (sig) {
+        case SIGINT:
+        case SIGTERM:
+                log_info("received %s, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+                event_base_loopexit(m->base, NULL);
+                break;
+        case SIGHUP:
+                log_info("received SIGHUP, reloading the configuration");
+                (void) manager_reload(m, NULL);
+                break;
+        case SIGUSR1:
+                manager_log_state(m);
+                break;
+        }
+}
+
+/* ---- life cycle ---- */
+
+int manager_new(struct manager **ret) {
+        struct manager *m;
+
+        m = calloc(1, sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        pthread_rwlock_init(&m->tree_lock, NULL);
+        pthread_mutex_init(&m->stats_lock, NULL);
+        pthread_mutex_init(&m->event_lock, NULL);
+        m->next_client_id = 1;
+        m->bus_kind = MANAGER_BUS_SYSTEM;
+        *ret = m;
+        return 0;
+}
+
+static int manager_add_signal(struct manager *m, int sig, struct event **ret) {
+        *ret = evsignal_new(m->base, sig, manager_signal_cb, m);
+        if (!*ret || event_add(*ret, NULL) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+int manager_start(struct manager *m, char **ret_error) {
+        struct timeval flush_tv;
+        unsigned long capacity_pages;
+        long n;
+        int r;
+
+        if (!m->config_dir) {
+                m->config_dir = strdup(MB_DEFAULT_CONFIG_DIR);
+                if (!m->config_dir)
+                        return -ENOMEM;
+        }
+        r = mb_config_load(m->config_dir, &m->config, ret_error);
+        if (r < 0)
+                return r;
+
+        m->page_size = m->config->broker.page_size;
+        if (m->page_size == 0) {
+                if (ret_error)
+                        if (asprintf(ret_error, "%s/membroker.conf: PageSize= must not be 0", m->config_dir) < 0)
+                                *ret_error = NULL;
+                return -EINVAL;
+        }
+        n = sysconf(_SC_NPROCESSORS_CONF);
+        m->ncpus = n > 0 ? (unsigned) n : 1;
+        m->stats_slots = m->ncpus;
+
+        r = mb_config_build_tree(m->config, m->ncpus, &m->tree, ret_error);
+        if (r < 0)
+                return r;
+        m->tree->recursive_protection = m->config->broker.memory_recursiveprot;
+        r = tenant_walk(m->tree->root, ensure_state_cb, m);
+        if (r < 0)
+                return r;
+        capacity_pages = page_counter_get_max(&m->tree->root->memory);
+        if (capacity_pages == 0)
+                return log_error_errno(-EINVAL, "Capacity= is less than one page");
+
+        if (!m->socket_path) {
+                m->socket_path = strdup(m->config->broker.socket_path ? m->config->broker.socket_path
+                                                                      : MB_DEFAULT_SOCKET);
+                if (!m->socket_path)
+                        return -ENOMEM;
+        }
+
+        m->base = event_base_new();
+        if (!m->base)
+                return log_error_errno(-ENOMEM, "cannot create the event base");
+        m->event_wakeup = event_new(m->base, -1, 0, manager_deliver_events, m);
+        if (!m->event_wakeup)
+                return -ENOMEM;
+
+        /* Workers: Workers= or one per online CPU. */
+        m->nworkers = m->config->broker.workers;
+        if (m->nworkers == 0) {
+                n = sysconf(_SC_NPROCESSORS_ONLN);
+                m->nworkers = n > 0 ? (unsigned) n : 1;
+        }
+        m->nworkers = MB_MIN(m->nworkers, MANAGER_MAX_WORKERS);
+        m->workers = calloc(m->nworkers, sizeof(struct worker *));
+        if (!m->workers)
+                return -ENOMEM;
+        for (unsigned i = 0; i < m->nworkers; i++) {
+                r = worker_new(m, i, &m->workers[i]);
+                if (r < 0)
+                        return log_error_errno(r, "cannot create worker %u: %m", i);
+                r = worker_start(m->workers[i]);
+                if (r < 0)
+                        return log_error_errno(r, "cannot start worker %u: %m", i);
+        }
+
+        r = manager_listen(m);
+        if (r < 0)
+                return r;
+
+        r = manager_add_signal(m, SIGINT, &m->sigint);
+        if (r >= 0)
+                r = manager_add_signal(m, SIGTERM, &m->sigterm);
+        if (r >= 0)
+                r = manager_add_signal(m, SIGHUP, &m->sighup);
+        if (r >= 0)
+                r = manager_add_signal(m, SIGUSR1, &m->sigusr1);
+        if (r < 0)
+                return log_error_errno(r, "cannot install the signal handlers");
+
+        flush_tv = (struct timeval) { .tv_sec = MB_MAX(m->config->broker.stats_flush_interval_sec, 1u) };
+        m->flush_timer = event_new(m->base, -1, EV_PERSIST, manager_flush_timer_cb, m);
+        if (!m->flush_timer || event_add(m->flush_timer, &flush_tv) < 0)
+                return -ENOMEM;
+
+        if (m->bus_kind != MANAGER_BUS_NONE) {
+                r = bus_setup(m);
+                if (r == -EOPNOTSUPP)
+                        log_warning("this build has no D-Bus API yet; running without a bus");
+                else if (r < 0)
+                        return log_error_errno(r, "cannot set up the D-Bus API: %m");
+        }
+
+        log_info("membrokerd %s listening on %s: %u tenants, capacity %lu pages of %" PRIu64 " bytes, %u workers",
+                 PACKAGE_VERSION, m->socket_path, m->tree->ntenants, capacity_pages, m->page_size, m->nworkers);
+        return 0;
+}
+
+int manager_run(struct manager *m) {
+        if (event_base_dispatch(m->base) < 0)
+                return -EIO;
+        return 0;
+}
+
+void manager_free(struct manager *m) {
+        if (!m)
+                return;
+
+        /* No new clients, then every client's pages go back. */
+        if (m->listener)
+                evconnlistener_free(m->listener);
+        if (m->listening) {
+                (void) unlink(m->socket_path);
+                m->listening = false;
+        }
+        for (unsigned i = 0; m->workers && i < m->nworkers; i++)
+                worker_free(m->workers[i]);
+        free(m->workers);
+
+        bus_free(m);
+
+        /* Undelivered events: the bus is gone. */
+        for (size_t i = 0; i < m->nevents; i++)
+                free(m->events[i].path);
+        free(m->events);
+
+        if (m->sigint)
+                event_free(m->sigint);
+        if (m->sigterm)
+                event_free(m->sigterm);
+        if (m->sighup)
+                event_free(m->sighup);
+        if (m->sigusr1)
+                event_free(m->sigusr1);
+        if (m->flush_timer)
+                event_free(m->flush_timer);
+        if (m->event_wakeup)
+                event_free(m->event_wakeup);
+
+        if (m->tree) {
+                pthread_mutex_lock(&m->stats_lock);
+                (void) tenant_walk(m->tree->root, free_state_cb, m);
+                pthread_mutex_unlock(&m->stats_lock);
+                tenant_tree_free(m->tree);
+        }
+        mb_config_free(m->config);
+        if (m->base)
+                event_base_free(m->base);
+
+        pthread_mutex_destroy(&m->event_lock);
+        pthread_mutex_destroy(&m->stats_lock);
+        pthread_rwlock_destroy(&m->tree_lock);
+        free(m->config_dir);
+        free(m->socket_path);
+        free(m->state_dir);
+        free(m->bus_address);
+        free(m);
+}

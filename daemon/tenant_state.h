@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tenant_state.h - what the daemon keeps per tenant (tenant->userdata).
+ *
+ * Every tenant of the tree has one, created on the main thread with the
+ * tenant.  The arena and the daemon's own stats source are created when the
+ * first client attaches (so 10,000 tenants without clients cost nothing) and
+ * live until the tenant is removed.
+ */
+#pragma once
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "mb_stats_abi.h"
+#include "rstat.h"
+#include "tenant.h"
+
+struct tenant_state {
+        struct tenant *tenant;
+
+        pthread_mutex_t lock;  /* creation of arena and daemon_slots */
+        struct arena *arena;   /* NULL until the first client */
+
+        /* Daemon-side counters (charge/uncharge requests, pgscan, ...): one
+         * slot per worker, each written only by its worker.  Attached as an
+         * rstat source of the tenant (under manager->stats_lock). */
+        struct mb_stat_slot *daemon_slots;
+        unsigned ndaemon_slots;
+        struct rstat_source *daemon_src;
+
+        /* On manager->active while it has stats sources (stats_lock): the
+         * periodic flush and manager_stats_refresh() poll only these. */
+        bool active;
+        struct tenant_state *active_prev, *active_next;
+
+        /* Bits (1 << enum mb_event) queued to the main thread, not yet
+         * delivered: coalesces bursts of events into one signal. */
+        _Atomic unsigned events_queued;
+
+        /* Audit (main thread): memory backing the arena beyond what is
+         * charged. */
+        uint64_t unaccounted_bytes;
+        bool unaccounted_logged;
+};
+
+static inline struct tenant_state *tenant_state_of(const struct tenant *t) {
+        return t->userdata;
+}

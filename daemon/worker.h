@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * worker.h - a thread serving client connections with its own event base.
+ *
+ * The main thread accepts connections and hands each socket to a worker
+ * (round robin); from then on only that worker touches the connection, so
+ * a connection's state needs no lock.  Charging is lock-free
+ * (page_counter); the arena takes a short per-tenant mutex.
+ */
+#pragma once
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "membroker.pb-c.h"
+#include "wire.h"
+
+struct manager;
+struct conn;
+struct event_base;
+struct event;
+
+/* At most this many extents in one Grant, so it always fits in a frame
+ * (an extent packs to at most 19 bytes). */
+#define WORKER_MAX_GRANT_EXTENTS 2048u
+/* Extents one Uncharge frame can carry (each packs to at least 6 bytes). */
+#define WORKER_MAX_UNCHARGE_EXTENTS (WIRE_MAX_FRAME_BYTES / 6u + 1u)
+
+struct worker {
+        struct manager *m;
+        unsigned index; /* also this worker's slot in every tenant's daemon stats */
+        pthread_t thread;
+        bool started;
+        struct event_base *base;
+        struct event *wakeup;
+
+        pthread_mutex_t lock; /* protects pending[] and stopping */
+        int *pending;         /* accepted sockets not yet taken over */
+        size_t npending, pending_alloc;
+        bool stopping;
+
+        struct conn *conns; /* worker thread only */
+        unsigned nconns;
+
+        /* Scratch space for one message at a time (worker thread only). */
+        struct arena_extent *extents; /* WORKER_MAX_UNCHARGE_EXTENTS */
+        Mb__Extent *pb_extents;       /* WORKER_MAX_GRANT_EXTENTS */
+        Mb__Extent **pb_extent_ptrs;
+        uint8_t *frame;               /* WIRE_HEADER_BYTES + WIRE_MAX_FRAME_BYTES */
+};
+
+int worker_new(struct manager *m, unsigned index, struct worker **ret);
+/* Start the thread. */
+int worker_start(struct worker *w);
+/* Hand an accepted socket over; thread-safe.  The worker owns @fd now (it is
+ * closed on failure). */
+void worker_add_fd(struct worker *w, int fd);
+/* Disconnect every client (freeing what they held), stop and join the
+ * thread. */
+void worker_stop(struct worker *w);
+void worker_free(struct worker *w);

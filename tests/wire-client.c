@@ -1,0 +1,677 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * wire-client - a test client that speaks raw membroker frames (no
+ * libmembroker), so that the daemon's tests control every byte.
+ *
+ *   wire-client --socket PATH [--name NAME] STEP...
+ *
+ * Steps (run in order; replies are printed one line each):
+ *   hello TENANT            Hello{version 1}; Welcome or Error
+ *   hello-version V TENANT  Hello with protocol version V
+ *   charge N                Charge{N}; Grant or Error
+ *   uncharge-all            Uncharge of every page held; Ack or Error
+ *   uncharge START COUNT    Uncharge of one extent; Ack or Error
+ *   uncharge-twice          Uncharge naming the first held page twice
+ *   expect-ok               the last reply was not an Error
+ *   expect-error CODE       the last reply was Error{CODE} (ENOMEM, EACCES,
+ *                           EINVAL, EPROTO, EMSGSIZE, ENOENT, EISDIR, ...)
+ *   expect-close            the daemon closes the connection (EOF/reset)
+ *   send-hex HEX            raw bytes
+ *   send-garbage N          a frame header announcing N bytes + N random bytes
+ *   send-header N           only a header announcing N bytes
+ *   shutdown-wr             shutdown(SHUT_WR): end of input for the daemon
+ *   write-pages BYTE        fill every held page with BYTE (maps the arena)
+ *   check-pages BYTE        every held page holds BYTE only
+ *   check-arena START COUNT BYTE   pages [START, START+COUNT) hold BYTE only
+ *   print-held              "held=N"
+ *   print-inode             "arena_ino=N" (the inode of the received memfd)
+ *   wait-file PATH          wait until PATH exists
+ *   touch FILE              create FILE
+ *   sleep MS
+ *   hold                    print "ready", then wait for SIGTERM/SIGINT
+ *   load THREADS ROUNDS     THREADS threads charging and uncharging random
+ *                           batches on this connection, ROUNDS each;
+ *                           ends with pages held
+ *   quit                    exit 0 at once (without returning pages)
+ *
+ * Exit: 0 when every step succeeded, 1 when an expectation failed, 2 on an
+ * unexpected error.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "wire.h"
+
+#define MAX_HELD_PAGES (1u << 22)
+
+static int sock = -1;
+static int arena_fd = -1, stats_fd = -1;
+static uint64_t page_size, arena_pages;
+static uint8_t *arena;
+static uint32_t next_seq = 1;
+static int last_error; /* errno of the last Error reply, 0 after a success */
+
+/* Pages held, as a set of indices (simple array; tests hold few pages). */
+static uint64_t *held;
+static size_t nheld;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static volatile sig_atomic_t stop;
+
+static void die(const char *what) {
+        fprintf(stderr, "wire-client: %s: %s\n", what, strerror(errno));
+        exit(2);
+}
+
+static const struct {
+        const char *name;
+        int code;
+} codes[] = {
+        { "ENOMEM", ENOMEM }, { "EACCES", EACCES }, { "EINVAL", EINVAL }, { "EPROTO", EPROTO },
+        { "EMSGSIZE", EMSGSIZE }, { "ENOENT", ENOENT }, { "EISDIR", EISDIR }, { "EBADMSG", EBADMSG },
+        { "EOPNOTSUPP", EOPNOTSUPP }, { "EPERM", EPERM }, { "ETIMEDOUT", ETIMEDOUT },
+};
+
+static const char *code_name(int code) {
+        for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+                if (codes[i].code == code)
+                        return codes[i].name;
+        return "E?";
+}
+
+static int code_parse(const char *s) {
+        for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+                if (strcmp(codes[i].name, s) == 0)
+                        return codes[i].code;
+        return atoi(s);
+}
+
+static void write_all(const void *buf, size_t n) {
+        const uint8_t *p = buf;
+
+        while (n > 0) {
+                ssize_t w = send(sock, p, n, MSG_NOSIGNAL);
+                if (w < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        die("send");
+                }
+                p += w;
+                n -= (size_t) w;
+        }
+}
+
+static void send_msg(const Mb__Msg *msg) {
+        uint8_t *buf;
+        size_t len;
+
+        if (wire_frame_pack(msg, &buf, &len) < 0) {
+                errno = EMSGSIZE;
+                die("pack");
+        }
+        write_all(buf, len);
+        free(buf);
+}
+
+/* Read exactly @n bytes, taking any fds that come along.  Returns 0, or -1 at
+ * EOF/reset before the first byte. */
+static int read_exact(uint8_t *buf, size_t n) {
+        size_t got = 0;
+
+        while (got < n) {
+                union {
+                        char b[CMSG_SPACE(WIRE_MAX_FDS * sizeof(int))];
+                        struct cmsghdr align;
+                } control;
+                struct iovec iov = { .iov_base = buf + got, .iov_len = n - got };
+                struct msghdr mh = {
+                        .msg_iov = &iov,
+                        .msg_iovlen = 1,
+                        .msg_control = control.b,
+                        .msg_controllen = sizeof(control.b),
+                };
+                ssize_t r = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r < 0 && errno == ECONNRESET && got == 0)
+                        return -1;
+                if (r < 0)
+                        die("recvmsg");
+                if (r == 0) {
+                        if (got == 0)
+                                return -1;
+                        errno = EPROTO;
+                        die("truncated frame from the daemon");
+                }
+                for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+                        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+                                size_t nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                                int fds[WIRE_MAX_FDS];
+                                memcpy(fds, CMSG_DATA(cm), nfds * sizeof(int));
+                                if (nfds >= 1)
+                                        arena_fd = fds[0];
+                                if (nfds >= 2)
+                                        stats_fd = fds[1];
+                        }
+                }
+                got += (size_t) r;
+        }
+        return 0;
+}
+
+/* Next message, or NULL at EOF. */
+static Mb__Msg *recv_msg(void) {
+        uint8_t hdr[WIRE_HEADER_BYTES], *buf;
+        uint32_t payload;
+        size_t consumed;
+        Mb__Msg *msg;
+
+        if (read_exact(hdr, sizeof(hdr)) < 0)
+                return NULL;
+        if (wire_frame_length(hdr, sizeof(hdr), &payload) < 0) {
+                errno = EPROTO;
+                die("bad frame header from the daemon");
+        }
+        buf = malloc(WIRE_HEADER_BYTES + payload);
+        if (!buf)
+                die("malloc");
+        memcpy(buf, hdr, sizeof(hdr));
+        if (read_exact(buf + WIRE_HEADER_BYTES, payload) < 0) {
+                errno = EPROTO;
+                die("truncated frame from the daemon");
+        }
+        if (wire_frame_parse(buf, WIRE_HEADER_BYTES + payload, &consumed, &msg) < 0) {
+                errno = EPROTO;
+                die("undecodable frame from the daemon");
+        }
+        free(buf);
+        return msg;
+}
+
+static bool handle_error(const Mb__Msg *msg) {
+        if (msg->body_case != MB__MSG__BODY_ERROR)
+                return false;
+        last_error = msg->error->code;
+        printf("error code=%s reason=%s\n", code_name(msg->error->code), msg->error->reason);
+        return true;
+}
+
+static Mb__Msg *recv_reply(void) {
+        Mb__Msg *msg = recv_msg();
+
+        if (!msg) {
+                printf("closed\n");
+                fflush(stdout);
+                exit(1);
+        }
+        return msg;
+}
+
+static void held_add(uint64_t start, uint32_t count) {
+        if (nheld + count > MAX_HELD_PAGES) {
+                errno = ENOSPC;
+                die("too many pages");
+        }
+        for (uint32_t i = 0; i < count; i++)
+                held[nheld++] = start + i;
+}
+
+static void step_hello(uint32_t version, const char *tenant, const char *name) {
+        Mb__Msg msg = MB__MSG__INIT, *reply;
+        Mb__Hello hello = MB__HELLO__INIT;
+        struct stat st;
+
+        hello.version = version;
+        hello.tenant = (char *) tenant;
+        hello.client_name = (char *) name;
+        msg.body_case = MB__MSG__BODY_HELLO;
+        msg.hello = &hello;
+        send_msg(&msg);
+
+        reply = recv_reply();
+        if (!handle_error(reply)) {
+                Mb__Welcome *w = reply->welcome;
+
+                if (reply->body_case != MB__MSG__BODY_WELCOME || arena_fd < 0 || stats_fd < 0) {
+                        errno = EPROTO;
+                        die("expected Welcome with two fds");
+                }
+                last_error = 0;
+                page_size = w->page_size;
+                arena_pages = w->arena_pages;
+                if (fstat(arena_fd, &st) < 0)
+                        die("fstat");
+                printf("welcome tenant=%s page_size=%" PRIu64 " batch=%u arena_pages=%" PRIu64
+                       " stats_slots=%u client_id=%" PRIu64 " unlimited=%d arena_ino=%lu arena_bytes=%lld\n",
+                       w->tenant, w->page_size, w->charge_batch, w->arena_pages, w->stats_slots, w->client_id,
+                       w->has_unlimited && w->unlimited, (unsigned long) st.st_ino, (long long) st.st_size);
+        }
+        mb__msg__free_unpacked(reply, NULL);
+}
+
+/* One request/reply; returns the pages granted or acked, -errno on Error. */
+static int64_t do_charge(uint32_t n, bool print) {
+        Mb__Msg msg = MB__MSG__INIT, *reply;
+        Mb__Charge charge = MB__CHARGE__INIT;
+        int64_t granted = 0;
+
+        pthread_mutex_lock(&lock);
+        charge.seq = next_seq++;
+        charge.pages = n;
+        msg.body_case = MB__MSG__BODY_CHARGE;
+        msg.charge = &charge;
+        send_msg(&msg);
+        reply = recv_reply();
+        if (handle_error(reply)) {
+                granted = -reply->error->code;
+        } else if (reply->body_case == MB__MSG__BODY_GRANT && reply->grant->seq == charge.seq) {
+                last_error = 0;
+                for (size_t i = 0; i < reply->grant->n_extents; i++) {
+                        held_add(reply->grant->extents[i]->start, reply->grant->extents[i]->count);
+                        granted += reply->grant->extents[i]->count;
+                }
+                if (print)
+                        printf("grant pages=%" PRId64 " extents=%zu first=%" PRIu64 "\n", granted,
+                               reply->grant->n_extents,
+                               reply->grant->n_extents ? reply->grant->extents[0]->start : 0);
+                if (granted != n) {
+                        errno = EPROTO;
+                        die("Grant of the wrong size");
+                }
+        } else {
+                errno = EPROTO;
+                die("expected Grant");
+        }
+        pthread_mutex_unlock(&lock);
+        mb__msg__free_unpacked(reply, NULL);
+        return granted;
+}
+
+/* Uncharge @n extents; on Ack drop the pages from `held` (by value). */
+static int64_t do_uncharge(const uint64_t *starts, const uint32_t *counts, size_t n, bool print) {
+        Mb__Msg msg = MB__MSG__INIT, *reply;
+        Mb__Uncharge u = MB__UNCHARGE__INIT;
+        Mb__Extent *ext = calloc(n ? n : 1, sizeof(Mb__Extent));
+        Mb__Extent **ptrs = calloc(n ? n : 1, sizeof(Mb__Extent *));
+        int64_t acked;
+
+        if (!ext || !ptrs)
+                die("calloc");
+        for (size_t i = 0; i < n; i++) {
+                mb__extent__init(&ext[i]);
+                ext[i].start = starts[i];
+                ext[i].count = counts[i];
+                ptrs[i] = &ext[i];
+        }
+        u.seq = next_seq++;
+        u.n_extents = n;
+        u.extents = ptrs;
+        msg.body_case = MB__MSG__BODY_UNCHARGE;
+        msg.uncharge = &u;
+        send_msg(&msg);
+        reply = recv_reply();
+        if (handle_error(reply)) {
+                acked = -reply->error->code;
+        } else if (reply->body_case == MB__MSG__BODY_ACK && reply->ack->seq == u.seq) {
+                last_error = 0;
+                acked = (int64_t) reply->ack->pages;
+                for (size_t i = 0; i < n; i++)
+                        for (uint64_t p = starts[i]; p < starts[i] + counts[i]; p++)
+                                for (size_t j = 0; j < nheld; j++)
+                                        if (held[j] == p) {
+                                                held[j] = held[--nheld];
+                                                break;
+                                        }
+                if (print)
+                        printf("ack pages=%" PRId64 "\n", acked);
+        } else {
+                errno = EPROTO;
+                die("expected Ack");
+        }
+        mb__msg__free_unpacked(reply, NULL);
+        free(ext);
+        free(ptrs);
+        return acked;
+}
+
+static void step_uncharge_all(void) {
+        uint64_t *starts = malloc((nheld ? nheld : 1) * sizeof(uint64_t));
+        uint32_t *counts = malloc((nheld ? nheld : 1) * sizeof(uint32_t));
+        size_t n = nheld;
+
+        if (!starts || !counts)
+                die("malloc");
+        for (size_t i = 0; i < n; i++) {
+                starts[i] = held[i];
+                counts[i] = 1;
+        }
+        pthread_mutex_lock(&lock);
+        (void) do_uncharge(starts, counts, n, true);
+        pthread_mutex_unlock(&lock);
+        free(starts);
+        free(counts);
+}
+
+static void map_arena(void) {
+        if (arena)
+                return;
+        if (arena_fd < 0) {
+                errno = EBADF;
+                die("no arena (say hello first)");
+        }
+        arena = mmap(NULL, arena_pages * page_size, PROT_READ | PROT_WRITE, MAP_SHARED, arena_fd, 0);
+        if (arena == MAP_FAILED)
+                die("mmap arena");
+}
+
+static bool check_page(uint64_t p, uint8_t byte) {
+        const uint8_t *q = arena + p * page_size;
+
+        for (uint64_t i = 0; i < page_size; i++)
+                if (q[i] != byte) {
+                        printf("page %" PRIu64 " byte %" PRIu64 " is 0x%02x, expected 0x%02x\n", p, i, q[i], byte);
+                        return false;
+                }
+        return true;
+}
+
+struct load_arg {
+        unsigned rounds;
+        unsigned seed;
+        int64_t errors;
+};
+
+static void *load_thread(void *userdata) {
+        struct load_arg *a = userdata;
+
+        for (unsigned r = 0; r < a->rounds && !stop; r++) {
+                uint32_t n = 1 + (uint32_t) (rand_r(&a->seed) % 64);
+                int64_t got = do_charge(n, false);
+
+                if (got < 0 && got != -ENOMEM) {
+                        a->errors++;
+                        continue;
+                }
+                /* Give back a random part of what the connection holds. */
+                pthread_mutex_lock(&lock);
+                if (nheld > 0) {
+                        size_t k = (size_t) rand_r(&a->seed) % (nheld + 1);
+                        uint64_t *starts = malloc((k ? k : 1) * sizeof(uint64_t));
+                        uint32_t *counts = malloc((k ? k : 1) * sizeof(uint32_t));
+                        if (!starts || !counts)
+                                die("malloc");
+                        for (size_t i = 0; i < k; i++) {
+                                starts[i] = held[nheld - 1 - i];
+                                counts[i] = 1;
+                        }
+                        if (do_uncharge(starts, counts, k, false) != (int64_t) k)
+                                a->errors++;
+                        free(starts);
+                        free(counts);
+                }
+                pthread_mutex_unlock(&lock);
+        }
+        return NULL;
+}
+
+static void step_load(unsigned nthreads, unsigned rounds) {
+        pthread_t *t = calloc(nthreads, sizeof(pthread_t));
+        struct load_arg *a = calloc(nthreads, sizeof(struct load_arg));
+        int64_t errors = 0;
+
+        if (!t || !a)
+                die("calloc");
+        for (unsigned i = 0; i < nthreads; i++) {
+                a[i].rounds = rounds;
+                a[i].seed = (unsigned) getpid() * 7919u + i;
+                if (pthread_create(&t[i], NULL, load_thread, &a[i]) != 0)
+                        die("pthread_create");
+        }
+        for (unsigned i = 0; i < nthreads; i++) {
+                pthread_join(t[i], NULL);
+                errors += a[i].errors;
+        }
+        printf("load done held=%zu errors=%" PRId64 "\n", nheld, errors);
+        free(t);
+        free(a);
+        if (errors > 0)
+                exit(1);
+}
+
+static void on_signal(int sig) {
+        stop = 1;
+}
+
+static void need(int argc, int i, int n, const char *step) {
+        if (i + n >= argc) {
+                fprintf(stderr, "wire-client: %s needs %d argument(s)\n", step, n);
+                exit(2);
+        }
+}
+
+int main(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "socket", required_argument, NULL, 's' },
+                { "name", required_argument, NULL, 'n' },
+                {}
+        };
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        const char *socket_path = NULL, *name = "wire-client";
+        int c;
+
+        while ((c = getopt_long(argc, argv, "s:n:", options, NULL)) >= 0) {
+                switch (c) {
+                case 's':
+                        socket_path = optarg;
+                        break;
+                case 'n':
+                        name = optarg;
+                        break;
+                default:
+                        return 2;
+                }
+        }
+        if (!socket_path || strlen(socket_path) >= sizeof(sa.sun_path)) {
+                fprintf(stderr, "wire-client: --socket PATH is needed\n");
+                return 2;
+        }
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        signal(SIGPIPE, SIG_IGN);
+        signal(SIGTERM, on_signal);
+        signal(SIGINT, on_signal);
+
+        held = malloc(MAX_HELD_PAGES * sizeof(uint64_t));
+        if (!held)
+                die("malloc");
+
+        strcpy(sa.sun_path, socket_path);
+        sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (sock < 0)
+                die("socket");
+        if (connect(sock, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                die("connect");
+
+        for (int i = optind; i < argc; i++) {
+                const char *s = argv[i];
+
+                if (strcmp(s, "hello") == 0) {
+                        need(argc, i, 1, s);
+                        step_hello(WIRE_PROTOCOL_VERSION, argv[++i], name);
+                } else if (strcmp(s, "hello-version") == 0) {
+                        need(argc, i, 2, s);
+                        step_hello((uint32_t) strtoul(argv[i + 1], NULL, 10), argv[i + 2], name);
+                        i += 2;
+                } else if (strcmp(s, "charge") == 0) {
+                        need(argc, i, 1, s);
+                        (void) do_charge((uint32_t) strtoul(argv[++i], NULL, 10), true);
+                } else if (strcmp(s, "uncharge-all") == 0) {
+                        step_uncharge_all();
+                } else if (strcmp(s, "uncharge") == 0) {
+                        uint64_t start;
+                        uint32_t count;
+                        need(argc, i, 2, s);
+                        start = strtoull(argv[i + 1], NULL, 10);
+                        count = (uint32_t) strtoul(argv[i + 2], NULL, 10);
+                        i += 2;
+                        (void) do_uncharge(&start, &count, 1, true);
+                } else if (strcmp(s, "uncharge-twice") == 0) {
+                        uint64_t starts[2];
+                        uint32_t counts[2] = { 1, 1 };
+                        if (nheld == 0) {
+                                fprintf(stderr, "wire-client: uncharge-twice needs a held page\n");
+                                return 2;
+                        }
+                        starts[0] = starts[1] = held[0];
+                        (void) do_uncharge(starts, counts, 2, true);
+                } else if (strcmp(s, "expect-ok") == 0) {
+                        if (last_error != 0) {
+                                printf("FAILED: expected success, got %s\n", code_name(last_error));
+                                return 1;
+                        }
+                } else if (strcmp(s, "expect-error") == 0) {
+                        int want;
+                        need(argc, i, 1, s);
+                        want = code_parse(argv[++i]);
+                        if (last_error != want) {
+                                printf("FAILED: expected error %s, got %s\n", code_name(want),
+                                       last_error ? code_name(last_error) : "success");
+                                return 1;
+                        }
+                } else if (strcmp(s, "expect-close") == 0) {
+                        Mb__Msg *msg = recv_msg();
+                        if (msg) {
+                                if (!handle_error(msg))
+                                        printf("FAILED: expected close, got %s\n", wire_msg_name(msg));
+                                mb__msg__free_unpacked(msg, NULL);
+                                return 1;
+                        }
+                        printf("closed\n");
+                } else if (strcmp(s, "read-error") == 0) {
+                        /* The reply to raw bytes sent before. */
+                        Mb__Msg *msg = recv_reply();
+                        if (!handle_error(msg)) {
+                                printf("FAILED: expected an Error, got %s\n", wire_msg_name(msg));
+                                return 1;
+                        }
+                        mb__msg__free_unpacked(msg, NULL);
+                } else if (strcmp(s, "send-hex") == 0) {
+                        const char *h;
+                        uint8_t b[4096];
+                        size_t n = 0;
+                        need(argc, i, 1, s);
+                        for (h = argv[++i]; h[0] && h[1] && n < sizeof(b); h += 2) {
+                                unsigned v;
+                                if (sscanf(h, "%2x", &v) != 1)
+                                        return 2;
+                                b[n++] = (uint8_t) v;
+                        }
+                        write_all(b, n);
+                } else if (strcmp(s, "send-garbage") == 0 || strcmp(s, "send-header") == 0) {
+                        uint32_t n, be;
+                        need(argc, i, 1, s);
+                        n = (uint32_t) strtoul(argv[++i], NULL, 10);
+                        be = htonl(n);
+                        write_all(&be, sizeof(be));
+                        if (strcmp(s, "send-garbage") == 0) {
+                                uint8_t *b = malloc(n ? n : 1);
+                                int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+                                if (!b || fd < 0 || read(fd, b, n) != (ssize_t) n)
+                                        die("urandom");
+                                /* Field 15 as varint: never a valid Msg body. */
+                                if (n >= 2) {
+                                        b[0] = (15 << 3) | 0;
+                                        b[1] &= 0x7f;
+                                }
+                                close(fd);
+                                write_all(b, n);
+                                free(b);
+                        }
+                } else if (strcmp(s, "shutdown-wr") == 0) {
+                        if (shutdown(sock, SHUT_WR) < 0)
+                                die("shutdown");
+                } else if (strcmp(s, "write-pages") == 0) {
+                        uint8_t byte;
+                        need(argc, i, 1, s);
+                        byte = (uint8_t) strtoul(argv[++i], NULL, 0);
+                        map_arena();
+                        for (size_t j = 0; j < nheld; j++)
+                                memset(arena + held[j] * page_size, byte, page_size);
+                } else if (strcmp(s, "check-pages") == 0) {
+                        uint8_t byte;
+                        need(argc, i, 1, s);
+                        byte = (uint8_t) strtoul(argv[++i], NULL, 0);
+                        map_arena();
+                        for (size_t j = 0; j < nheld; j++)
+                                if (!check_page(held[j], byte))
+                                        return 1;
+                        printf("pages ok\n");
+                } else if (strcmp(s, "check-arena") == 0) {
+                        uint64_t start, count;
+                        uint8_t byte;
+                        need(argc, i, 3, s);
+                        start = strtoull(argv[i + 1], NULL, 10);
+                        count = strtoull(argv[i + 2], NULL, 10);
+                        byte = (uint8_t) strtoul(argv[i + 3], NULL, 0);
+                        i += 3;
+                        map_arena();
+                        for (uint64_t p = start; p < start + count; p++)
+                                if (!check_page(p, byte))
+                                        return 1;
+                        printf("arena ok\n");
+                } else if (strcmp(s, "print-held") == 0) {
+                        printf("held=%zu\n", nheld);
+                } else if (strcmp(s, "print-inode") == 0) {
+                        struct stat st;
+                        if (arena_fd < 0 || fstat(arena_fd, &st) < 0)
+                                die("fstat arena");
+                        printf("arena_ino=%lu\n", (unsigned long) st.st_ino);
+                } else if (strcmp(s, "wait-file") == 0) {
+                        need(argc, i, 1, s);
+                        i++;
+                        while (access(argv[i], F_OK) < 0 && !stop)
+                                usleep(20 * 1000);
+                } else if (strcmp(s, "touch") == 0) {
+                        int fd;
+                        need(argc, i, 1, s);
+                        fd = open(argv[++i], O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+                        if (fd < 0)
+                                die("touch");
+                        close(fd);
+                } else if (strcmp(s, "sleep") == 0) {
+                        need(argc, i, 1, s);
+                        usleep((useconds_t) strtoul(argv[++i], NULL, 10) * 1000);
+                } else if (strcmp(s, "hold") == 0) {
+                        printf("ready\n");
+                        while (!stop)
+                                pause();
+                } else if (strcmp(s, "load") == 0) {
+                        need(argc, i, 2, s);
+                        step_load((unsigned) strtoul(argv[i + 1], NULL, 10),
+                                  (unsigned) strtoul(argv[i + 2], NULL, 10));
+                        i += 2;
+                } else if (strcmp(s, "quit") == 0) {
+                        return 0;
+                } else {
+                        fprintf(stderr, "wire-client: unknown step %s\n", s);
+                        return 2;
+                }
+        }
+        return 0;
+}
