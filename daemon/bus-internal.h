@@ -22,6 +22,7 @@
 
 #include "macros.h"
 
+#include "log.h"
 #include "manager.h"
 
 #define BUS_NAME "org.membroker1"
@@ -47,9 +48,6 @@ struct bus_state {
         short io_events;     /* EV_READ/EV_WRITE currently armed */
         bool io_added;
 };
-
-/* Log to stderr (the journal when run by systemd), "bus: " prefixed. */
-void bus_log(int level, const char *fmt, ...) _printf_(2, 3);
 
 /* The manager that owns @bus (one bus connection per daemon). */
 struct manager *bus_manager(sd_bus *bus);

@@ -21,7 +21,7 @@
 #include "protection.h"
 
 uint64_t bus_page_size(struct manager *m) {
-        return m->config ? m->config->broker.page_size : 4096;
+        return m->page_size;
 }
 
 uint64_t bus_pages_to_bytes(struct manager *m, unsigned long pages) {
@@ -38,69 +38,22 @@ uint64_t bus_limit_to_bytes(struct manager *m, unsigned long pages) {
         return bus_pages_to_bytes(m, pages);
 }
 
-/* memory.stat keys, in GetStat order.  Items counted in pages are reported
- * in bytes.  "slab" is the sum of the two slab items, as in memory.stat. */
-#define STAT_SLAB (-1)
-static const struct {
-        const char *key;
-        const char *key_local;
-        int item; /* enum mb_stat_item, or STAT_SLAB */
-        bool in_pages;
-} stat_keys[] = {
-        { "pages", "pages_local", MB_STAT_PAGES, true },
-        { "stock", "stock_local", MB_STAT_STOCK, true },
-        { "slab", "slab_local", STAT_SLAB, false },
-        { "slab_reclaimable", "slab_reclaimable_local", MB_STAT_SLAB_RECLAIMABLE, false },
-        { "slab_unreclaimable", "slab_unreclaimable_local", MB_STAT_SLAB_UNRECLAIMABLE, false },
-        { "pgalloc", "pgalloc_local", MB_STAT_PGALLOC, false },
-        { "pgfree", "pgfree_local", MB_STAT_PGFREE, false },
-        { "charge_requests", "charge_requests_local", MB_STAT_CHARGE_REQUESTS, false },
-        { "uncharge_requests", "uncharge_requests_local", MB_STAT_UNCHARGE_REQUESTS, false },
-        { "pgscan", "pgscan_local", MB_STAT_PGSCAN, false },
-        { "pgsteal", "pgsteal_local", MB_STAT_PGSTEAL, false },
-        { "throttle_usec", "throttle_usec_local", MB_STAT_THROTTLE_USEC, false },
-};
-
-static uint64_t stat_value(struct manager *m, const int64_t *v, int item, bool in_pages) {
-        int64_t x;
-
-        if (item == STAT_SLAB)
-                x = v[MB_STAT_SLAB_RECLAIMABLE] + v[MB_STAT_SLAB_UNRECLAIMABLE];
-        else
-                x = v[item];
-        /* A gauge may be seen below zero for a moment: a client's slots are
-         * read without stopping it (mb_stats_abi.h). */
-        if (x < 0)
-                x = 0;
-        return in_pages ? bus_pages_to_bytes(m, (unsigned long) x) : (uint64_t) x;
-}
-
 void bus_stat_collect(struct manager *m, struct tenant *t, bool refreshed, struct bus_stat *ret) {
-        int64_t value[_MB_STAT_NR], local[_MB_STAT_NR];
+        _cleanup_(freep) struct mb_stat_kv *kv = NULL;
         size_t n = 0;
 
         if (!refreshed)
                 manager_stats_refresh(m, t, false);
-        {
-                BUS_STATS_LOCK(m);
-                memcpy(value, t->rstat.value, sizeof value);
-                memcpy(local, t->rstat.local, sizeof local);
+        ret->n = 0;
+        /* The daemon's key list (design.md §4), read under stats_lock. */
+        if (manager_tenant_stat(m, t, &kv, &n) < 0)
+                return;
+        for (size_t i = 0; i < n && ret->n < BUS_STAT_MAX_ENTRIES; i++) {
+                ret->e[ret->n].key = kv[i].key;
+                ret->e[ret->n].value = kv[i].value;
+                ret->n++;
         }
-
-        for (size_t i = 0; i < ELEMENTSOF(stat_keys); i++) {
-                ret->e[n].key = stat_keys[i].key;
-                ret->e[n].value = stat_value(m, value, stat_keys[i].item, stat_keys[i].in_pages);
-                n++;
-        }
-        for (size_t i = 0; i < ELEMENTSOF(stat_keys); i++) {
-                ret->e[n].key = stat_keys[i].key_local;
-                ret->e[n].value = stat_value(m, local, stat_keys[i].item, stat_keys[i].in_pages);
-                n++;
-        }
-        ret->n = n;
 }
-
-_Static_assert(2 * 12 <= BUS_STAT_MAX_ENTRIES, "bus_stat too small");
 
 /* memory.events / memory.events.local names (enum mb_event order). */
 static const char *const event_names[_MB_EVENT_NR] = {

@@ -287,7 +287,8 @@ int bus_tenant_method_set_limits(sd_bus_message *msg, struct manager *m, struct 
         if (r < 0)
                 return bus_error_from_errno(error, r, "Cannot set the limits of", t->path);
 
-        bus_emit_limits_changed(m, t);
+        /* manager_tenant_set_limits() emitted PropertiesChanged for @t;
+         * descendants that inherit ChargeBatch changed as well. */
         if (l.charge_batch != MB_LIMIT_UNSET)
                 bus_emit_charge_batch_changed(m, t);
         return sd_bus_reply_method_return(msg, NULL);
@@ -303,7 +304,7 @@ static void reclaim_done(struct manager *m, uint64_t reclaimed_bytes, void *user
 
         r = sd_bus_reply_method_return(req->msg, "t", reclaimed_bytes);
         if (r < 0 && r != -ENOTCONN)
-                bus_log(LOG_WARNING, "cannot reply to Reclaim: %s", strerror(-r));
+                log_warning("cannot reply to Reclaim: %s", strerror(-r));
         sd_bus_message_unref(req->msg);
         free(req);
         bus_kick(m);

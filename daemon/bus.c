@@ -30,6 +30,7 @@
 
 #include "bus-internal.h"
 #include "bus.h"
+#include "log.h"
 #include "macros.h"
 
 #define BUS_PROCESS_BATCH 64
@@ -45,17 +46,6 @@ static const sd_bus_error_map bus_error_map[] = {
 
 /* sd-bus has no per-connection userdata; the daemon has one connection. */
 static struct manager *bus_owner;
-
-void bus_log(int level, const char *fmt, ...) {
-        va_list ap;
-        char buf[1024];
-
-        va_start(ap, fmt);
-        vsnprintf(buf, sizeof buf, fmt, ap);
-        va_end(ap);
-        fprintf(stderr, "%sbus: %s\n", level <= LOG_ERR ? "error: " : level <= LOG_WARNING ? "warning: " : "",
-                buf);
-}
 
 struct manager *bus_manager(sd_bus *bus) {
         (void) bus;
@@ -92,7 +82,7 @@ static void bus_unhook(struct bus_state *s) {
 }
 
 static void bus_lost(struct manager *m, int r) {
-        bus_log(LOG_ERR, "lost the bus connection (%s); the D-Bus API is gone, clients are still served",
+        log_error("lost the bus connection (%s); the D-Bus API is gone, clients are still served",
                 strerror(-r));
         bus_unhook(m->bus);
         sd_bus_close(m->bus->bus);
@@ -252,7 +242,7 @@ int bus_setup(struct manager *m) {
 
         r = bus_connect(m, &bus);
         if (r < 0) {
-                bus_log(LOG_ERR, "cannot connect to %s: %s", bus_kind_name(m), strerror(-r));
+                log_error("cannot connect to %s: %s", bus_kind_name(m), strerror(-r));
                 return r;
         }
 
@@ -275,7 +265,7 @@ int bus_setup(struct manager *m) {
 
         r = sd_bus_request_name(bus, BUS_NAME, 0);
         if (r < 0) {
-                bus_log(LOG_ERR, "cannot own %s on %s: %s%s", BUS_NAME, bus_kind_name(m), strerror(-r),
+                log_error("cannot own %s on %s: %s%s", BUS_NAME, bus_kind_name(m), strerror(-r),
                         r == -EEXIST ? " (another membrokerd runs?)" :
                         r == -EACCES || r == -EPERM ? " (the bus policy does not allow it)" : "");
                 return r;
@@ -298,15 +288,15 @@ int bus_setup(struct manager *m) {
 
         r = bus_rearm(m);
         if (r < 0) {
-                bus_log(LOG_ERR, "cannot watch the bus connection: %s", strerror(-r));
+                log_error("cannot watch the bus connection: %s", strerror(-r));
                 bus_free(m);
                 return r;
         }
-        bus_log(LOG_INFO, "%s on %s", BUS_NAME, bus_kind_name(m));
+        log_info("%s on %s", BUS_NAME, bus_kind_name(m));
         return 0;
 
 fail_register:
-        bus_log(LOG_ERR, "cannot register the D-Bus objects: %s", strerror(-r));
+        log_error("cannot register the D-Bus objects: %s", strerror(-r));
         return r;
 }
 
@@ -364,7 +354,7 @@ void bus_emit_memory_event(struct manager *m, const char *tenant_path, enum mb_e
         r = sd_bus_emit_signal(m->bus->bus, object, BUS_TENANT_INTERFACE, "MemoryEvent", "st",
                                mb_event_to_string(event), count);
         if (r < 0)
-                bus_log(LOG_WARNING, "cannot emit MemoryEvent on %s: %s", object, strerror(-r));
+                log_warning("cannot emit MemoryEvent on %s: %s", object, strerror(-r));
         bus_kick(m);
 }
 
@@ -380,7 +370,7 @@ void bus_emit_limits_changed(struct manager *m, struct tenant *t) {
         r = sd_bus_emit_properties_changed(m->bus->bus, object, BUS_TENANT_INTERFACE, "MemoryMax",
                                            "MemoryHigh", "MemoryLow", "MemoryMin", "ChargeBatch", NULL);
         if (r < 0)
-                bus_log(LOG_WARNING, "cannot emit PropertiesChanged on %s: %s", object, strerror(-r));
+                log_warning("cannot emit PropertiesChanged on %s: %s", object, strerror(-r));
         bus_kick(m);
 }
 
@@ -419,7 +409,7 @@ void bus_emit_tenant_added(struct manager *m, struct tenant *t) {
                 return;
         r = sd_bus_emit_interfaces_added(m->bus->bus, object, BUS_TENANT_INTERFACE, NULL);
         if (r < 0)
-                bus_log(LOG_WARNING, "cannot emit InterfacesAdded for %s: %s", object, strerror(-r));
+                log_warning("cannot emit InterfacesAdded for %s: %s", object, strerror(-r));
         bus_kick(m);
 }
 
@@ -434,6 +424,6 @@ void bus_emit_tenant_removed(struct manager *m, const char *tenant_path) {
                 return;
         r = sd_bus_emit_interfaces_removed(m->bus->bus, object, BUS_TENANT_INTERFACE, NULL);
         if (r < 0)
-                bus_log(LOG_WARNING, "cannot emit InterfacesRemoved for %s: %s", object, strerror(-r));
+                log_warning("cannot emit InterfacesRemoved for %s: %s", object, strerror(-r));
         bus_kick(m);
 }

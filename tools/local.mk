@@ -1,1 +1,8 @@
-# membrokerctl (owned by the D-Bus work)
+# membrokerctl (owned by the D-Bus work): the command-line front end over D-Bus.
+bin_PROGRAMS += tools/membrokerctl
+tools_membrokerctl_SOURCES = \
+	%reldir%/membrokerctl.c \
+	%reldir%/ctl-util.c %reldir%/ctl-util.h
+tools_membrokerctl_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS)
+tools_membrokerctl_LDADD = $(SYSTEMD_LIBS)
+dist_man1_MANS = %reldir%/membrokerctl.1
