@@ -111,6 +111,13 @@
  * with no lock held.
  *
  * Caches must be destroyed before mb_close() of their client.
+ *
+ * fork(): the library's rule (membroker.h) applies to caches too.  In the
+ * child, the inherited caches' objects live in the parent's shared pages,
+ * so mb_cache_alloc() fails with ECHILD, mb_cache_free() and
+ * mb_cache_shrink() do nothing, and mb_cache_destroy() only releases the
+ * child's copy of the cache's bookkeeping.  The check shares the fast
+ * path's one unlikely branch with debug mode (the fork generation).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -215,6 +222,7 @@ struct mb_cache {
         uint32_t fp_offset;      /* free pointer, from the object start */
         uint32_t cpu_max;        /* per-CPU list length that triggers a flush */
         uint32_t stat;           /* SLAB_STAT_* */
+        uint32_t fork_gen;       /* slab_fork_gen at creation */
         bool debug;
         bool poison;
 
@@ -252,6 +260,10 @@ struct mb_cache {
 
 static pthread_mutex_t slab_registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct slab_ctx *slab_registry;
+static pthread_once_t slab_atfork_once = PTHREAD_ONCE_INIT;
+/* Bumped in every fork() child; a cache made in another generation is an
+ * inherited copy. */
+static uint32_t slab_fork_gen;
 
 /* ---- small helpers ---- */
 
@@ -774,6 +786,20 @@ static bool slab_debug_free(mb_cache *s, char *obj) {
 
 /* ---- alloc and free ---- */
 
+static void slab_atfork_child(void) {
+        __atomic_fetch_add(&slab_fork_gen, 1, __ATOMIC_RELAXED);
+        /* The lock may have been held by a thread that does not exist here. */
+        pthread_mutex_init(&slab_registry_lock, NULL);
+}
+
+static void slab_atfork_setup(void) {
+        (void) pthread_atfork(NULL, NULL, slab_atfork_child);
+}
+
+static inline bool slab_inherited(const mb_cache *s) {
+        return s->fork_gen != __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED);
+}
+
 static inline void *slab_pop(mb_cache *s, struct slab_pcpu *p, struct cache_cpu *cc, int64_t *flush) {
         void *obj = cc->freelist;
 
@@ -843,6 +869,14 @@ void *mb_cache_alloc(mb_cache *s) {
         int64_t flush = 0;
         void *obj;
 
+        if (_unlikely_(s->debug | (s->fork_gen != __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED)))) {
+                if (slab_inherited(s)) {
+                        mb_set_error("slab cache %s: inherited from the parent process; unusable after fork()",
+                                     s->name);
+                        errno = ECHILD;
+                        return NULL;
+                }
+        }
         slab_pcpu_lock(p);
         if (_likely_(cc->freelist)) {
                 obj = slab_pop(s, p, cc, &flush);
@@ -882,8 +916,12 @@ void mb_cache_free(mb_cache *s, void *obj) {
 
         if (_unlikely_(!obj))
                 return;
-        if (_unlikely_(s->debug) && !slab_debug_free(s, obj))
-                return;
+        if (_unlikely_(s->debug | (s->fork_gen != __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED)))) {
+                if (slab_inherited(s))
+                        return;
+                if (!slab_debug_free(s, obj))
+                        return;
+        }
 
         cpu = mb_client_cpu(s->client);
         p = &s->ctx->pcpu[cpu];
@@ -936,7 +974,11 @@ static size_t slab_release_empty(mb_cache *s, size_t max) {
 }
 
 size_t mb_cache_shrink(mb_cache *s) {
-        size_t n = slab_drain_cpus(s);
+        size_t n;
+
+        if (slab_inherited(s))
+                return 0;
+        n = slab_drain_cpus(s);
 
         return n + slab_release_empty(s, SIZE_MAX);
 }
@@ -956,8 +998,11 @@ static unsigned long slab_shrinker_count(void *userdata) {
 
 static unsigned long slab_shrinker_scan(void *userdata, unsigned long nr_to_scan) {
         mb_cache *s = userdata;
-        size_t n = slab_drain_cpus(s);
+        size_t n;
 
+        if (slab_inherited(s))
+                return 0;
+        n = slab_drain_cpus(s);
         if (n < nr_to_scan)
                 n += slab_release_empty(s, nr_to_scan - n);
         return (unsigned long) n;
@@ -1117,12 +1162,14 @@ mb_cache *mb_cache_create(mb_client *c, const char *name, size_t object_size, si
                 return NULL;
         }
 
+        (void) pthread_once(&slab_atfork_once, slab_atfork_setup);
         s = calloc(1, sizeof(*s));
         if (!s) {
                 errno = ENOMEM;
                 return NULL;
         }
         s->client = c;
+        s->fork_gen = __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED);
         s->flags = flags;
         if (slab_debug_env())
                 s->flags |= MB_CACHE_DEBUG;
@@ -1229,6 +1276,18 @@ size_t mb_cache_destroy(mb_cache *s) {
         if (!s)
                 return 0;
         ctx = s->ctx;
+        if (slab_inherited(s)) {
+                /* The child's copy: no page is ours to give back, and the
+                 * context may be shared with other inherited caches, so it
+                 * stays (the child cannot use it anyway). */
+                for (size_t i = 0; i < s->table_size; i++)
+                        free(s->table[i]);
+                free(s->table);
+                free(s->cpu);
+                free(s->name);
+                free(s);
+                return 0;
+        }
         if (s->shrinker_registered)
                 (void) mb_unregister_shrinker(s->client, &s->shrinker);
 

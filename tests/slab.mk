@@ -6,3 +6,19 @@ TESTS += tests/test-slab
 tests_test_slab_SOURCES = tests/test-slab.c tests/slab-fake-client.c tests/slab-fake-client.h client/slab.c
 tests_test_slab_CFLAGS = $(TESTS_CFLAGS)
 tests_test_slab_LDADD = $(TESTS_LIBS)
+
+# Integration: slab-client, a real client of a real membrokerd.
+check_PROGRAMS += tests/slab-client
+tests_slab_client_SOURCES = tests/slab-client.c
+tests_slab_client_LDADD = client/libmembroker.la
+
+SLAB_INTEGRATION_TESTS = \
+	tests/test-slab-concurrency.sh \
+	tests/test-slab-stats.sh \
+	tests/test-slab-shrink.sh \
+	tests/test-slab-debug.sh \
+	tests/test-slab-destroy.sh \
+	tests/test-slab-debug-env.sh
+TESTS += $(SLAB_INTEGRATION_TESTS)
+dist_check_SCRIPTS += $(SLAB_INTEGRATION_TESTS)
+EXTRA_DIST += tests/slab-lib.sh

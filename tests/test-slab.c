@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "macros.h"
@@ -724,6 +725,44 @@ START_TEST(test_destroy_reports_live) {
 }
 END_TEST
 
+START_TEST(test_fork_child_cannot_use_inherited_cache) {
+        mb_cache *s = mb_cache_create(client, "forked", 64, 0, 0, NULL);
+        struct mb_cache_stats before, after;
+        uint8_t *obj = mb_cache_alloc(s);
+        void *spare = mb_cache_alloc(s);
+        int status;
+        pid_t pid;
+
+        mb_cache_free(s, spare); /* a free object on this CPU's list */
+        memset(obj, 0x11, 64);
+        ck_assert_int_eq(mb_cache_stats(s, &before), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                /* The objects are the parent's: nothing is handed out or
+                 * taken back. */
+                errno = 0;
+                if (mb_cache_alloc(s) != NULL || errno != ECHILD)
+                        _exit(1);
+                mb_cache_free(s, obj);
+                if (mb_cache_shrink(s) != 0)
+                        _exit(2);
+                if (mb_cache_destroy(s) != 0)
+                        _exit(3);
+                _exit(0);
+        }
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert(WIFEXITED(status));
+        ck_assert_int_eq(WEXITSTATUS(status), 0);
+        ck_assert_int_eq(mb_cache_stats(s, &after), 0);
+        ck_assert_uint_eq(after.live_objects, before.live_objects);
+        ck_assert_ptr_eq(mb_cache_alloc(s), spare);
+        mb_cache_free(s, spare);
+        mb_cache_free(s, obj);
+        ck_assert_uint_eq(mb_cache_destroy(s), 0);
+}
+END_TEST
+
 static Suite *slab_suite(void) {
         Suite *s = suite_create("slab");
         TCase *tc = tcase_create("core");
@@ -749,6 +788,7 @@ static Suite *slab_suite(void) {
         tcase_add_test(tc, test_debug_use_after_free);
         tcase_add_test(tc, test_debug_env);
         tcase_add_test(tc, test_destroy_reports_live);
+        tcase_add_test(tc, test_fork_child_cannot_use_inherited_cache);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -1,0 +1,480 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * slab-client.c - a real client of a real membrokerd that exercises the slab
+ * caches of libmembroker, for the test-slab-*.sh integration tests.
+ *
+ *   slab-client SOCKET TENANT COMMAND [ARGS]
+ *
+ * Commands (each prints "ok ..." lines and exits 0 on success, 1 on a
+ * failed check, 2 on a usage or setup error):
+ *   stress THREADS OPS   threads allocate/free objects of 16 sizes (8..2048)
+ *                        in random order with checksummed contents; then
+ *                        live objects must not overlap, contents must be
+ *                        intact, slab stats exact; everything freed from
+ *                        the main thread (remote frees) returns to zero
+ *   stats                slab_reclaimable/slab_unreclaimable in the stats
+ *                        region equal the live object bytes after drain
+ *   shrink               mb_cache_shrink() gives the empty slabs back: the
+ *                        client's `pages` go down by as much
+ *   debug-double-free | debug-wrong-cache | debug-not-object | debug-redzone |
+ *   debug-use-after-free
+ *                        commit the error on a debug cache (the address the
+ *                        report must name is printed as "reported=ADDR"),
+ *                        then check the process
+ *                        goes on with an intact cache
+ *   destroy-live         destroy a cache with live objects, print "live=N"
+ *
+ * Every command prints "debug=0|1": whether its caches run in debug mode
+ * (MEMBROKER_SLAB_DEBUG=1 turns it on everywhere).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macros.h"
+#include "mb_internal.h"
+#include "membroker.h"
+
+#define CHECK(cond, ...)                                                  \
+        do {                                                              \
+                if (!(cond)) {                                            \
+                        fprintf(stderr, "FAILED %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+                        fprintf(stderr, __VA_ARGS__);                     \
+                        fputc('\n', stderr);                              \
+                        exit(1);                                          \
+                }                                                         \
+        } while (0)
+
+static mb_client *client;
+
+static const size_t sizes[] = { 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048 };
+#define NSIZES ELEMENTSOF(sizes)
+
+/* Sum of @item over the CPU slots this client wrote. */
+static int64_t region_stat(enum mb_stat_item item) {
+        const struct mb_stats_region *r = mb_client_stats_region(client);
+        int64_t sum = 0;
+
+        for (uint32_t i = 0; i < r->nslots; i++)
+                sum += __atomic_load_n(&r->slot[i].v[item], __ATOMIC_RELAXED);
+        return sum;
+}
+
+static void print_debug_flag(mb_cache *s) {
+        struct mb_cache_stats st;
+
+        CHECK(mb_cache_stats(s, &st) == 0, "mb_cache_stats");
+        printf("debug=%d\n", !!(st.flags & MB_CACHE_DEBUG));
+}
+
+/* Expected slab_* figures from the caches' own counts, checked against the
+ * region after mb_slab_drain(). */
+static void check_stats_exact(mb_cache **caches, size_t n, uint64_t want_recl, uint64_t want_unrecl) {
+        uint64_t recl = 0, unrecl = 0;
+        struct mb_slab_stats ss;
+
+        for (size_t i = 0; i < n; i++) {
+                struct mb_cache_stats st;
+
+                CHECK(mb_cache_stats(caches[i], &st) == 0, "mb_cache_stats");
+                if (st.flags & MB_CACHE_RECLAIMABLE)
+                        recl += st.live_objects * st.object_bytes;
+                else
+                        unrecl += st.live_objects * st.object_bytes;
+        }
+        CHECK(recl == want_recl, "caches count %" PRIu64 " reclaimable bytes, the test %" PRIu64, recl, want_recl);
+        CHECK(unrecl == want_unrecl, "caches count %" PRIu64 " unreclaimable bytes, the test %" PRIu64, unrecl,
+              want_unrecl);
+
+        mb_slab_drain(client);
+        CHECK(region_stat(MB_STAT_SLAB_RECLAIMABLE) == (int64_t) recl, "region slab_reclaimable %" PRId64
+              " != %" PRIu64, region_stat(MB_STAT_SLAB_RECLAIMABLE), recl);
+        CHECK(region_stat(MB_STAT_SLAB_UNRECLAIMABLE) == (int64_t) unrecl, "region slab_unreclaimable %" PRId64
+              " != %" PRIu64, region_stat(MB_STAT_SLAB_UNRECLAIMABLE), unrecl);
+        CHECK(mb_slab_stats(client, &ss) == 0, "mb_slab_stats");
+        CHECK((ss.charged_pages - ss.uncharged_pages) * mb_page_size(client) == recl + unrecl + ss.stock_bytes,
+              "byte stock: charged %" PRIu64 " - uncharged %" PRIu64 " pages vs %" PRIu64 " live + %" PRIu64
+              " stocked bytes", ss.charged_pages, ss.uncharged_pages, recl + unrecl, ss.stock_bytes);
+        printf("ok stats exact: slab_reclaimable=%" PRIu64 " slab_unreclaimable=%" PRIu64 " charged_pages=%" PRIu64
+               " uncharged_pages=%" PRIu64 " stock_bytes=%" PRIu64 "\n",
+               recl, unrecl, ss.charged_pages, ss.uncharged_pages, ss.stock_bytes);
+}
+
+/* ---- stress ---- */
+
+struct live {
+        uint64_t *obj; /* NULL when the slot is empty */
+        uint32_t cache;
+        uint64_t tag;
+};
+
+struct worker {
+        mb_cache **caches;
+        unsigned id;
+        unsigned long ops;
+        size_t nslots;
+        struct live *slots;
+        unsigned long allocs, frees;
+        bool failed;
+};
+
+static uint64_t fill(uint64_t *w, size_t size, uint64_t tag) {
+        for (size_t i = 0; i < size / 8; i++)
+                w[i] = (tag + i) * UINT64_C(0x9e3779b97f4a7c15);
+        return tag;
+}
+
+static bool intact(const uint64_t *w, size_t size, uint64_t tag) {
+        for (size_t i = 0; i < size / 8; i++)
+                if (w[i] != (tag + i) * UINT64_C(0x9e3779b97f4a7c15))
+                        return false;
+        return true;
+}
+
+static void *worker_run(void *arg) {
+        struct worker *w = arg;
+        unsigned seed = w->id * 2654435761u + 17;
+
+        for (unsigned long op = 0; op < w->ops; op++) {
+                struct live *l = &w->slots[(size_t) rand_r(&seed) % w->nslots];
+
+                if (l->obj) {
+                        if (!intact(l->obj, sizes[l->cache], l->tag)) {
+                                fprintf(stderr, "thread %u: object %p of %zu bytes corrupted\n", w->id,
+                                        (void *) l->obj, sizes[l->cache]);
+                                w->failed = true;
+                        }
+                        mb_cache_free(w->caches[l->cache], l->obj);
+                        l->obj = NULL;
+                        w->frees++;
+                } else {
+                        l->cache = (uint32_t) ((unsigned) rand_r(&seed) % NSIZES);
+                        l->obj = mb_cache_alloc(w->caches[l->cache]);
+                        if (!l->obj) {
+                                fprintf(stderr, "thread %u: mb_cache_alloc: %s\n", w->id, mb_last_error());
+                                w->failed = true;
+                                return NULL;
+                        }
+                        l->tag = fill(l->obj, sizes[l->cache], ((uint64_t) w->id << 48) ^ op);
+                        w->allocs++;
+                }
+        }
+        return NULL;
+}
+
+struct span {
+        uintptr_t start;
+        size_t len;
+};
+
+static int span_cmp(const void *a, const void *b) {
+        const struct span *x = a, *y = b;
+
+        return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int cmd_stress(unsigned nthreads, unsigned long ops) {
+        mb_cache *caches[NSIZES];
+        struct worker *w = calloc(nthreads, sizeof(*w));
+        pthread_t *t = calloc(nthreads, sizeof(*t));
+        struct span *spans;
+        size_t nspans = 0, nslots = 2048;
+        uint64_t recl = 0, unrecl = 0, total_ops = 0;
+
+        CHECK(w && t, "out of memory");
+        for (size_t i = 0; i < NSIZES; i++) {
+                char name[32];
+
+                snprintf(name, sizeof(name), "stress-%zu", sizes[i]);
+                caches[i] = mb_cache_create(client, name, sizes[i], 0, i % 2 ? MB_CACHE_RECLAIMABLE : 0, NULL);
+                CHECK(caches[i], "mb_cache_create(%zu): %s", sizes[i], mb_last_error());
+        }
+        print_debug_flag(caches[0]);
+
+        for (unsigned i = 0; i < nthreads; i++) {
+                w[i] = (struct worker) { .caches = caches, .id = i, .ops = ops, .nslots = nslots };
+                w[i].slots = calloc(nslots, sizeof(struct live));
+                CHECK(w[i].slots, "out of memory");
+                CHECK(pthread_create(&t[i], NULL, worker_run, &w[i]) == 0, "pthread_create");
+        }
+        for (unsigned i = 0; i < nthreads; i++) {
+                CHECK(pthread_join(t[i], NULL) == 0, "pthread_join");
+                CHECK(!w[i].failed, "thread %u failed", i);
+                total_ops += w[i].allocs + w[i].frees;
+        }
+        printf("ok %u threads, %" PRIu64 " operations, contents intact\n", nthreads, total_ops);
+
+        /* No two live objects overlap, and all are inside the arena. */
+        spans = calloc((size_t) nthreads * nslots, sizeof(*spans));
+        CHECK(spans, "out of memory");
+        for (unsigned i = 0; i < nthreads; i++)
+                for (size_t k = 0; k < nslots; k++) {
+                        struct live *l = &w[i].slots[k];
+
+                        if (!l->obj)
+                                continue;
+                        /* (The arena is mapped page-aligned.) */
+                        CHECK(mb_page_to_handle(client, (void *) ((uintptr_t) l->obj & ~(mb_page_size(client) - 1)))
+                              != MB_HANDLE_INVALID, "%p is not in the arena", (void *) l->obj);
+                        CHECK(intact(l->obj, sizes[l->cache], l->tag), "object %p corrupted", (void *) l->obj);
+                        spans[nspans++] = (struct span) { (uintptr_t) l->obj, sizes[l->cache] };
+                }
+        qsort(spans, nspans, sizeof(*spans), span_cmp);
+        for (size_t i = 1; i < nspans; i++)
+                CHECK(spans[i - 1].start + spans[i - 1].len <= spans[i].start, "objects %#" PRIxPTR "+%zu and %#"
+                      PRIxPTR " overlap", spans[i - 1].start, spans[i - 1].len, spans[i].start);
+        printf("ok %zu live objects, no overlap\n", nspans);
+        free(spans);
+
+        /* The test's own tally of live bytes, in the caches' object_bytes. */
+        for (unsigned i = 0; i < nthreads; i++)
+                for (size_t k = 0; k < nslots; k++) {
+                        struct live *l = &w[i].slots[k];
+                        struct mb_cache_stats st;
+
+                        if (!l->obj)
+                                continue;
+                        CHECK(mb_cache_stats(caches[l->cache], &st) == 0, "mb_cache_stats");
+                        if (l->cache % 2)
+                                recl += st.object_bytes;
+                        else
+                                unrecl += st.object_bytes;
+                }
+        check_stats_exact(caches, NSIZES, recl, unrecl);
+
+        /* Free everything from this thread: remote frees for the others. */
+        for (unsigned i = 0; i < nthreads; i++) {
+                for (size_t k = 0; k < nslots; k++)
+                        if (w[i].slots[k].obj)
+                                mb_cache_free(caches[w[i].slots[k].cache], w[i].slots[k].obj);
+                free(w[i].slots);
+        }
+        check_stats_exact(caches, NSIZES, 0, 0);
+        for (size_t i = 0; i < NSIZES; i++) {
+                struct mb_cache_stats st;
+
+                mb_cache_shrink(caches[i]);
+                CHECK(mb_cache_stats(caches[i], &st) == 0, "mb_cache_stats");
+                CHECK(st.slabs == 0 && st.live_objects == 0, "cache %s keeps %" PRIu64 " slabs", st.name, st.slabs);
+                CHECK(st.errors == 0, "cache %s reported %" PRIu64 " errors", st.name, st.errors);
+                CHECK(mb_cache_destroy(caches[i]) == 0, "live objects at destroy");
+        }
+        CHECK(region_stat(MB_STAT_PAGES) == 0, "%" PRId64 " pages still in use", region_stat(MB_STAT_PAGES));
+        CHECK(region_stat(MB_STAT_SLAB_RECLAIMABLE) == 0 && region_stat(MB_STAT_SLAB_UNRECLAIMABLE) == 0,
+              "slab stat not back to zero");
+        printf("ok all objects freed, all slab pages returned, slab stats zero\n");
+        free(w);
+        free(t);
+        return 0;
+}
+
+/* ---- stats ---- */
+
+static int cmd_stats(void) {
+        mb_cache *caches[2];
+        enum { N = 5000 };
+        void **a = calloc(N, sizeof(void *)), **b = calloc(N, sizeof(void *));
+        struct mb_cache_stats sa, sb;
+        unsigned seed = 42;
+        size_t na = 0, nb = 0;
+
+        CHECK(a && b, "out of memory");
+        caches[0] = mb_cache_create(client, "dentry", 192, 0, MB_CACHE_RECLAIMABLE, NULL);
+        caches[1] = mb_cache_create(client, "kmalloc-40", 40, 0, 0, NULL);
+        CHECK(caches[0] && caches[1], "mb_cache_create: %s", mb_last_error());
+        print_debug_flag(caches[0]);
+        CHECK(mb_cache_stats(caches[0], &sa) == 0 && mb_cache_stats(caches[1], &sb) == 0, "stats");
+
+        for (size_t i = 0; i < N; i++) {
+                a[i] = mb_cache_alloc(caches[0]);
+                b[i] = mb_cache_alloc(caches[1]);
+                CHECK(a[i] && b[i], "mb_cache_alloc: %s", mb_last_error());
+        }
+        for (size_t i = 0; i < N; i++) {
+                if (rand_r(&seed) % 3 == 0) {
+                        mb_cache_free(caches[0], a[i]);
+                        a[i] = NULL;
+                } else
+                        na++;
+                if (rand_r(&seed) % 2 == 0) {
+                        mb_cache_free(caches[1], b[i]);
+                        b[i] = NULL;
+                } else
+                        nb++;
+        }
+        check_stats_exact(caches, 2, na * sa.object_bytes, nb * sb.object_bytes);
+        printf("ok %zu reclaimable objects of %zu bytes, %zu unreclaimable of %zu bytes\n", na, sa.object_bytes,
+               nb, sb.object_bytes);
+        for (size_t i = 0; i < N; i++) {
+                mb_cache_free(caches[0], a[i]);
+                mb_cache_free(caches[1], b[i]);
+        }
+        check_stats_exact(caches, 2, 0, 0);
+        CHECK(mb_cache_destroy(caches[0]) == 0 && mb_cache_destroy(caches[1]) == 0, "live objects");
+        free(a);
+        free(b);
+        return 0;
+}
+
+/* ---- shrink ---- */
+
+static int cmd_shrink(void) {
+        mb_cache *s = mb_cache_create(client, "inode", 512, 0, MB_CACHE_RECLAIMABLE, NULL);
+        struct mb_cache_stats st;
+        enum { N = 8 * 100 };
+        void **o = calloc(N, sizeof(void *));
+        int64_t pages_full, pages_freed;
+        size_t released;
+
+        CHECK(s && o, "mb_cache_create: %s", mb_last_error());
+        print_debug_flag(s);
+        for (size_t i = 0; i < N; i++)
+                CHECK(o[i] = mb_cache_alloc(s), "mb_cache_alloc: %s", mb_last_error());
+        CHECK(mb_cache_stats(s, &st) == 0, "stats");
+        pages_full = region_stat(MB_STAT_PAGES);
+        CHECK(pages_full == (int64_t) st.slabs, "pages %" PRId64 " != slabs %" PRIu64, pages_full, st.slabs);
+        printf("ok %zu objects in %" PRIu64 " slab pages\n", (size_t) N, st.slabs);
+
+        for (size_t i = 0; i < N; i++)
+                mb_cache_free(s, o[i]);
+        pages_freed = region_stat(MB_STAT_PAGES);
+        CHECK(pages_freed < pages_full, "freeing did not return any page past the threshold");
+        CHECK(mb_cache_stats(s, &st) == 0, "stats");
+        CHECK(st.slabs > 0, "no slab kept");
+        released = mb_cache_shrink(s);
+        CHECK(released == st.slabs, "mb_cache_shrink released %zu of %" PRIu64 " slabs", released, st.slabs);
+        CHECK(region_stat(MB_STAT_PAGES) == pages_freed - (int64_t) released, "pages %" PRId64 ", expected %" PRId64,
+              region_stat(MB_STAT_PAGES), pages_freed - (int64_t) released);
+        CHECK(region_stat(MB_STAT_PAGES) == 0, "pages left: %" PRId64, region_stat(MB_STAT_PAGES));
+        printf("ok pages in use: %" PRId64 " full, %" PRId64 " after free, 0 after mb_cache_shrink (%zu released)\n",
+               pages_full, pages_freed, released);
+        CHECK(mb_cache_destroy(s) == 0, "live objects");
+        free(o);
+        return 0;
+}
+
+/* ---- debug ---- */
+
+static mb_cache *debug_cache(const char *name, size_t size) {
+        mb_cache *s = mb_cache_create(client, name, size, 0, MB_CACHE_DEBUG, NULL);
+
+        CHECK(s, "mb_cache_create: %s", mb_last_error());
+        return s;
+}
+
+/* After the bad operation: the cache still hands out distinct, usable
+ * objects and has nothing live left. */
+static void check_cache_sane(mb_cache *s, size_t size) {
+        void *o[64];
+
+        for (size_t i = 0; i < ELEMENTSOF(o); i++) {
+                CHECK(o[i] = mb_cache_alloc(s), "mb_cache_alloc: %s", mb_last_error());
+                memset(o[i], (int) i, size);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(o); i++)
+                for (size_t k = 0; k < size; k++)
+                        CHECK(((uint8_t *) o[i])[k] == (uint8_t) i, "object %p changed: two objects overlap", o[i]);
+        for (size_t i = 0; i < ELEMENTSOF(o); i++)
+                mb_cache_free(s, o[i]);
+}
+
+static int cmd_debug(const char *what) {
+        mb_cache *s = debug_cache("victim", 100), *other = NULL;
+        uint8_t *obj = mb_cache_alloc(s);
+        struct mb_cache_stats st;
+        size_t expect_errors = 1;
+
+        CHECK(obj, "mb_cache_alloc: %s", mb_last_error());
+        print_debug_flag(s);
+        /* The address the report must name. */
+        printf("reported=%p\n", strcmp(what, "not-object") == 0 ? (void *) (obj + 4) : (void *) obj);
+        fflush(stdout);
+        if (strcmp(what, "double-free") == 0) {
+                mb_cache_free(s, obj);
+                mb_cache_free(s, obj);
+        } else if (strcmp(what, "wrong-cache") == 0) {
+                other = debug_cache("bystander", 100);
+                mb_cache_free(other, obj); /* ignored */
+                mb_cache_free(s, obj);
+                expect_errors = 0;
+                CHECK(mb_cache_stats(other, &st) == 0 && st.errors == 1, "no error counted in the wrong cache");
+        } else if (strcmp(what, "not-object") == 0) {
+                mb_cache_free(s, obj + 4); /* ignored */
+                mb_cache_free(s, obj);
+        } else if (strcmp(what, "redzone") == 0) {
+                obj[100] = 'x'; /* one byte past the end */
+                mb_cache_free(s, obj);
+        } else if (strcmp(what, "use-after-free") == 0) {
+                mb_cache_free(s, obj);
+                obj[7] = 'x';
+                CHECK(mb_cache_alloc(s) == obj, "LIFO reuse expected");
+                mb_cache_free(s, obj);
+        } else {
+                fprintf(stderr, "unknown debug case %s\n", what);
+                return 2;
+        }
+        CHECK(mb_cache_stats(s, &st) == 0, "stats");
+        CHECK(st.errors == expect_errors, "%" PRIu64 " errors counted, expected %zu", st.errors, expect_errors);
+        CHECK(st.live_objects == 0, "%" PRIu64 " live objects", st.live_objects);
+        check_cache_sane(s, 100);
+        printf("ok %s reported and survived\n", what);
+        CHECK(mb_cache_destroy(s) == 0, "live objects");
+        if (other)
+                CHECK(mb_cache_destroy(other) == 0, "live objects");
+        return 0;
+}
+
+static int cmd_destroy_live(void) {
+        mb_cache *s = mb_cache_create(client, "leaky", 64, 0, 0, NULL);
+        void *o[20];
+        size_t live;
+
+        CHECK(s, "mb_cache_create: %s", mb_last_error());
+        print_debug_flag(s);
+        for (size_t i = 0; i < ELEMENTSOF(o); i++)
+                CHECK(o[i] = mb_cache_alloc(s), "mb_cache_alloc: %s", mb_last_error());
+        for (size_t i = 0; i < ELEMENTSOF(o); i += 2)
+                mb_cache_free(s, o[i]);
+        printf("first-live=%p\n", o[1]);
+        fflush(stdout);
+        live = mb_cache_destroy(s);
+        printf("live=%zu\n", live);
+        return 0;
+}
+
+int main(int argc, char **argv) {
+        const char *cmd;
+        int r;
+
+        if (argc < 4) {
+                fprintf(stderr, "usage: %s SOCKET TENANT COMMAND [ARGS]\n", argv[0]);
+                return 2;
+        }
+        cmd = argv[3];
+        r = mb_connect(argv[1], argv[2], &client);
+        if (r < 0) {
+                fprintf(stderr, "mb_connect: %s (%s)\n", mb_last_error(), strerror(-r));
+                return 2;
+        }
+        if (strcmp(cmd, "stress") == 0 && argc == 6)
+                r = cmd_stress((unsigned) strtoul(argv[4], NULL, 10), strtoul(argv[5], NULL, 10));
+        else if (strcmp(cmd, "stats") == 0)
+                r = cmd_stats();
+        else if (strcmp(cmd, "shrink") == 0)
+                r = cmd_shrink();
+        else if (strncmp(cmd, "debug-", 6) == 0)
+                r = cmd_debug(cmd + 6);
+        else if (strcmp(cmd, "destroy-live") == 0)
+                r = cmd_destroy_live();
+        else {
+                fprintf(stderr, "unknown command %s\n", cmd);
+                r = 2;
+        }
+        mb_close(client);
+        return r;
+}
