@@ -1,1 +1,28 @@
-# tests: core-counters
+# tests: core-counters -- page_counter, effective protection, high delay.
+# Unit tests (Check) of the accounting core's counter modules.
+
+# page_counter, padded layout (the one the daemon uses).
+check_PROGRAMS += tests/test-page-counter
+TESTS += tests/test-page-counter
+tests_test_page_counter_SOURCES = tests/test-page-counter.c
+tests_test_page_counter_CFLAGS = $(TESTS_CFLAGS)
+tests_test_page_counter_LDADD = daemon/core/libmbcore.la $(TESTS_LIBS)
+
+# The same tests against the unpadded layout the benchmark compares.
+check_PROGRAMS += tests/test-page-counter-unpadded
+TESTS += tests/test-page-counter-unpadded
+tests_test_page_counter_unpadded_SOURCES = tests/test-page-counter.c
+tests_test_page_counter_unpadded_CFLAGS = $(TESTS_CFLAGS) -DPAGE_COUNTER_UNPADDED
+tests_test_page_counter_unpadded_LDADD = daemon/core/libmbcore-unpadded.la $(TESTS_LIBS)
+
+check_PROGRAMS += tests/test-protection
+TESTS += tests/test-protection
+tests_test_protection_SOURCES = tests/test-protection.c
+tests_test_protection_CFLAGS = $(TESTS_CFLAGS)
+tests_test_protection_LDADD = daemon/core/libmbcore.la $(TESTS_LIBS)
+
+check_PROGRAMS += tests/test-high-delay
+TESTS += tests/test-high-delay
+tests_test_high_delay_SOURCES = tests/test-high-delay.c
+tests_test_high_delay_CFLAGS = $(TESTS_CFLAGS)
+tests_test_high_delay_LDADD = daemon/core/libmbcore.la $(TESTS_LIBS)
