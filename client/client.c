@@ -479,6 +479,28 @@ static bool reply_seq(const Mb__Msg *m, uint32_t *ret) {
         }
 }
 
+/* The daemon closed the connection while we sent: look for the Error it
+ * may have sent before closing, for its code and reason.  Returns that code,
+ * else @err.  conn_lock held. */
+static int client_read_last_words(mb_client *c, int err) {
+        for (;;) {
+                Mb__Msg *m;
+
+                if (conn_recv(c->conn, false, &m) < 0) {
+                        if (err == -ECONNRESET)
+                                mb_set_error("membrokerd closed the connection");
+                        return err;
+                }
+                if (m->body_case == MB__MSG__BODY_ERROR) {
+                        mb_set_error("%s", m->error->reason);
+                        err = m->error->code > 0 ? -m->error->code : -EPROTO;
+                        mb__msg__free_unpacked(m, NULL);
+                        return err;
+                }
+                mb__msg__free_unpacked(m, NULL);
+        }
+}
+
 /*
  * Send @req and wait for the reply carrying @seq, handling whatever the
  * daemon sends in between.  Returns 0 and *@ret (a Grant or an Ack), or
@@ -490,6 +512,9 @@ static int client_call(mb_client *c, const Mb__Msg *req, uint32_t seq, Mb__Msg *
         int r;
 
         r = conn_send(c->conn, req);
+        if (r == -ECONNRESET)
+                /* The daemon may have said why before it closed. */
+                return client_break(c, client_read_last_words(c, r));
         if (r < 0)
                 return client_break(c, r);
         for (;;) {
@@ -559,16 +584,23 @@ static int client_charge_locked(mb_client *c, uint32_t n, void **out) {
 }
 
 /*
- * Give @n pages to this CPU's stock; what does not fit, and a batch from a
- * stock that passes 2 * charge_batch, goes back to the daemon (like the
- * kernel's refill_stock() draining an overfull stock).  @freed of the pages
- * come from the application (counted as pgfree).  conn_lock held.
+ * Give @n pages to this CPU's stock.  When the stock would pass its limit
+ * (2 * charge_batch), whole batches go back to the daemon until it does not,
+ * the coldest pages first (the bottom of the stock, then the oldest of
+ * @pages): for one page that is the one Uncharge of charge_batch pages of
+ * design.md §3, as the kernel's refill_stock() drains an overfull stock.
+ * @freed of the pages come from the application (counted as pgfree).
+ * conn_lock held.
  */
 static int client_stock_put_locked(mb_client *c, void **pages, size_t n, size_t freed) {
         _cleanup_(freep) void **back = NULL;
-        size_t nback = 0, push;
+        size_t total, nback = 0;
         struct stock *s;
 
+        if (n == 0)
+                return 0;
+        /* nr <= limit, so at most n rounded up to a batch goes back; no
+         * allocation under the stock lock. */
         back = malloc((n + c->charge_batch) * sizeof(void *));
         if (!back)
                 return -ENOMEM;
@@ -579,22 +611,22 @@ static int client_stock_put_locked(mb_client *c, void **pages, size_t n, size_t 
                 stock_unlock(s);
                 return client_lost(c);
         }
-        push = MB_MIN(n, (size_t) (s->cap - s->nr));
-        memcpy(s->pages + s->nr, pages, push * sizeof(void *));
-        s->nr += (uint32_t) push;
-        memcpy(back, pages + push, (n - push) * sizeof(void *));
-        nback = n - push;
-        if (s->nr > s->limit) {
-                /* Return the coldest pages: the bottom of the LIFO. */
-                uint32_t trim = MB_MIN(c->charge_batch, s->nr);
+        total = s->nr + n;
+        if (total > s->limit)
+                nback = DIV_ROUND_UP(total - s->limit, c->charge_batch) * c->charge_batch;
+        if (nback <= s->nr) {
+                memcpy(back, s->pages, nback * sizeof(void *));
+                memmove(s->pages, s->pages + nback, (s->nr - nback) * sizeof(void *));
+                memcpy(s->pages + s->nr - nback, pages, n * sizeof(void *));
+        } else {
+                size_t from_new = nback - s->nr;
 
-                memcpy(back + nback, s->pages, trim * sizeof(void *));
-                memmove(s->pages, s->pages + trim, (s->nr - trim) * sizeof(void *));
-                s->nr -= trim;
-                nback += trim;
-                stock_slot_add(s->slot, MB_STAT_STOCK, (int64_t) push - (int64_t) trim);
-        } else
-                stock_slot_add(s->slot, MB_STAT_STOCK, (int64_t) push);
+                memcpy(back, s->pages, s->nr * sizeof(void *));
+                memcpy(back + s->nr, pages, from_new * sizeof(void *));
+                memcpy(s->pages, pages + from_new, (n - from_new) * sizeof(void *));
+        }
+        s->nr = (uint32_t) (total - nback);
+        stock_slot_add(s->slot, MB_STAT_STOCK, (int64_t) n - (int64_t) nback);
         if (freed > 0) {
                 stock_slot_add(s->slot, MB_STAT_PAGES, -(int64_t) freed);
                 stock_slot_add(s->slot, MB_STAT_PGFREE, (int64_t) freed);

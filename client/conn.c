@@ -92,6 +92,10 @@ int conn_send(struct conn *c, const Mb__Msg *msg) {
                         if (errno == EINTR)
                                 continue;
                         r = negative_errno();
+                        if (r == -EPIPE || r == -ECONNRESET) {
+                                mb_set_error("membrokerd closed the connection");
+                                return -ECONNRESET;
+                        }
                         mb_set_error("cannot send to membrokerd: %s", strerror(-r));
                         return r;
                 }

@@ -35,8 +35,8 @@ void conn_free(struct conn *c);
 
 /**
  * conn_send - send @msg as one frame, all of it (retrying short writes and
- * EINTR).  -EPIPE/-ECONNRESET when the daemon went away, -EMSGSIZE when the
- * message exceeds WIRE_MAX_FRAME_BYTES.
+ * EINTR).  -ECONNRESET when the daemon closed the connection, -EMSGSIZE
+ * when the message exceeds WIRE_MAX_FRAME_BYTES.
  */
 int conn_send(struct conn *c, const Mb__Msg *msg);
 

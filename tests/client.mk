@@ -1,1 +1,37 @@
-# tests: client
+# tests: client (libmembroker, membroker-load) against the real daemon.
+check_PROGRAMS += tests/test-client tests/client-tool tests/test-client-proto
+tests_test_client_SOURCES = %reldir%/test-client.c
+tests_test_client_CFLAGS = $(TESTS_CFLAGS)
+tests_test_client_LDADD = client/libmembroker.la $(TESTS_LIBS)
+tests_test_client_LDFLAGS = $(AM_LDFLAGS) -no-install
+tests_client_tool_SOURCES = %reldir%/client-tool.c
+tests_client_tool_LDADD = client/libmembroker.la
+tests_client_tool_LDFLAGS = $(AM_LDFLAGS) -no-install
+
+# The library against a scripted fake daemon (no membrokerd): daemon
+# requests, errors and protocol violations the real daemon does not send.
+tests_test_client_proto_SOURCES = %reldir%/test-client-proto.c
+tests_test_client_proto_CFLAGS = $(TESTS_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_test_client_proto_LDADD = client/libmembroker.la proto/libmbproto.la $(PROTOBUF_C_LIBS) $(TESTS_LIBS)
+tests_test_client_proto_LDFLAGS = $(AM_LDFLAGS) -no-install
+
+CLIENT_TESTS = \
+	%reldir%/test-client-basic.sh \
+	%reldir%/test-client-close.sh \
+	%reldir%/test-client-handle.sh \
+	%reldir%/test-client-bulk-limit.sh \
+	%reldir%/test-client-single-limit.sh \
+	%reldir%/test-client-share.sh \
+	%reldir%/test-client-fork.sh \
+	%reldir%/test-client-threads.sh \
+	%reldir%/test-client-stats.sh \
+	%reldir%/test-client-refused.sh \
+	%reldir%/test-client-last-error.sh \
+	%reldir%/test-client-stock-nosyscall.sh \
+	%reldir%/test-membroker-load.sh \
+	%reldir%/test-membroker-load-limit.sh \
+	%reldir%/test-membroker-load-signals.sh \
+	%reldir%/test-membroker-load-verify.sh
+TESTS += $(CLIENT_TESTS) tests/test-client-proto
+dist_check_SCRIPTS += $(CLIENT_TESTS)
+EXTRA_DIST += %reldir%/client-env.sh

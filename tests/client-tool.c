@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * client-tool.c - small real clients for the shell tests ($MEMBROKER_SOCKET):
+ *
+ *   client-tool stock-loop TENANT ITERATIONS
+ *        pin to one CPU, warm the stock, then between two marker system
+ *        calls (close(-1001), close(-1002)) run ITERATIONS alloc+free pairs
+ *        and bulk pairs that the stock covers; then, up to close(-1003),
+ *        allocate past the stock (a positive control: that must talk to
+ *        the daemon).  tests/test-client-stock-nosyscall.sh straces it.
+ *
+ *   client-tool scribble TENANT FIRST COUNT
+ *        overwrite arena pages FIRST..FIRST+COUNT-1 of TENANT by handle
+ *        (another client of the same tenant may share them).
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "membroker.h"
+
+#define MARK_START (-1001)
+#define MARK_END (-1002)
+#define MARK_CONTROL (-1003)
+
+static int stock_loop(const char *tenant, unsigned long iterations) {
+        mb_client *c;
+        cpu_set_t set;
+        void *v[4], **many;
+        size_t nmany;
+        int cpu = sched_getcpu(), r;
+
+        /* One CPU, so that the loop always meets the stock it warmed. */
+        CPU_ZERO(&set);
+        CPU_SET(cpu < 0 ? 0 : cpu, &set);
+        if (sched_setaffinity(0, sizeof(set), &set) < 0) {
+                perror("sched_setaffinity");
+                return 2;
+        }
+        r = mb_connect(NULL, tenant, &c);
+        if (r < 0) {
+                fprintf(stderr, "mb_connect: %s\n", mb_last_error());
+                return 2;
+        }
+        /* Warm: one charge leaves charge_batch - 1 pages in the stock. */
+        v[0] = mb_page_alloc(c);
+        if (!v[0] || mb_page_free(c, v[0]) < 0) {
+                fprintf(stderr, "warm-up: %s\n", mb_last_error());
+                return 2;
+        }
+        nmany = 4 * mb_charge_batch(c);
+        many = calloc(nmany, sizeof(void *));
+        if (!many)
+                return 2;
+
+        (void) close(MARK_START);
+        for (unsigned long i = 0; i < iterations; i++) {
+                void *p = mb_page_alloc(c);
+
+                if (!p || mb_page_free(c, p) < 0)
+                        return 3;
+                if (mb_page_alloc_bulk(c, v, 2) < 0 || mb_page_free_bulk(c, v, 2) < 0)
+                        return 3;
+        }
+        (void) close(MARK_END);
+
+        /* Past the stock: charges must reach the daemon. */
+        if (mb_page_alloc_bulk(c, many, nmany) < 0 || mb_page_free_bulk(c, many, nmany) < 0) {
+                fprintf(stderr, "control: %s\n", mb_last_error());
+                return 2;
+        }
+        (void) close(MARK_CONTROL);
+        free(many);
+        mb_close(c);
+        return 0;
+}
+
+static int scribble(const char *tenant, unsigned long long first, unsigned long long count) {
+        mb_client *c;
+        int r = mb_connect(NULL, tenant, &c);
+
+        if (r < 0) {
+                fprintf(stderr, "mb_connect: %s\n", mb_last_error());
+                return 2;
+        }
+        for (unsigned long long h = first; h < first + count; h++) {
+                char *p = mb_handle_to_page(c, h);
+
+                if (!p)
+                        break;
+                memset(p, 0x5a, mb_page_size(c));
+        }
+        mb_close(c);
+        return 0;
+}
+
+int main(int argc, char **argv) {
+        if (argc == 4 && strcmp(argv[1], "stock-loop") == 0)
+                return stock_loop(argv[2], strtoul(argv[3], NULL, 10));
+        if (argc == 5 && strcmp(argv[1], "scribble") == 0)
+                return scribble(argv[2], strtoull(argv[3], NULL, 10), strtoull(argv[4], NULL, 10));
+        fprintf(stderr, "usage: client-tool stock-loop TENANT ITERATIONS | scribble TENANT FIRST COUNT\n");
+        return 2;
+}

@@ -1,0 +1,30 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Allocation and free from the per-CPU stock make no system call: strace -f
+# sees nothing between the two markers around 20000 alloc/free and bulk
+# pairs, and does see the daemon traffic of allocating past the stock (the
+# control shows the method can fail).
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/client-env.sh"
+
+command -v strace >/dev/null || skip "strace is not installed"
+strace -f -qq -o /dev/null true 2>/dev/null || skip "ptrace is not permitted here"
+mb_client_setup
+
+# LeakSanitizer cannot run under ptrace.
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+        strace -f -qq -o "$MB_TMP/trace" "$CLIENT_TOOL" stock-loop app 20000 ||
+        fail "client-tool stock-loop failed"
+
+grep -q 'close(-1001)' "$MB_TMP/trace" || fail "start marker not traced"
+grep -q 'close(-1002)' "$MB_TMP/trace" || fail "end marker not traced"
+between=$(awk '/close\(-1001\)/{on=1; next} /close\(-1002\)/{on=0} on' "$MB_TMP/trace")
+if [ -n "$between" ]; then
+        echo "$between" | head -20
+        fail "system calls on the stock fast path"
+fi
+pass "no system call in 20000 stock alloc/free pairs"
+
+control=$(awk '/close\(-1002\)/{on=1; next} /close\(-1003\)/{on=0} on' "$MB_TMP/trace")
+echo "$control" | grep -Eq 'sendmsg|sendto|write' || fail "no daemon traffic seen past the stock: $control"
+pass "allocating past the stock talks to the daemon"

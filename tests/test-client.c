@@ -1,0 +1,570 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-client.c - libmembroker against the real membrokerd.
+ *
+ * Run by the tests/test-client-*.sh wrappers, which start the daemon on a
+ * temporary socket ($MEMBROKER_SOCKET) with these tenants (ChargeBatch=8):
+ *   app     no limit
+ *   small   MemoryMax=240K (60 pages: not a multiple of the batch)
+ *   grp     a parent (grp/leaf under it)
+ *   locked  AllowUsers=root
+ * and select one test case with CK_RUN_CASE.
+ */
+#include <check.h>
+#include <errno.h>
+#include <grp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "macros.h"
+#include "mb_internal.h"
+#include "membroker.h"
+
+#define BATCH 8u
+#define SMALL_MAX_PAGES 60u
+#define PAGE_BYTES 4096u
+
+static mb_client *connect_or_die(const char *tenant) {
+        mb_client *c = NULL;
+        int r = mb_connect(NULL, tenant, &c);
+
+        ck_assert_msg(r == 0, "mb_connect(%s): %d %s", tenant, r, mb_last_error());
+        return c;
+}
+
+static uint64_t pattern(uint64_t a, uint64_t b) {
+        uint64_t x = a * UINT64_C(0x9E3779B97F4A7C15) ^ (b + UINT64_C(0xBF58476D1CE4E5B9));
+
+        return x ^ (x >> 29);
+}
+
+static void fill(void *page, uint64_t a, uint64_t b) {
+        uint64_t *w = page;
+
+        for (size_t i = 0; i < PAGE_BYTES / 8; i++)
+                w[i] = pattern(a, b) + i;
+}
+
+static bool check_fill(const void *page, uint64_t a, uint64_t b) {
+        const uint64_t *w = page;
+
+        for (size_t i = 0; i < PAGE_BYTES / 8; i++)
+                if (w[i] != pattern(a, b) + i)
+                        return false;
+        return true;
+}
+
+/* Sum of @item over every slot of the client's stats region. */
+static int64_t stat_sum(const mb_client *c, enum mb_stat_item item) {
+        const struct mb_stats_region *r = mb_client_stats_region(c);
+        int64_t sum = 0;
+
+        for (uint32_t i = 0; i < r->nslots; i++)
+                sum += __atomic_load_n(&r->slot[i].v[item], __ATOMIC_RELAXED);
+        return sum;
+}
+
+/* Pin the calling thread to the CPU it runs on; returns that CPU. */
+static unsigned pin_here(void) {
+        cpu_set_t set;
+        int cpu = sched_getcpu();
+
+        ck_assert_int_ge(cpu, 0);
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        ck_assert_int_eq(sched_setaffinity(0, sizeof(set), &set), 0);
+        return (unsigned) cpu;
+}
+
+/* ---- basic ---- */
+
+START_TEST(test_connect_alloc_write_free_close) {
+        enum { N = 100 };
+        mb_client *c = connect_or_die("app");
+        void *pages[N];
+
+        ck_assert_str_eq(mb_tenant_path(c), "app");
+        ck_assert_uint_eq(mb_page_size(c), PAGE_BYTES);
+        ck_assert_uint_eq(mb_charge_batch(c), BATCH);
+
+        for (unsigned i = 0; i < N; i++) {
+                pages[i] = mb_page_alloc(c);
+                ck_assert_msg(pages[i], "alloc %u: %s", i, mb_last_error());
+                ck_assert_uint_eq((uintptr_t) pages[i] % PAGE_BYTES, 0);
+                fill(pages[i], 1, i);
+        }
+        for (unsigned i = 0; i < N; i++) {
+                ck_assert_msg(check_fill(pages[i], 1, i), "page %u overwritten", i);
+                for (unsigned k = 0; k < i; k++)
+                        ck_assert_ptr_ne(pages[i], pages[k]);
+        }
+        for (unsigned i = 0; i < N; i++)
+                ck_assert_int_eq(mb_page_free(c, pages[i]), 0);
+        mb_close(c);
+}
+END_TEST
+
+/* mb_close() returns everything: a tenant at its max is usable in full
+ * again by the next client. */
+START_TEST(test_close_returns_everything) {
+        void *pages[SMALL_MAX_PAGES];
+
+        for (int round = 0; round < 3; round++) {
+                mb_client *c = connect_or_die("small");
+
+                ck_assert_msg(mb_page_alloc_bulk(c, pages, SMALL_MAX_PAGES) == 0, "round %d: %s", round,
+                              mb_last_error());
+                /* Freed pages stay charged in the stock; close returns them. */
+                ck_assert_int_eq(mb_page_free_bulk(c, pages, 10), 0);
+                mb_close(c);
+        }
+}
+END_TEST
+
+START_TEST(test_handle_pointer) {
+        mb_client *c = connect_or_die("app");
+        char *p = mb_page_alloc(c), *q = mb_page_alloc(c);
+        mb_handle_t h;
+        int local;
+
+        ck_assert_ptr_nonnull(p);
+        ck_assert_ptr_nonnull(q);
+        h = mb_page_to_handle(c, p);
+        ck_assert_uint_ne(h, MB_HANDLE_INVALID);
+        ck_assert_ptr_eq(mb_handle_to_page(c, h), p);
+        ck_assert_ptr_eq(mb_handle_to_page(c, mb_page_to_handle(c, q)), q);
+        ck_assert_uint_ne(mb_page_to_handle(c, q), h);
+
+        ck_assert_uint_eq(mb_page_to_handle(c, p + 1), MB_HANDLE_INVALID);
+        ck_assert_uint_eq(mb_page_to_handle(c, &local), MB_HANDLE_INVALID);
+        errno = 0;
+        ck_assert_ptr_null(mb_handle_to_page(c, MB_HANDLE_INVALID - 1));
+        ck_assert_int_eq(errno, EINVAL);
+
+        /* A pointer that is not a page of the arena is refused, and a bulk
+         * free with one such pointer frees nothing. */
+        ck_assert_int_eq(mb_page_free(c, p + 8), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(mb_last_error(), "not a page"));
+        {
+                void *v[3] = { p, &local, q };
+                int64_t stock = stat_sum(c, MB_STAT_STOCK), inuse = stat_sum(c, MB_STAT_PAGES);
+
+                ck_assert_int_eq(mb_page_free_bulk(c, v, 3), -EINVAL);
+                ck_assert_int_eq(stat_sum(c, MB_STAT_STOCK), stock);
+                ck_assert_int_eq(stat_sum(c, MB_STAT_PAGES), inuse);
+        }
+        ck_assert_int_eq(mb_page_free(c, p), 0);
+        ck_assert_int_eq(mb_page_free(c, q), 0);
+        mb_close(c);
+}
+END_TEST
+
+/* ---- limits ---- */
+
+START_TEST(test_bulk_all_or_nothing) {
+        mb_client *c = connect_or_die("small");
+        void *pages[SMALL_MAX_PAGES + 1];
+        void *one;
+
+        ck_assert_int_eq(mb_page_alloc_bulk(c, pages, SMALL_MAX_PAGES + 1), -ENOMEM);
+        ck_assert_msg(strstr(mb_last_error(), "max"), "message: %s", mb_last_error());
+        ck_assert_int_eq(stat_sum(c, MB_STAT_PAGES), 0);
+        ck_assert_int_eq(stat_sum(c, MB_STAT_PGALLOC), 0);
+
+        /* Nothing leaked: the whole max is still there. */
+        ck_assert_msg(mb_page_alloc_bulk(c, pages, SMALL_MAX_PAGES) == 0, "%s", mb_last_error());
+        for (unsigned i = 0; i < SMALL_MAX_PAGES; i++)
+                fill(pages[i], 2, i);
+
+        errno = 0;
+        one = mb_page_alloc(c);
+        ck_assert_ptr_null(one);
+        ck_assert_int_eq(errno, ENOMEM);
+        ck_assert_int_eq(mb_page_alloc_bulk(c, pages + SMALL_MAX_PAGES, 1), -ENOMEM);
+
+        /* A failed bulk with part of it in the stock gives the stock back. */
+        ck_assert_int_eq(mb_page_free_bulk(c, pages, 5), 0);
+        ck_assert_int_eq(mb_page_alloc_bulk(c, pages, 6), -ENOMEM);
+        ck_assert_int_eq(mb_page_alloc_bulk(c, pages, 5), 0);
+        for (unsigned i = 5; i < SMALL_MAX_PAGES; i++)
+                ck_assert(check_fill(pages[i], 2, i));
+        mb_close(c);
+}
+END_TEST
+
+/* Single allocations reach exactly the max, though it is not a multiple of
+ * the batch: the library falls back from a batch to what is missing, and
+ * takes pages of other CPUs' stocks, before failing. */
+START_TEST(test_single_allocs_reach_max) {
+        mb_client *c = connect_or_die("small");
+        void *pages[SMALL_MAX_PAGES];
+        unsigned n = 0;
+
+        for (;;) {
+                void *p = mb_page_alloc(c);
+
+                if (!p) {
+                        ck_assert_int_eq(errno, ENOMEM);
+                        break;
+                }
+                ck_assert_uint_lt(n, SMALL_MAX_PAGES);
+                pages[n++] = p;
+        }
+        ck_assert_uint_eq(n, SMALL_MAX_PAGES);
+        ck_assert_msg(strstr(mb_last_error(), "small"), "message: %s", mb_last_error());
+        ck_assert_int_eq(mb_page_free(c, pages[0]), 0);
+        ck_assert_ptr_nonnull(mb_page_alloc(c));
+        mb_close(c);
+}
+END_TEST
+
+/* ---- sharing a page between two processes of one tenant ---- */
+
+START_TEST(test_share_handle_between_processes) {
+        static const char secret[] = "written by the parent";
+        mb_client *c = connect_or_die("app");
+        char *p = mb_page_alloc(c);
+        mb_handle_t h;
+        pid_t pid;
+        int status;
+
+        ck_assert_ptr_nonnull(p);
+        fill(p, 3, 3);
+        memcpy(p, secret, sizeof(secret));
+        h = mb_page_to_handle(c, p);
+
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                mb_client *c2 = NULL, *other = NULL;
+                const char *q;
+                int ok;
+
+                /* A second client of the same tenant maps the same arena. */
+                if (mb_connect(NULL, "app", &c2) < 0)
+                        _exit(10);
+                q = mb_handle_to_page(c2, h);
+                ok = q && memcmp(q, secret, sizeof(secret)) == 0 &&
+                     ((const uint64_t *) q)[PAGE_BYTES / 8 - 1] == pattern(3, 3) + PAGE_BYTES / 8 - 1;
+                if (!ok)
+                        _exit(11);
+                strcpy((char *) q + 2048, "answer from the child");
+                /* Another tenant's arena does not hold it. */
+                if (mb_connect(NULL, "small", &other) < 0)
+                        _exit(12);
+                q = mb_handle_to_page(other, h);
+                if (q && memcmp(q, secret, sizeof(secret)) == 0)
+                        _exit(13);
+                mb_close(other);
+                mb_close(c2);
+                _exit(0);
+        }
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
+        ck_assert_str_eq(p + 2048, "answer from the child");
+        ck_assert_int_eq(mb_page_free(c, p), 0);
+        mb_close(c);
+}
+END_TEST
+
+/* ---- fork ---- */
+
+START_TEST(test_fork_child_cannot_use_parent_connection) {
+        mb_client *c = connect_or_die("app");
+        void *p = mb_page_alloc(c), *pages[3 * BATCH];
+        pid_t pid;
+        int status;
+
+        ck_assert_ptr_nonnull(p);
+        fill(p, 4, 4);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                mb_client *c2 = NULL;
+                void *q;
+
+                errno = 0;
+                if (mb_page_alloc(c) || errno != ECHILD)
+                        _exit(10);
+                if (!strstr(mb_last_error(), "fork"))
+                        _exit(11);
+                if (mb_page_free(c, p) != -ECHILD)
+                        _exit(12);
+                if (mb_process(c) != -ECHILD)
+                        _exit(13);
+                mb_close(c); /* releases only the child's copy */
+                if (mb_connect(NULL, "app", &c2) < 0)
+                        _exit(14);
+                q = mb_page_alloc(c2);
+                if (!q || q == p)
+                        _exit(15);
+                mb_close(c2);
+                _exit(0);
+        }
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
+
+        /* The parent's session is intact, slow path included. */
+        ck_assert(check_fill(p, 4, 4));
+        ck_assert_msg(mb_page_alloc_bulk(c, pages, 3 * BATCH) == 0, "%s", mb_last_error());
+        ck_assert_int_eq(mb_page_free_bulk(c, pages, 3 * BATCH), 0);
+        ck_assert_int_eq(mb_page_free(c, p), 0);
+        mb_close(c);
+}
+END_TEST
+
+/* ---- threads ---- */
+
+#define THREADS 8
+#define THREAD_ITERATIONS 20000
+#define THREAD_HOLD_MAX 40
+
+struct thread_arg {
+        mb_client *c;
+        unsigned id;
+        unsigned bad;
+        unsigned failed;
+};
+
+static void *thread_run(void *userdata) {
+        struct thread_arg *a = userdata;
+        void *held[THREAD_HOLD_MAX];
+        uint64_t gen[THREAD_HOLD_MAX];
+        unsigned n = 0;
+        uint64_t rng = a->id + 1;
+
+        for (unsigned it = 0; it < THREAD_ITERATIONS; it++) {
+                rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+                if (n < THREAD_HOLD_MAX && (n == 0 || (rng >> 33) % 2)) {
+                        void *v[4];
+                        unsigned k = (rng >> 40) % 4 + 1;
+
+                        if (n + k > THREAD_HOLD_MAX)
+                                k = 1;
+                        if (k == 1) {
+                                v[0] = mb_page_alloc(a->c);
+                                if (!v[0]) {
+                                        a->failed++;
+                                        continue;
+                                }
+                        } else if (mb_page_alloc_bulk(a->c, v, k) < 0) {
+                                a->failed++;
+                                continue;
+                        }
+                        for (unsigned j = 0; j < k; j++) {
+                                gen[n] = (uint64_t) it << 8 | j;
+                                fill(v[j], a->id, gen[n]);
+                                held[n++] = v[j];
+                        }
+                } else {
+                        unsigned i = (unsigned) ((rng >> 40) % n);
+
+                        if (!check_fill(held[i], a->id, gen[i]))
+                                a->bad++;
+                        if (mb_page_free(a->c, held[i]) < 0)
+                                a->failed++;
+                        held[i] = held[--n];
+                        gen[i] = gen[n];
+                }
+        }
+        for (unsigned i = 0; i < n; i++) {
+                if (!check_fill(held[i], a->id, gen[i]))
+                        a->bad++;
+        }
+        if (n > 0 && mb_page_free_bulk(a->c, held, n) < 0)
+                a->failed++;
+        return NULL;
+}
+
+START_TEST(test_threads_alloc_free_verify) {
+        mb_client *c = connect_or_die("app");
+        struct thread_arg args[THREADS];
+        pthread_t t[THREADS];
+
+        for (unsigned i = 0; i < THREADS; i++) {
+                args[i] = (struct thread_arg) { .c = c, .id = i + 100 };
+                ck_assert_int_eq(pthread_create(&t[i], NULL, thread_run, &args[i]), 0);
+        }
+        for (unsigned i = 0; i < THREADS; i++) {
+                ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+                ck_assert_msg(args[i].bad == 0, "thread %u found %u pages with foreign data", i, args[i].bad);
+                ck_assert_msg(args[i].failed == 0, "thread %u: %u calls failed", i, args[i].failed);
+        }
+        /* Quiescent: every page is back in some stock. */
+        ck_assert_int_eq(stat_sum(c, MB_STAT_PAGES), 0);
+        ck_assert_int_eq(stat_sum(c, MB_STAT_PGALLOC), stat_sum(c, MB_STAT_PGFREE));
+        ck_assert_int_gt(stat_sum(c, MB_STAT_PGALLOC), THREADS * THREAD_ITERATIONS / 4);
+        ck_assert_int_ge(stat_sum(c, MB_STAT_STOCK), 0);
+        ck_assert_int_le(stat_sum(c, MB_STAT_STOCK), (int64_t) mb_client_ncpus(c) * 2 * BATCH);
+        mb_close(c);
+}
+END_TEST
+
+/* ---- the stats region ---- */
+
+START_TEST(test_stats_slot_after_quiescence) {
+        unsigned cpu = pin_here();
+        mb_client *c = connect_or_die("app");
+        const struct mb_stats_region *r = mb_client_stats_region(c);
+        void *pages[20 + 10];
+
+        ck_assert_uint_eq(r->magic, MB_STATS_MAGIC);
+        ck_assert_uint_eq(r->nslots, mb_client_ncpus(c));
+        ck_assert_uint_lt(cpu, r->nslots);
+        ck_assert_uint_eq(mb_client_cpu(c), cpu);
+
+        /* 10 single allocations: two batches charged (1 + 7, then 1 + 7). */
+        for (unsigned i = 0; i < 10; i++)
+                ck_assert_ptr_nonnull(pages[i] = mb_page_alloc(c));
+        for (unsigned i = 0; i < 3; i++)
+                ck_assert_int_eq(mb_page_free(c, pages[i]), 0);
+        ck_assert_int_eq(r->slot[cpu].v[MB_STAT_PAGES], 7);
+        ck_assert_int_eq(r->slot[cpu].v[MB_STAT_PGALLOC], 10);
+        ck_assert_int_eq(r->slot[cpu].v[MB_STAT_PGFREE], 3);
+        ck_assert_int_eq(r->slot[cpu].v[MB_STAT_STOCK], 2 * BATCH - 7);
+
+        /* Bulk: 20 more (9 from the stock, 11 charged in one request), then
+         * all 27 back: the stock would hold 27 > 2 * BATCH, so two batches
+         * go back to the daemon. */
+        ck_assert_int_eq(mb_page_alloc_bulk(c, pages + 10, 20), 0);
+        ck_assert_int_eq(r->slot[cpu].v[MB_STAT_PAGES], 27);
+        ck_assert_int_eq(r->slot[cpu].v[MB_STAT_PGALLOC], 30);
+        ck_assert_int_eq(r->slot[cpu].v[MB_STAT_STOCK], 0);
+        ck_assert_int_eq(mb_page_free_bulk(c, pages + 3, 27), 0);
+        ck_assert_int_eq(r->slot[cpu].v[MB_STAT_PAGES], 0);
+        ck_assert_int_eq(r->slot[cpu].v[MB_STAT_PGFREE], 30);
+        ck_assert_int_eq(r->slot[cpu].v[MB_STAT_STOCK], 27 - 2 * BATCH);
+
+        /* mb_client_stat_add() (the slab allocator's entry) lands there too. */
+        mb_client_stat_add(c, MB_STAT_SLAB_UNRECLAIMABLE, 4096);
+        ck_assert_int_eq(r->slot[cpu].v[MB_STAT_SLAB_UNRECLAIMABLE], 4096);
+        ck_assert_uint_gt(r->slot[cpu].updates, 0);
+
+        /* Nothing on other CPUs, nothing in the daemon's items. */
+        for (uint32_t i = 0; i < r->nslots; i++) {
+                for (int item = 0; item < _MB_STAT_NR; item++) {
+                        if (i == cpu && (item == MB_STAT_PAGES || item == MB_STAT_STOCK ||
+                                         item == MB_STAT_PGALLOC || item == MB_STAT_PGFREE ||
+                                         item == MB_STAT_SLAB_UNRECLAIMABLE))
+                                continue;
+                        ck_assert_msg(r->slot[i].v[item] == 0, "slot %u item %d = %lld", i, item,
+                                      (long long) r->slot[i].v[item]);
+                }
+                if (i != cpu)
+                        ck_assert_uint_eq(r->slot[i].updates, 0);
+        }
+        mb_close(c);
+}
+END_TEST
+
+/* ---- refusals ---- */
+
+START_TEST(test_refused_tenants) {
+        mb_client *c = NULL;
+        pid_t pid;
+        int status;
+
+        ck_assert_int_eq(mb_connect(NULL, "nosuch", &c), -ENOENT);
+        ck_assert_msg(strstr(mb_last_error(), "nosuch"), "message: %s", mb_last_error());
+
+        ck_assert_int_eq(mb_connect(NULL, "grp", &c), -EISDIR);
+        ck_assert_msg(strstr(mb_last_error(), "grp") && strstr(mb_last_error(), "children"), "message: %s",
+                      mb_last_error());
+
+        ck_assert_int_eq(mb_connect("/nonexistent/membroker.sock", "app", &c), -ECONNREFUSED);
+        ck_assert_msg(strstr(mb_last_error(), "/nonexistent/membroker.sock"), "message: %s", mb_last_error());
+
+        /* A uid the tenant does not allow. */
+        if (geteuid() != 0)
+                return;
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                int r;
+
+                if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+                        _exit(10);
+                r = mb_connect(NULL, "locked", &c);
+                if (r != -EACCES)
+                        _exit(11);
+                if (!strstr(mb_last_error(), "65534") || !strstr(mb_last_error(), "locked") ||
+                    !strstr(mb_last_error(), "not allowed"))
+                        _exit(12);
+                /* A tenant without AllowUsers=/AllowGroups=/Cgroup= admits
+                 * only root. */
+                r = mb_connect(NULL, "app", &c);
+                if (r != -EACCES)
+                        _exit(13);
+                _exit(0);
+        }
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
+}
+END_TEST
+
+static void *thread_error(void *userdata) {
+        mb_client *c = NULL;
+
+        (void) mb_connect(NULL, "nosuch-in-thread", &c);
+        return strdup(mb_last_error());
+}
+
+START_TEST(test_last_error_is_per_thread) {
+        mb_client *c = NULL;
+        pthread_t t;
+        char *other;
+
+        ck_assert_int_eq(mb_connect(NULL, "nosuch", &c), -ENOENT);
+        ck_assert_int_eq(pthread_create(&t, NULL, thread_error, NULL), 0);
+        ck_assert_int_eq(pthread_join(t, (void **) &other), 0);
+        ck_assert_ptr_nonnull(strstr(other, "nosuch-in-thread"));
+        ck_assert_ptr_null(strstr(mb_last_error(), "nosuch-in-thread"));
+        ck_assert_ptr_nonnull(strstr(mb_last_error(), "nosuch"));
+        free(other);
+}
+END_TEST
+
+static Suite *client_suite(void) {
+        Suite *s = suite_create("client");
+        struct {
+                const char *name;
+                const TTest *test;
+        } cases[] = {
+                { "basic", test_connect_alloc_write_free_close },
+                { "close", test_close_returns_everything },
+                { "handle", test_handle_pointer },
+                { "bulk-limit", test_bulk_all_or_nothing },
+                { "single-limit", test_single_allocs_reach_max },
+                { "share", test_share_handle_between_processes },
+                { "fork", test_fork_child_cannot_use_parent_connection },
+                { "threads", test_threads_alloc_free_verify },
+                { "stats", test_stats_slot_after_quiescence },
+                { "refused", test_refused_tenants },
+                { "last-error", test_last_error_is_per_thread },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                TCase *tc = tcase_create(cases[i].name);
+
+                tcase_set_timeout(tc, 60);
+                tcase_add_test(tc, cases[i].test);
+                suite_add_tcase(s, tc);
+        }
+        return s;
+}
+
+int main(void) {
+        SRunner *sr = srunner_create(client_suite());
+        int failed;
+
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
