@@ -5,6 +5,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -478,6 +479,46 @@ START_TEST(test_names) {
 }
 END_TEST
 
+START_TEST(test_tree_free_with_sources_attached) {
+        /* Tearing down a tree whose clients' regions are already unmapped
+         * must not read them (ASan checks) and must not leak sources. */
+        struct tenant_tree *tree = new_tree();
+        struct tenant *t = create(tree, "a/b");
+        struct mb_stat_slot *slots = calloc(NCPUS, sizeof(*slots));
+
+        ck_assert_ptr_nonnull(slots);
+        ck_assert_int_eq(rstat_source_attach(&t->rstat, slots, NCPUS, NULL), 0);
+        ck_assert_int_eq(rstat_source_attach(&t->parent->rstat, slots, NCPUS, NULL), 0);
+        mb_stat_slot_add(&slots[0], MB_STAT_PAGES, 1);
+        free(slots);
+        tenant_tree_free(tree);
+}
+END_TEST
+
+#define EVENT_THREADS 2
+#define EVENTS_PER_THREAD 100000
+
+static void *event_thread(void *arg) {
+        for (int i = 0; i < EVENTS_PER_THREAD; i++)
+                tenant_memory_event(arg, MB_EVENT_HIGH);
+        return NULL;
+}
+
+START_TEST(test_events_from_threads) {
+        struct tenant_tree *tree = new_tree();
+        struct tenant *c = create(tree, "a/c");
+        pthread_t th[EVENT_THREADS];
+
+        for (int i = 0; i < EVENT_THREADS; i++)
+                ck_assert_int_eq(pthread_create(&th[i], NULL, event_thread, c), 0);
+        for (int i = 0; i < EVENT_THREADS; i++)
+                pthread_join(th[i], NULL);
+        ck_assert_uint_eq(tenant_event_count(c, MB_EVENT_HIGH, true), EVENT_THREADS * EVENTS_PER_THREAD);
+        ck_assert_uint_eq(tenant_event_count(c->parent, MB_EVENT_HIGH, false), EVENT_THREADS * EVENTS_PER_THREAD);
+        tenant_tree_free(tree);
+}
+END_TEST
+
 #define MANY_GROUPS 100
 #define MANY_PER_GROUP 100
 
@@ -547,6 +588,8 @@ static Suite *tenant_suite(void) {
         tcase_add_test(tc, test_set_allow);
         tcase_add_test(tc, test_names);
         tcase_add_test(tc, test_ten_thousand_tenants);
+        tcase_add_test(tc, test_tree_free_with_sources_attached);
+        tcase_add_test(tc, test_events_from_threads);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -16,9 +16,10 @@
  *     the section and may be given once.  An empty value resets the key to
  *     its default (AllowUsers=/AllowGroups= then start an empty list; several
  *     AllowUsers= lines add up).
- *   - One line holds at most 198 characters after comments are stripped
- *     (libinih's line buffer); split long AllowUsers= lists over several
- *     lines.
+ *   - One line holds at most 199 characters once leading whitespace and
+ *     comments are stripped (libinih's line buffer, INI_MAX_LINE in
+ *     Debian's build); a longer one is an error, never silently cut.  Split
+ *     long AllowUsers= lists over several lines.
  *   - membroker.conf holds one [Broker] section; every tenants.d/ *.conf
  *     file (lexical order, names starting with '.' and names not ending in
  *     ".conf" are ignored) holds any number of [Tenant] sections.

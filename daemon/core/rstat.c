@@ -311,8 +311,6 @@ uint64_t rstat_flush_if_needed(struct rstat_tree *tree, struct rstat_node *node)
 }
 
 void rstat_node_destroy(struct rstat_tree *tree, struct rstat_node *node) {
-        struct rstat_source *src;
-
         /* Sources may hold writes nobody polled yet: fold them too. */
         if (node->sources)
                 rstat_link(node);
@@ -326,6 +324,12 @@ void rstat_node_destroy(struct rstat_tree *tree, struct rstat_node *node) {
                                 rstat_link(node->parent);
                                 break;
                         }
+
+        rstat_node_forget(node);
+}
+
+void rstat_node_forget(struct rstat_node *node) {
+        struct rstat_source *src;
 
         while ((src = node->sources)) {
                 node->sources = src->next;

@@ -111,6 +111,11 @@ void rstat_node_init(struct rstat_node *node, struct rstat_node *parent);
  * what the node counted is lost for its ancestors (cgroup_rstat_exit()). */
 void rstat_node_destroy(struct rstat_tree *tree, struct rstat_node *node);
 
+/* Free every source of @node without reading its slots (they may be
+ * unmapped already) and without touching the tree: for tearing a whole tree
+ * down.  The node must not be used for statistics afterwards. */
+void rstat_node_forget(struct rstat_node *node);
+
 /* Attach a source of @nslots slots at @slots.  Its current slot contents
  * count as new updates: the first poll/flush folds them (a region that
  * survived a daemon restart is accounted in full).  The caller keeps @slots

@@ -143,6 +143,7 @@ struct tenant *tenant_lookup(struct tenant_tree *tree, const char *path) {
 static void tenant_free(struct tenant *t) {
         if (!t)
                 return;
+        rstat_node_forget(&t->rstat);
         free(t->path);
         free(t->allow_users);
         free(t->allow_groups);

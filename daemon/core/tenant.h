@@ -103,7 +103,8 @@ struct tenant_tree {
  * the rstat flush threshold.  Returns 0, -ENOMEM, or -EINVAL when
  * @capacity_pages > PAGE_COUNTER_MAX. */
 int tenant_tree_new(unsigned long capacity_pages, unsigned ncpus, struct tenant_tree **ret);
-/* Free the tree and every tenant (no rstat flush, no checks).  NULL is fine. */
+/* Free the tree and every tenant (no rstat flush, no checks; stats sources
+ * still attached are freed without reading their slots).  NULL is fine. */
 void tenant_tree_free(struct tenant_tree *tree);
 
 /* Syntax check of a path (design.md §2): "/" is the root; otherwise 1 to
@@ -134,7 +135,8 @@ int tenant_create(struct tenant_tree *tree, const char *path, struct tenant **re
 /* Remove a leaf without clients: -EBUSY with children, clients or pages still
  * charged, -EPERM for the root.  Its statistics are flushed into the parent
  * first (cgroup_rstat_exit()), so the ancestors' counters keep what it
- * counted.  Frees @t. */
+ * counted; the caller holds what serialises rstat (the daemon's stats_lock)
+ * as well as the tree lock.  Frees @t. */
 int tenant_remove(struct tenant_tree *tree, struct tenant *t);
 
 /* Settings: replace the admission lists with copies.  @cgroup may be NULL.
