@@ -91,7 +91,7 @@ static void load_fails(const char *file, unsigned line, const char *reason) {
 }
 
 static uint64_t default_capacity(void) {
-        return mb_physical_memory() / 100 * 25;
+        return mb_physical_memory() / 4; /* 25% */
 }
 
 static uint64_t sys_page(void) {
@@ -435,6 +435,58 @@ START_TEST(test_tenant_sections) {
 }
 END_TEST
 
+START_TEST(test_design_example) {
+        /* design.md §7, verbatim but for the user name (postgres need not
+         * exist here). */
+        struct mb_config *c;
+        const struct mb_tenant_config *t;
+
+        tmpdir_setup();
+        write_file("membroker.conf",
+                   "# /etc/membroker/membroker.conf\n"
+                   "[Broker]\n"
+                   "Capacity=25%          # bytes with K/M/G/T, or % of RAM\n"
+                   "PageSize=4K\n"
+                   "ChargeBatch=64\n"
+                   "Socket=/run/membroker/membroker.sock\n"
+                   "StatsFlushIntervalSec=2\n");
+        write_file("tenants.d/db.conf",
+                   "# /etc/membroker/tenants.d/db.conf\n"
+                   "[Tenant]\n"
+                   "Path=db/cache\n"
+                   "MemoryMax=2G\n"
+                   "MemoryHigh=1536M\n"
+                   "MemoryLow=512M\n"
+                   "MemoryMin=128M\n"
+                   "AllowUsers=root\n"
+                   "Cgroup=/system.slice/postgresql.service\n");
+        c = load_ok();
+        assert_defaults(&c->broker);
+        ck_assert_uint_eq(c->ntenants, 1);
+        t = &c->tenants[0];
+        ck_assert_str_eq(t->path, "db/cache");
+        ck_assert_uint_eq(t->line, 3);
+        ck_assert_uint_eq(t->max, 2 * GIB);
+        ck_assert_uint_eq(t->high, 1536 * MIB);
+        ck_assert_uint_eq(t->low, 512 * MIB);
+        ck_assert_uint_eq(t->min, 128 * MIB);
+        ck_assert_uint_eq(t->n_allow_users, 1);
+        ck_assert_uint_eq(t->allow_users[0], 0);
+        ck_assert_str_eq(t->cgroup, "/system.slice/postgresql.service");
+        mb_config_free(c);
+
+        /* "max" and "infinity" spell no limit, for protection too. */
+        write_file("tenants.d/db.conf", "[Tenant]\nPath=db\nMemoryMax=2G\nMemoryMax=max\nMemoryHigh=infinity\n"
+                                        "MemoryMin=max\n");
+        c = load_ok();
+        ck_assert_uint_eq(c->tenants[0].max, MB_LIMIT_MAX);
+        ck_assert_uint_eq(c->tenants[0].high, MB_LIMIT_MAX);
+        ck_assert_uint_eq(c->tenants[0].min, MB_LIMIT_MAX);
+        mb_config_free(c);
+        tmpdir_teardown();
+}
+END_TEST
+
 START_TEST(test_build_tree) {
         struct mb_config *c;
         struct tenant_tree *tree = NULL;
@@ -746,6 +798,7 @@ static Suite *config_suite(void) {
         tcase_add_test(tc, test_broker_keys);
         tcase_add_loop_test(tc, test_booleans, 0, sizeof(booleans) / sizeof(booleans[0]));
         tcase_add_test(tc, test_tenant_sections);
+        tcase_add_test(tc, test_design_example);
         tcase_add_test(tc, test_build_tree);
         /* The PageSize messages in errors[] assume 4K pages. */
         if (sysconf(_SC_PAGESIZE) == 4096)

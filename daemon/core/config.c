@@ -178,6 +178,11 @@ static int parse_boolean(const char *s) {
 
 /* ---- defaults ----------------------------------------------------------- */
 
+/* Capacity=25%, computed exactly as mb_parse_size() computes "25%". */
+static uint64_t default_capacity_bytes(void) {
+        return (uint64_t) ((unsigned __int128) mb_physical_memory() * MB_DEFAULT_CAPACITY_PERCENT / 100);
+}
+
 int mb_broker_config_defaults(struct mb_broker_config *ret) {
         uint64_t page = MB_MAX(MB_DEFAULT_PAGE_SIZE_BYTES, system_page_size());
         char *socket = strdup(MB_DEFAULT_SOCKET);
@@ -186,7 +191,7 @@ int mb_broker_config_defaults(struct mb_broker_config *ret) {
                 return -ENOMEM;
 
         *ret = (struct mb_broker_config) {
-                .capacity_bytes = mb_physical_memory() / 100 * MB_DEFAULT_CAPACITY_PERCENT,
+                .capacity_bytes = default_capacity_bytes(),
                 .page_size = page,
                 .charge_batch = MB_DEFAULT_CHARGE_BATCH,
                 .socket_path = socket,
@@ -493,7 +498,7 @@ static int broker_key(struct parse_ctx *ctx, const char *key, const char *value)
                 uint64_t ram = mb_physical_memory(), v;
 
                 if (!*value)
-                        v = ram / 100 * MB_DEFAULT_CAPACITY_PERCENT;
+                        v = default_capacity_bytes();
                 else if (!set_size(ctx, key, value, ram, 0, &v))
                         return 0;
                 if (v == MB_LIMIT_MAX)
