@@ -563,6 +563,7 @@ static const struct error_case errors[] = {
         { "membroker.conf", "[Broker]\nFoo=1\n", 2, "unknown key Foo= in section [Broker]" },
         { "membroker.conf", "[Broker]\ncapacity=1G\n", 2, "unknown key capacity= in section [Broker]" },
         { "membroker.conf", "Capacity=1G\n", 1, "Capacity= outside of any section" },
+        { "membroker.conf", "\n  Capacity = 1G\n[Broker]\n", 2, "Capacity= outside of any section" },
         { "membroker.conf", "# hello\n[Broker]\nnonsense\n", 3,
           "expected Key=Value, a [Section] header or a comment" },
         { "membroker.conf", "[Broker]\nCapacity: 1G\n", 2, "expected Key=Value, a [Section] header or a comment" },

@@ -411,6 +411,12 @@ static char *config_reader(char *str, int num, void *stream) {
                 e--;
         *e = '\0';
 
+        /* libinih would cut a longer line and parse the rest as a line of
+         * its own. */
+        if (num <= 0 || (size_t) (e - s) >= (size_t) num)
+                return ctx_error(ctx, "line too long (more than %d characters)", num > 0 ? num - 1 : 0),
+                       NULL;
+
         if (*s == '[') {
                 char *close = strchr(s, ']');
 
@@ -432,14 +438,13 @@ static char *config_reader(char *str, int num, void *stream) {
                 if (eq == s)
                         return ctx_error(ctx, "missing key name before '='"), NULL;
                 if (ctx->section == SECTION_NONE) {
+                        while (eq > s && (eq[-1] == ' ' || eq[-1] == '\t'))
+                                eq--;
                         *eq = '\0';
                         return ctx_error(ctx, "%s= outside of any section", s), NULL;
                 }
         }
 
-        if (num <= 0 || (size_t) (e - s) >= (size_t) num)
-                return ctx_error(ctx, "line too long (more than %d characters)", num > 0 ? num - 1 : 0),
-                       NULL;
         memcpy(str, s, (size_t) (e - s) + 1);
         return str;
 
