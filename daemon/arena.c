@@ -308,26 +308,30 @@ static bool extent_in_range(const struct arena *a, const struct arena_extent *e)
 
 bool arena_check_owned(struct arena *a, uint32_t owner, const struct arena_extent *extents, size_t n,
                        uint64_t *ret_bad_page) {
+        uint64_t bad = 0;
+        bool ok = true;
         size_t i;
-        uint64_t p = 0, bad = UINT64_MAX;
 
         /* Mark each page as seen so that a page named twice is caught; only
          * this owner's thread writes its pages' slots, so this is safe. */
-        for (i = 0; i < n && bad == UINT64_MAX; i++) {
+        for (i = 0; i < n && ok; i++) {
                 if (!extent_in_range(a, &extents[i])) {
+                        /* The first page of the extent outside the arena. */
                         bad = extents[i].start < a->npages ? a->npages : extents[i].start;
+                        ok = false;
                         break;
                 }
-                for (p = extents[i].start; p < extents[i].start + extents[i].count; p++) {
+                for (uint64_t p = extents[i].start; p < extents[i].start + extents[i].count; p++) {
                         if (owner_load(a, p) != owner) {
                                 bad = p;
+                                ok = false;
                                 break;
                         }
                         owner_store(a, p, ARENA_OWNER_MARK);
                 }
         }
 
-        /* Undo the marks (up to where the check stopped). */
+        /* Undo the marks (in every extent the check looked at). */
         for (size_t j = 0; j < n && j <= i; j++) {
                 if (!extent_in_range(a, &extents[j]))
                         break;
@@ -336,12 +340,9 @@ bool arena_check_owned(struct arena *a, uint32_t owner, const struct arena_exten
                                 owner_store(a, q, owner);
         }
 
-        if (bad != UINT64_MAX) {
-                if (ret_bad_page)
-                        *ret_bad_page = bad;
-                return false;
-        }
-        return true;
+        if (!ok && ret_bad_page)
+                *ret_bad_page = bad;
+        return ok;
 }
 
 /* Hole-punch [start, start+count): the contents are destroyed and the memory

@@ -5,3 +5,10 @@ check_PROGRAMS += tests/wire-client
 tests_wire_client_SOURCES = tests/wire-client.c
 tests_wire_client_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_wire_client_LDADD = proto/libmbproto.la $(PROTOBUF_C_LIBS)
+
+BROKER_TESTS = \
+	tests/test-broker-session.sh \
+	tests/test-broker-badinput.sh
+TESTS += $(BROKER_TESTS)
+dist_check_SCRIPTS += $(BROKER_TESTS)
+EXTRA_DIST += tests/broker-lib.sh

@@ -23,6 +23,8 @@
  *   write-pages BYTE        fill every held page with BYTE (maps the arena)
  *   check-pages BYTE        every held page holds BYTE only
  *   check-arena START COUNT BYTE   pages [START, START+COUNT) hold BYTE only
+ *   write-arena START COUNT BYTE   write BYTE into pages [START, START+COUNT),
+ *                           held or not (a misbehaving client)
  *   print-held              "held=N"
  *   print-inode             "arena_ino=N" (the inode of the received memfd)
  *   wait-file PATH          wait until PATH exists
@@ -635,6 +637,16 @@ int main(int argc, char *argv[]) {
                                 if (!check_page(p, byte))
                                         return 1;
                         printf("arena ok\n");
+                } else if (strcmp(s, "write-arena") == 0) {
+                        uint64_t start, count;
+                        uint8_t byte;
+                        need(argc, i, 3, s);
+                        start = strtoull(argv[i + 1], NULL, 10);
+                        count = strtoull(argv[i + 2], NULL, 10);
+                        byte = (uint8_t) strtoul(argv[i + 3], NULL, 0);
+                        i += 3;
+                        map_arena();
+                        memset(arena + start * page_size, byte, count * page_size);
                 } else if (strcmp(s, "print-held") == 0) {
                         printf("held=%zu\n", nheld);
                 } else if (strcmp(s, "print-inode") == 0) {
