@@ -140,6 +140,7 @@
 #define SLAB_LIVE_REPORT_MAX 5u   /* addresses of live objects printed by destroy */
 #define SLAB_CPU_MAX_MIN_OBJECTS 8u
 #define SLAB_CPU_MAX_MAX_OBJECTS 1024u
+#define SLAB_CPU_LIST_BYTES (32u * 1024u) /* what a per-CPU list may park, at least 2 slabs' worth */
 #define SLAB_LOCK_SPINS 128u
 
 /* include/linux/poison.h */
@@ -642,29 +643,42 @@ static size_t slab_flush_list(mb_cache *s, void *list) {
         return slab_discard_finish(s, chain);
 }
 
-/* Give the whole free list of a partial (else empty) slab to a CPU: SLUB's
- * get_partial() + get_freelist().  Cache lock taken here. */
+/* Give a CPU the whole free lists of partial (else empty) slabs, until it
+ * holds half its cpu_max: SLUB's get_partial() + get_freelist(), taking
+ * several slabs at once for large objects (like filling a per-CPU partial
+ * list).  The CPU's list is empty on entry.  Cache lock taken here. */
 static bool slab_take_partial(mb_cache *s, void **ret_list, uint32_t *ret_count) {
-        struct slab_list_node *n = NULL;
-        struct mb_slab *slab;
+        uint32_t count = 0;
+        void *list = NULL;
 
         pthread_mutex_lock(&s->lock);
-        if (!slab_list_empty(&s->partial))
-                n = s->partial.next;
-        else if (!slab_list_empty(&s->empty))
-                n = s->empty.next;
-        if (!n) {
-                pthread_mutex_unlock(&s->lock);
-                return false;
+        while (count < s->cpu_max / 2) {
+                struct slab_list_node *n = NULL;
+                struct mb_slab *slab;
+                void *tail;
+
+                if (!slab_list_empty(&s->partial))
+                        n = s->partial.next;
+                else if (!slab_list_empty(&s->empty))
+                        n = s->empty.next;
+                if (!n)
+                        break;
+                slab = slab_container_of(n, struct mb_slab, node);
+                slab_move(s, slab, SLAB_ON_NO_LIST);
+                /* Chain the slab's list in front of what we have. */
+                tail = slab->freelist;
+                while (slab_get_fp(s, tail))
+                        tail = slab_get_fp(s, tail);
+                slab_set_fp(s, tail, list);
+                list = slab->freelist;
+                count += slab->nfree;
+                slab->freelist = NULL;
+                slab->nfree = 0;
         }
-        slab = slab_container_of(n, struct mb_slab, node);
-        slab_move(s, slab, SLAB_ON_NO_LIST);
-        *ret_list = slab->freelist;
-        *ret_count = slab->nfree;
-        slab->freelist = NULL;
-        slab->nfree = 0;
         pthread_mutex_unlock(&s->lock);
-        return true;
+        *ret_list = list;
+        *ret_count = count;
+        return count > 0;
 }
 
 /* ---- debug checks (only with s->debug) ---- */
@@ -1186,7 +1200,8 @@ mb_cache *mb_cache_create(mb_client *c, const char *name, size_t object_size, si
                 return NULL;
         }
         s->cpu_max = (uint32_t) MB_MAX((size_t) SLAB_CPU_MAX_MIN_OBJECTS,
-                                       MB_MIN((size_t) SLAB_CPU_MAX_MAX_OBJECTS, 2 * s->objects));
+                                       MB_MIN((size_t) SLAB_CPU_MAX_MAX_OBJECTS,
+                                              MB_MAX(2 * s->objects, SLAB_CPU_LIST_BYTES / s->object_bytes)));
         s->empty_keep = slab_empty_keep(s->object_bytes);
         slab_list_init(&s->partial);
         slab_list_init(&s->empty);
