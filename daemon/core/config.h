@@ -38,7 +38,11 @@
 #include <sys/types.h>
 #include "tenant.h"
 
-#define MB_DEFAULT_CONFIG_DIR "/etc/membroker"
+#ifdef MB_SYSCONFDIR
+#  define MB_DEFAULT_CONFIG_DIR MB_SYSCONFDIR "/membroker" /* from configure --sysconfdir */
+#else
+#  define MB_DEFAULT_CONFIG_DIR "/etc/membroker"
+#endif
 #define MB_DEFAULT_SOCKET "/run/membroker/membroker.sock"
 #define MB_DEFAULT_STATE_DIR "/var/lib/membroker"
 #define MB_LIMIT_MAX UINT64_MAX /* "infinity" / "max" */
