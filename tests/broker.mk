@@ -8,7 +8,10 @@ tests_wire_client_LDADD = proto/libmbproto.la $(PROTOBUF_C_LIBS)
 
 BROKER_TESTS = \
 	tests/test-broker-session.sh \
-	tests/test-broker-badinput.sh
+	tests/test-broker-badinput.sh \
+	tests/test-broker-isolation.sh \
+	tests/test-broker-crash.sh \
+	tests/test-broker-limits.sh
 TESTS += $(BROKER_TESTS)
 dist_check_SCRIPTS += $(BROKER_TESTS)
 EXTRA_DIST += tests/broker-lib.sh
