@@ -11,7 +11,10 @@ BROKER_TESTS = \
 	tests/test-broker-badinput.sh \
 	tests/test-broker-isolation.sh \
 	tests/test-broker-crash.sh \
-	tests/test-broker-limits.sh
+	tests/test-broker-limits.sh \
+	tests/test-broker-admission.sh \
+	tests/test-broker-cgroup.sh \
+	tests/test-broker-concurrency.sh
 TESTS += $(BROKER_TESTS)
 dist_check_SCRIPTS += $(BROKER_TESTS)
 EXTRA_DIST += tests/broker-lib.sh
