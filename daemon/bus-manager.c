@@ -104,7 +104,9 @@ static int list_one(struct tenant *t, void *userdata) {
         r = bus_tenant_object_path(t->path, &object);
         if (r < 0)
                 return r;
-        return sd_bus_message_append(reply, "(so)", t->path, object);
+        r = sd_bus_message_append(reply, "(so)", t->path, object);
+        /* tenant_walk() stops at a non-zero return. */
+        return r < 0 ? r : 0;
 }
 
 static int method_list_tenants(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -294,7 +296,8 @@ static int dump_one(struct tenant *t, void *userdata) {
         r = bus_stat_append(c->reply, &s);
         if (r < 0)
                 return r;
-        return sd_bus_message_close_container(c->reply);
+        r = sd_bus_message_close_container(c->reply);
+        return r < 0 ? r : 0;
 }
 
 static int method_dump_stats(sd_bus_message *msg, void *userdata, sd_bus_error *error) {

@@ -72,11 +72,15 @@ int ctl_parse_size(const char *s, uint64_t percent_base, uint64_t *ret) {
         if (*p == '%') {
                 if (p[1] != '\0' || percent_base == 0)
                         return -EINVAL;
-                /* (whole + frac/frac_den) percent of the base. */
-                unsigned __int128 x = (unsigned __int128) percent_base * whole / 100 +
-                                      (unsigned __int128) percent_base * frac / frac_den / 100;
-                if (x > UINT64_MAX)
+                if (whole > 100 || (whole == 100 && frac > 0))
                         return -ERANGE;
+                /* Millionths of a percent are plenty; one rounding, down. */
+                while (frac_den > 1000000) {
+                        frac /= 10;
+                        frac_den /= 10;
+                }
+                unsigned __int128 x = (unsigned __int128) percent_base * (whole * frac_den + frac) /
+                                      (frac_den * 100);
                 v = (uint64_t) x;
         } else {
                 if (*p) {

@@ -1,0 +1,22 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# membrokerctl reclaim PATH SIZE: asks the daemon, prints what came back.
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/bus-lib.sh"
+
+bus_setup "Capacity=64M"
+mb_write_tenant a "Path=app/a"
+bus_run
+load_start a app/a 1M
+
+out=$(mb_ctl reclaim app/a 512K)
+printf '%s\n' "$out" | grep -Eqx "Reclaimed [0-9.]+[BKM] of 512.0K from app/a" || fail "reclaim output: $out"
+json=$(mb_ctl --json reclaim app 4K)
+python3 - "$json" <<'PY' || fail "reclaim --json: $json"
+import json, sys
+r = json.loads(sys.argv[1])
+assert r["tenant"] == "app" and r["requested"] == 4096 and 0 <= r["reclaimed"] <= 4096, r
+PY
+pass "reclaim output"
+expect_fail "invalid size '12Q'" mb_ctl reclaim app/a 12Q
+expect_fail "No tenant 'nope'" mb_ctl reclaim nope 1M

@@ -1,0 +1,46 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# membrokerctl help and usage errors: --help lists every verb, each verb has
+# its own help (help VERB = VERB --help), usage errors exit with 2, and
+# without membrokerd on the bus it says so and exits with 1.
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/bus-lib.sh"
+
+main=$("$MEMBROKERCTL" --help)
+for v in status tree stat events set reclaim top create remove reload help; do
+        printf '%s\n' "$main" | grep -q "^  $v" || fail "--help does not list $v"
+done
+for v in status tree stat events set reclaim top create remove reload; do
+        h=$("$MEMBROKERCTL" help "$v")
+        assert_eq "$h" "$("$MEMBROKERCTL" "$v" --help)" "help $v = $v --help"
+        printf '%s\n' "$h" | head -1 | grep -q "^membrokerctl \[OPTIONS...\] $v" || fail "help $v: $(printf '%s\n' "$h" | head -1)"
+done
+pass "help for the tool and every verb"
+
+usage() { # usage ARGS... : must exit 2
+        local rc=0
+        "$MEMBROKERCTL" --address=unix:path=/nonexistent "$@" >/dev/null 2>&1 || rc=$?
+        assert_eq 2 "$rc" "exit status of: membrokerctl $*"
+}
+usage
+usage frobnicate
+usage stat --format=yaml
+usage events
+usage events a b
+usage reclaim app
+usage tree a b
+usage status --format=openmetrics
+usage top -n x
+usage top -d 0
+usage help nosuchverb
+
+# A bus without membrokerd.
+mb_start_bus
+rc=0
+out=$(mb_ctl status 2>&1) || rc=$?
+assert_eq 1 "$rc" "exit status without membrokerd"
+case "$out" in *"membrokerd is not running on this bus"*) ;; *) fail "message without membrokerd: $out" ;; esac
+rc=0
+out=$("$MEMBROKERCTL" --address=unix:path="$MB_TMP/nonexistent" status 2>&1) || rc=$?
+assert_eq 1 "$rc" "exit status without a bus"
+case "$out" in *"cannot connect to unix:path="*) ;; *) fail "message without a bus: $out" ;; esac
