@@ -16,12 +16,13 @@
 
 /**
  * ctl_parse_size - parse a size as `membrokerctl set` takes it: "4096",
- * "4K", "1.5G" (K/M/G/T/P/E are powers of 1024, case-insensitive, optional
- * trailing "B" after a suffix is not accepted), "infinity" or "max"
- * (CTL_LIMIT_MAX), "N%" of @percent_base (-EINVAL when @percent_base is 0).
- * Fractions are exact to the byte (rounded down).  Returns 0, -EINVAL
- * (not a size) or -ERANGE (does not fit in 64 bits, or is exactly
- * CTL_LIMIT_MAX - 1 which the API reserves).
+ * "4K", "1.5G" (K/M/G/T/P/E are powers of 1024, case-insensitive; a
+ * trailing "B" is not accepted), "infinity" or "max" (CTL_LIMIT_MAX), or
+ * "N%" / "N.N%" of @percent_base (-EINVAL when @percent_base is 0, -ERANGE
+ * above 100%).  Fractions are exact to the byte (rounded down once).
+ * Returns 0, -EINVAL (not a size) or -ERANGE (does not fit in 64 bits, or
+ * is CTL_LIMIT_MAX - 1, which the API reserves, or CTL_LIMIT_MAX spelt as a
+ * number).
  */
 int ctl_parse_size(const char *s, uint64_t percent_base, uint64_t *ret);
 
