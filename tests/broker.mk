@@ -14,7 +14,9 @@ BROKER_TESTS = \
 	tests/test-broker-limits.sh \
 	tests/test-broker-admission.sh \
 	tests/test-broker-cgroup.sh \
-	tests/test-broker-concurrency.sh
+	tests/test-broker-concurrency.sh \
+	tests/test-broker-start.sh \
+	tests/test-broker-reload.sh
 TESTS += $(BROKER_TESTS)
 dist_check_SCRIPTS += $(BROKER_TESTS)
 EXTRA_DIST += tests/broker-lib.sh
