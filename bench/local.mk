@@ -1,1 +1,93 @@
-# benchmarks
+# Benchmarks (issue 8): one program per table, run by `make bench` (all
+# tables) or `make bench-NAME` (one table).  See BENCHMARKS.md.
+noinst_LTLIBRARIES += bench/libbench.la
+bench_libbench_la_SOURCES = %reldir%/harness.c %reldir%/harness.h %reldir%/daemon.c %reldir%/daemon.h
+bench_libbench_la_LIBADD = -lm
+
+# Table 4: counter layout.  Two binaries, one per page_counter layout.
+noinst_PROGRAMS += bench/bench-counters bench/bench-counters-unpadded
+bench_bench_counters_SOURCES = %reldir%/counters.c
+bench_bench_counters_LDADD = bench/libbench.la daemon/core/libmbcore.la
+bench_bench_counters_unpadded_SOURCES = %reldir%/counters.c
+bench_bench_counters_unpadded_CFLAGS = $(AM_CFLAGS) -DPAGE_COUNTER_UNPADDED
+bench_bench_counters_unpadded_LDADD = bench/libbench.la daemon/core/libmbcore-unpadded.la
+
+# Table 6: statistics (rstat) on the accounting core.
+noinst_PROGRAMS += bench/bench-stats
+bench_bench_stats_SOURCES = %reldir%/stats.c
+bench_bench_stats_LDADD = bench/libbench.la daemon/core/libmbcore.la
+
+# Tables 1, 2, 3, 5: the real daemon and the real client library.
+noinst_PROGRAMS += bench/bench-broker
+bench_bench_broker_SOURCES = %reldir%/broker.c
+bench_bench_broker_LDADD = bench/libbench.la client/libmembroker.la daemon/core/libmbcore.la
+
+# Table 1's other allocators: each replaces malloc() for its whole process
+# (not in the sanitizer build, where ASan owns malloc()).
+if !ENABLE_SANITIZERS
+if HAVE_JEMALLOC
+noinst_PROGRAMS += bench/bench-malloc-jemalloc
+bench_bench_malloc_jemalloc_SOURCES = %reldir%/malloc.c
+bench_bench_malloc_jemalloc_CFLAGS = $(AM_CFLAGS) $(JEMALLOC_CFLAGS)
+bench_bench_malloc_jemalloc_LDADD = bench/libbench.la $(JEMALLOC_LIBS)
+endif
+if HAVE_TCMALLOC
+noinst_PROGRAMS += bench/bench-malloc-tcmalloc
+bench_bench_malloc_tcmalloc_SOURCES = %reldir%/malloc.c
+bench_bench_malloc_tcmalloc_CFLAGS = $(AM_CFLAGS) $(TCMALLOC_CFLAGS)
+bench_bench_malloc_tcmalloc_LDADD = bench/libbench.la $(TCMALLOC_LIBS)
+endif
+endif
+
+# Generic side-by-side timing of whole commands (table 7).
+noinst_PROGRAMS += bench/bench-exec
+bench_bench_exec_SOURCES = %reldir%/exec.c
+bench_bench_exec_LDADD = bench/libbench.la
+
+# Table 8: memory overhead (starts membrokerd itself, several times).
+noinst_PROGRAMS += bench/bench-overhead
+bench_bench_overhead_SOURCES = %reldir%/overhead.c
+bench_bench_overhead_LDADD = bench/libbench.la client/libmembroker.la
+
+# Table 9: slab caches against malloc.
+noinst_PROGRAMS += bench/bench-slab
+bench_bench_slab_SOURCES = %reldir%/slab-bench.c
+bench_bench_slab_LDADD = bench/libbench.la client/libmembroker.la
+
+# Table 10: scale (starts membrokerd itself; 1,000 clients, 10,000 tenants).
+noinst_PROGRAMS += bench/bench-scale
+bench_bench_scale_SOURCES = %reldir%/scale.c
+bench_bench_scale_LDADD = bench/libbench.la client/libmembroker.la
+
+# ---- running them ----
+EXTRA_DIST += %reldir%/lib.sh %reldir%/mb-bench.sh
+BENCH_ENV = top_builddir='$(abs_top_builddir)' top_srcdir='$(abs_top_srcdir)' \
+	MB_BENCH_DIR='$(abs_top_builddir)/bench' BUSCTL='$(BUSCTL)' DBUS_DAEMON='$(DBUS_DAEMON)'
+BENCH_RUN = $(BENCH_ENV) $(SHELL) $(abs_top_srcdir)/bench/mb-bench.sh
+
+# All ten tables (a few minutes); the complete output also goes to
+# bench/results/latest.md in the build directory.
+bench: all
+	$(BENCH_RUN) --output bench/results/latest.md all
+bench-hotpath: all
+	$(BENCH_RUN) --output bench/results/hotpath.md hotpath
+bench-charge: all
+	$(BENCH_RUN) --output bench/results/charge.md charge
+bench-depth: all
+	$(BENCH_RUN) --output bench/results/depth.md depth
+bench-counters: all
+	$(BENCH_RUN) --output bench/results/counters.md counters
+bench-nolimits: all
+	$(BENCH_RUN) --output bench/results/nolimits.md nolimits
+bench-stats: all
+	$(BENCH_RUN) --output bench/results/stats.md stats
+bench-dbus: all
+	$(BENCH_RUN) --output bench/results/dbus.md dbus
+bench-overhead: all
+	$(BENCH_RUN) --output bench/results/overhead.md overhead
+bench-slab: all
+	$(BENCH_RUN) --output bench/results/slab.md slab
+bench-scale: all
+	$(BENCH_RUN) --output bench/results/scale.md scale
+.PHONY: bench bench-hotpath bench-charge bench-depth bench-counters bench-nolimits \
+	bench-stats bench-dbus bench-overhead bench-slab bench-scale

@@ -1,0 +1,642 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * broker.c - bench-broker: the tables that need a running membrokerd and
+ * the real client library.
+ *
+ *   bench-broker hotpath  SOCKET TENANT                       (table 1)
+ *   bench-broker charge   SOCKET [--memcg DIR HOME] SPEC...   (table 2)
+ *   bench-broker depth    SOCKET SPEC...                      (table 3)
+ *   bench-broker nolimits SOCKET FREE-TENANT LIMITED-TENANT   (table 5)
+ *
+ * SPEC is LABEL=TENANT, or LABEL=TENANT:touch to write one byte into every
+ * page.  The first SPEC is the row the others are compared with.
+ *
+ * "Charging" workload (tables 2, 3, 5): allocate N pages one at a time with
+ * mb_page_alloc(), holding them all, then free them one at a time.  The
+ * stock holds at most 2 × ChargeBatch pages, so all but the first
+ * 2 × ChargeBatch of the N pages are fresh charges: the allocations empty the
+ * stock every ChargeBatch pages (one Charge round trip each) and the frees
+ * overfill it every ChargeBatch pages (one Uncharge each).  Figures: pages
+ * per second, allocation and free together.
+ *
+ * The kernel row of table 2 does mmap(4 KiB) + write one byte + munmap per
+ * page with this process moved into a fresh memory cgroup DIR (created by
+ * the driver script), and moved back to HOME after each sample.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "macros.h"
+#include "membroker.h"
+#include "page_counter.h"
+
+#define MAX_SPECS 16
+#define CHARGE_MAX_PAGES (1u << 18) /* 1 GiB of 4 KiB pages held at most */
+
+static struct bench_opts opts;
+
+static mb_client *connect_or_die(const char *sock, const char *tenant) {
+        mb_client *c = NULL;
+        int r = mb_connect(sock, tenant, &c);
+
+        if (r < 0) {
+                fprintf(stderr, "bench-broker: cannot connect to tenant %s: %s (%s)\n", tenant, strerror(-r),
+                        mb_last_error());
+                exit(2);
+        }
+        return c;
+}
+
+/* ---- Table 1: the hot path ---- */
+
+enum hot_kind {
+        HOT_STOCK,
+        HOT_STOCK64,
+        HOT_BARE,
+        HOT_GLIBC,
+        HOT_GLIBC64,
+        HOT_SPAWN,
+};
+
+struct hot_ctx {
+        enum hot_kind kind;
+        unsigned threads;
+        mb_client *c;
+        char prog[4096];
+        const char *mode;
+        _Atomic int failed;
+};
+
+/* The bare thread-local free list: a per-thread LIFO array of pages, the
+ * least a page allocator can do.  noinline, so that it pays a call like
+ * mb_page_alloc() does. */
+#define BARE_CAP 256
+static __thread void *bare_stack[BARE_CAP];
+static __thread unsigned bare_nr;
+static char bare_pages[2][BARE_CAP] __attribute__((aligned(64)));
+
+static __attribute__((noinline)) void *bare_alloc(void) {
+        return bare_nr ? bare_stack[--bare_nr] : NULL;
+}
+
+static __attribute__((noinline)) void bare_free(void *p) {
+        if (bare_nr < BARE_CAP)
+                bare_stack[bare_nr++] = p;
+}
+
+static void hot_thread(void *arg, unsigned tid, uint64_t iters) {
+        struct hot_ctx *h = arg;
+        void *p[64];
+
+        switch (h->kind) {
+        case HOT_STOCK:
+                for (uint64_t i = 0; i < iters; i++) {
+                        void *q = mb_page_alloc(h->c);
+                        if (!q) {
+                                h->failed = 1;
+                                return;
+                        }
+                        bench_clobber(q);
+                        mb_page_free(h->c, q);
+                }
+                break;
+        case HOT_STOCK64:
+                for (uint64_t i = 0; i < iters; i += 64) {
+                        for (unsigned j = 0; j < 64; j++) {
+                                p[j] = mb_page_alloc(h->c);
+                                if (!p[j]) {
+                                        h->failed = 1;
+                                        return;
+                                }
+                                bench_clobber(p[j]);
+                        }
+                        for (unsigned j = 0; j < 64; j++)
+                                mb_page_free(h->c, p[j]);
+                }
+                break;
+        case HOT_BARE:
+                bare_nr = 0;
+                for (unsigned j = 0; j < BARE_CAP / 2; j++)
+                        bare_free(&bare_pages[tid % 2][j]);
+                for (uint64_t i = 0; i < iters; i++) {
+                        void *q = bare_alloc();
+                        bench_clobber(q);
+                        bare_free(q);
+                }
+                break;
+        case HOT_GLIBC:
+                for (uint64_t i = 0; i < iters; i++) {
+                        void *q = malloc(4096);
+                        bench_clobber(q);
+                        free(q);
+                }
+                break;
+        case HOT_GLIBC64:
+                for (uint64_t i = 0; i < iters; i += 64) {
+                        for (unsigned j = 0; j < 64; j++) {
+                                p[j] = malloc(4096);
+                                bench_clobber(p[j]);
+                        }
+                        for (unsigned j = 0; j < 64; j++)
+                                free(p[j]);
+                }
+                break;
+        case HOT_SPAWN:
+                abort();
+        }
+}
+
+static double hot_run(void *ctx, uint64_t iters) {
+        struct hot_ctx *h = ctx;
+        double ns;
+
+        iters = (iters + 63) / 64 * 64;
+        if (h->kind == HOT_SPAWN) {
+                char out[128], it[32], th[16];
+                char *argv[] = { h->prog, (char *) "--mode", (char *) h->mode, (char *) "--threads", th,
+                                 (char *) "--iters", it, NULL };
+
+                snprintf(it, sizeof it, "%llu", (unsigned long long) iters);
+                snprintf(th, sizeof th, "%u", h->threads);
+                if (bench_spawn(argv, out, sizeof out) < 0)
+                        return -1;
+                return strtod(out, NULL);
+        }
+        ns = bench_threads(h->threads, hot_thread, h, iters, true);
+        if (h->failed) {
+                fprintf(stderr, "bench-broker: allocation failed: %s\n", mb_last_error());
+                return -1;
+        }
+        return ns / (double) iters;
+}
+
+static int table_hotpath(const char *sock, const char *tenant) {
+        static const struct {
+                const char *name;
+                enum hot_kind kind;
+                const char *prog, *mode;
+        } kinds[] = {
+                { "membroker stock, mb_page_alloc+mb_page_free", HOT_STOCK, NULL, NULL },
+                { "membroker stock, 64 allocs then 64 frees", HOT_STOCK64, NULL, NULL },
+                { "bare thread-local free list", HOT_BARE, NULL, NULL },
+                { "glibc malloc(4096)+free", HOT_GLIBC, NULL, NULL },
+                { "glibc malloc(4096) ×64 then free ×64", HOT_GLIBC64, NULL, NULL },
+                { "jemalloc malloc(4096)+free", HOT_SPAWN, "bench-malloc-jemalloc", "one" },
+                { "jemalloc malloc(4096) ×64 then free ×64", HOT_SPAWN, "bench-malloc-jemalloc", "64" },
+                { "tcmalloc malloc(4096)+free", HOT_SPAWN, "bench-malloc-tcmalloc", "one" },
+                { "tcmalloc malloc(4096) ×64 then free ×64", HOT_SPAWN, "bench-malloc-tcmalloc", "64" },
+        };
+        const size_t nk = ELEMENTSOF(kinds);
+        static struct hot_ctx ctx[2][16];
+        struct bench_case cases[2 * 16];
+        char names[2 * 16][128];
+        mb_client *c = connect_or_die(sock, tenant);
+        const char *dir = getenv("MB_BENCH_DIR");
+        size_t n = 0;
+        char b[4][32];
+
+        for (unsigned t = 0; t < 2; t++)
+                for (size_t k = 0; k < nk; k++) {
+                        struct hot_ctx *h = &ctx[t][k];
+
+                        *h = (struct hot_ctx) { .kind = kinds[k].kind, .threads = t + 1, .c = c,
+                                                .mode = kinds[k].mode };
+                        snprintf(names[n], sizeof names[n], "%u thread%s: %s", t + 1, t ? "s" : "",
+                                 kinds[k].name);
+                        cases[n] = (struct bench_case) { .name = names[n], .run = hot_run, .ctx = h,
+                                                         .min_iters = 1024 };
+                        if (kinds[k].prog) {
+                                snprintf(h->prog, sizeof h->prog, "%s/%s", dir ? dir : ".", kinds[k].prog);
+                                if (access(h->prog, X_OK) < 0) {
+                                        cases[n].skip = true;
+                                        cases[n].skip_reason = "not built (the Debian package is not installed)";
+                                }
+                        }
+                        n++;
+                }
+        bench_run(cases, n, &opts);
+
+        bench_table_begin("Table 1: the hot path",
+                          "Allocate and free one page: the per-CPU stock of libmembroker against a bare "
+                          "thread-local free list and general-purpose allocators. Figures: ns per "
+                          "alloc+free pair, per thread (threads pinned one per CPU; with two threads both "
+                          "run at once). "
+                          "Pages and blocks are not touched.");
+        bench_table_columns("threads: allocator", "ns/pair (median)", "min–max",
+                            "ratio to the stock, same threads", NULL);
+        for (unsigned t = 0; t < 2; t++)
+                for (size_t k = 0; k < nk; k++)
+                        bench_table_row(&cases[t * nk + k], &cases[t * nk]);
+        printf("\nmembroker tenant %s, ChargeBatch %u (stock up to %u pages per CPU).\n\n", mb_tenant_path(c),
+               mb_charge_batch(c), 2 * mb_charge_batch(c));
+        for (unsigned t = 0; t < 2; t++) {
+                struct bench_case *st = &cases[t * nk], *bare = &cases[t * nk + 2], *gl = &cases[t * nk + 3];
+
+                if (st->skip || bare->skip || gl->skip)
+                        continue;
+                bench_target(st->stat.median <= 3 * bare->stat.median, "stock ≤ 3× a bare free list",
+                             "%u thread%s: stock %s ns, bare list %s ns: %s", t + 1, t ? "s" : "",
+                             bench_fmt(b[0], sizeof b[0], st->stat.median),
+                             bench_fmt(b[1], sizeof b[1], bare->stat.median),
+                             bench_fmt_ratio(b[2], sizeof b[2], st->stat.median / bare->stat.median));
+                bench_target(gl->stat.median >= 2 * st->stat.median,
+                             "stock ≥ 2× faster than glibc malloc(4096)+free",
+                             "%u thread%s: glibc %s ns, stock %s ns: stock is %s as fast", t + 1, t ? "s" : "",
+                             bench_fmt(b[0], sizeof b[0], gl->stat.median),
+                             bench_fmt(b[1], sizeof b[1], st->stat.median),
+                             bench_fmt_ratio(b[2], sizeof b[2], gl->stat.median / st->stat.median));
+        }
+        mb_close(c);
+        return bench_finish();
+}
+
+/* ---- Tables 2, 3, 5: charging through the daemon ---- */
+
+struct charge_ctx {
+        const char *label;
+        const char *tenant;
+        mb_client *c;
+        bool touch;
+        bool kernel;
+        const char *memcg, *memcg_home;
+        void **pages;
+        char error[256];
+};
+
+static int write_pid(const char *dir) {
+        char path[4096], pid[32];
+        int fd, n;
+
+        snprintf(path, sizeof path, "%s/cgroup.procs", dir);
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        n = snprintf(pid, sizeof pid, "%d\n", (int) getpid());
+        if (write(fd, pid, (size_t) n) != n) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        close(fd);
+        return 0;
+}
+
+static double charge_run(void *ctx, uint64_t iters) {
+        struct charge_ctx *x = ctx;
+        uint64_t t0, t1, done = 0;
+
+        if (x->kernel) {
+                int r = write_pid(x->memcg);
+
+                if (r < 0) {
+                        snprintf(x->error, sizeof x->error, "cannot move into the memory cgroup: %s",
+                                 strerror(-r));
+                        return -1;
+                }
+                t0 = bench_now_ns();
+                for (uint64_t i = 0; i < iters; i++) {
+                        char *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                        if (p == MAP_FAILED)
+                                break;
+                        *(volatile char *) p = 1;
+                        munmap(p, 4096);
+                }
+                t1 = bench_now_ns();
+                (void) write_pid(x->memcg_home);
+                return (double) iters * 1e9 / (double) (t1 - t0);
+        }
+
+        t0 = bench_now_ns();
+        while (done < iters) {
+                size_t n = (size_t) MB_MIN(iters - done, (uint64_t) CHARGE_MAX_PAGES);
+
+                for (size_t i = 0; i < n; i++) {
+                        void *p = mb_page_alloc(x->c);
+                        if (!p) {
+                                snprintf(x->error, sizeof x->error, "mb_page_alloc: %s", mb_last_error());
+                                for (size_t j = 0; j < i; j++)
+                                        mb_page_free(x->c, x->pages[j]);
+                                return -1;
+                        }
+                        if (x->touch)
+                                *(volatile char *) p = 1;
+                        x->pages[i] = p;
+                }
+                for (size_t i = 0; i < n; i++)
+                        mb_page_free(x->c, x->pages[i]);
+                done += n;
+        }
+        t1 = bench_now_ns();
+        return (double) iters * 1e9 / (double) (t1 - t0);
+}
+
+static void **pages_array(void) {
+        static void **pages;
+
+        if (!pages) {
+                pages = calloc(CHARGE_MAX_PAGES, sizeof(void *));
+                if (!pages)
+                        abort();
+        }
+        return pages;
+}
+
+/* Parse SPECs into @x; connect each. */
+static size_t parse_specs(const char *sock, char **spec, int nspec, struct charge_ctx *x) {
+        size_t n = 0;
+
+        for (int i = 0; i < nspec && n < MAX_SPECS; i++, n++) {
+                char *s = strdup(spec[i]), *eq = strchr(s, '='), *colon;
+
+                if (!eq) {
+                        fprintf(stderr, "bench-broker: bad spec %s (LABEL=TENANT[:touch])\n", spec[i]);
+                        exit(2);
+                }
+                *eq = 0;
+                colon = strchr(eq + 1, ':');
+                if (colon)
+                        *colon = 0;
+                x[n] = (struct charge_ctx) { .label = s, .tenant = eq + 1,
+                                             .touch = colon && strcmp(colon + 1, "touch") == 0,
+                                             .pages = pages_array() };
+                x[n].c = connect_or_die(sock, x[n].tenant);
+        }
+        return n;
+}
+
+static void charge_cases(struct charge_ctx *x, size_t n, struct bench_case *cases) {
+        for (size_t i = 0; i < n; i++)
+                cases[i] = (struct bench_case) {
+                        .name = x[i].label, .run = charge_run, .ctx = &x[i],
+                        .min_iters = 256,
+                        .max_iters = bench_count(&opts, 1u << 20, 1024),
+                };
+}
+
+static void charge_rows(struct charge_ctx *x, size_t n, struct bench_case *cases, size_t base) {
+        char b[2][64], ratio[96], rhead[160];
+
+        snprintf(rhead, sizeof rhead, "ratio to %s", cases[base].name);
+        bench_table_columns("case", "tenant (ChargeBatch from Welcome)", "pages/s (median)", "min–max",
+                            rhead, NULL);
+        for (size_t i = 0; i < n; i++) {
+                struct bench_case *c = &cases[i];
+                char tenant[160];
+
+                if (x[i].kernel)
+                        snprintf(tenant, sizeof tenant, "kernel memory cgroup");
+                else
+                        snprintf(tenant, sizeof tenant, "%s (%u)", mb_tenant_path(x[i].c), mb_charge_batch(x[i].c));
+                if (c->skip) {
+                        char reason[320];
+                        snprintf(reason, sizeof reason, "skipped: %s",
+                                 x[i].error[0] ? x[i].error : (c->skip_reason ? c->skip_reason : "failed"));
+                        bench_table_cells(c->name, tenant, reason, "", "", NULL);
+                        continue;
+                }
+                {
+                        char lo[32], hi[32];
+
+                        bench_fmt(b[0], sizeof b[0], c->stat.median);
+                        snprintf(b[1], sizeof b[1], "%s–%s", bench_fmt(lo, sizeof lo, c->stat.min),
+                                 bench_fmt(hi, sizeof hi, c->stat.max));
+                }
+                if (i == base)
+                        snprintf(ratio, sizeof ratio, "1.00× (base)");
+                else if (cases[base].skip)
+                        snprintf(ratio, sizeof ratio, "n/a");
+                else
+                        bench_fmt_ratio(ratio, sizeof ratio, c->stat.median / cases[base].stat.median);
+                bench_table_cells(c->name, tenant, b[0], b[1], ratio, NULL);
+        }
+        putchar('\n');
+}
+
+static struct bench_case *find_case(struct bench_case *cases, size_t n, const char *name) {
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(cases[i].name, name) == 0)
+                        return &cases[i];
+        return NULL;
+}
+
+static int table_charge(const char *sock, int argc, char **argv) {
+        static struct charge_ctx x[MAX_SPECS + 1];
+        struct bench_case cases[MAX_SPECS + 1];
+        const char *memcg = NULL, *home = NULL;
+        struct bench_case *b1, *b64, *k;
+        size_t n;
+        char b[3][32];
+
+        if (argc >= 3 && strcmp(argv[0], "--memcg") == 0) {
+                memcg = argv[1];
+                home = argv[2];
+                argc -= 3;
+                argv += 3;
+        }
+        n = parse_specs(sock, argv, argc, x);
+        x[n] = (struct charge_ctx) { .label = "kernel: mmap+touch+munmap 4 KiB", .kernel = true,
+                                     .memcg = memcg, .memcg_home = home };
+        charge_cases(x, n + 1, cases);
+        if (!memcg) {
+                const char *why = getenv("MB_BENCH_MEMCG_SKIP");
+                cases[n].skip = true;
+                cases[n].skip_reason = why && *why ? why : "no memory cgroup could be created";
+        }
+        n++;
+        bench_run(cases, n, &opts);
+
+        bench_table_begin("Table 2: charging through the daemon (seed 002)",
+                          "Every page a fresh charge: allocate N pages one at a time, then free them, so "
+                          "that the stock must ask the daemon for a batch every ChargeBatch pages and give "
+                          "one back every ChargeBatch frees. Figures: pages per second (allocation and "
+                          "free together). The kernel row is the kernel's own path for one page: "
+                          "mmap+write+munmap of 4 KiB in a memory cgroup.");
+        if (memcg) {
+                const char *v = getenv("MB_BENCH_MEMCG_VERSION");
+                printf("Kernel row: a fresh memory cgroup (%s), child of this process's own, removed "
+                       "afterwards.\n\n",
+                       v && *v ? v : "cgroup");
+        }
+        charge_rows(x, n, cases, 0);
+
+        b1 = find_case(cases, n, "ChargeBatch 1");
+        if (!b1)
+                b1 = &cases[0];
+        b64 = find_case(cases, n, "ChargeBatch 64");
+        k = &cases[n - 1];
+        if (b64 && !b64->skip && !b1->skip)
+                bench_target(b64->stat.median >= 30 * b1->stat.median, "batch 64 ≥ 30× batch 1",
+                             "%s pages/s vs %s pages/s: %s", bench_fmt(b[0], sizeof b[0], b64->stat.median),
+                             bench_fmt(b[1], sizeof b[1], b1->stat.median),
+                             bench_fmt_ratio(b[2], sizeof b[2], b64->stat.median / b1->stat.median));
+        if (b64 && !b64->skip && !k->skip)
+                bench_target(b64->stat.median >= 10 * k->stat.median,
+                             "≥ 10× faster per page than the kernel path",
+                             "batch 64 %s pages/s vs kernel %s pages/s: %s",
+                             bench_fmt(b[0], sizeof b[0], b64->stat.median),
+                             bench_fmt(b[1], sizeof b[1], k->stat.median),
+                             bench_fmt_ratio(b[2], sizeof b[2], b64->stat.median / k->stat.median));
+        else if (k->skip)
+                printf("- target \"≥ 10× faster per page than the kernel path\": not measured (%s)\n",
+                       k->skip_reason);
+        {
+                struct bench_case *t = find_case(cases, n, "ChargeBatch 64, pages touched");
+                if (t && !t->skip && !k->skip)
+                        printf("- with every page touched (a page fault on the shared arena, and the hole "
+                               "punch when it goes back): %s pages/s, %s the kernel path\n",
+                               bench_fmt(b[0], sizeof b[0], t->stat.median),
+                               bench_fmt_ratio(b[1], sizeof b[1], t->stat.median / k->stat.median));
+        }
+        return bench_finish();
+}
+
+/* The counter alone: try_charge + uncharge of one batch through a chain of
+ * @depth counters under the root, max and high set at every level. */
+struct counter_ctx {
+        unsigned depth;
+        struct page_counter *leaf;
+};
+
+static double counter_run(void *ctx, uint64_t iters) {
+        struct counter_ctx *cc = ctx;
+        uint64_t t0 = bench_now_ns();
+
+        for (uint64_t i = 0; i < iters; i++) {
+                struct page_counter *fail;
+                if (!page_counter_try_charge(cc->leaf, 64, &fail))
+                        return -1;
+                page_counter_uncharge(cc->leaf, 64);
+        }
+        return (double) (bench_now_ns() - t0) / (double) iters;
+}
+
+static struct page_counter *counter_chain(unsigned depth) {
+        struct page_counter *parent = NULL, *c = NULL;
+
+        for (unsigned i = 0; i <= depth; i++) {
+                void *p = NULL;
+                if (posix_memalign(&p, PAGE_COUNTER_ALIGN_BYTES, sizeof(struct page_counter)) != 0)
+                        abort();
+                c = p;
+                page_counter_init(c, parent, true);
+                if (parent) {
+                        (void) page_counter_set_max(c, 1UL << 30);
+                        (void) page_counter_set_high(c, 1UL << 30);
+                }
+                parent = c;
+        }
+        return c;
+}
+
+static int table_depth(const char *sock, int argc, char **argv) {
+        static struct charge_ctx x[MAX_SPECS];
+        struct bench_case cases[MAX_SPECS];
+        static const unsigned depths[] = { 1, 2, 4, 8 };
+        struct counter_ctx cc[4];
+        struct bench_case ccases[4];
+        char cnames[4][64], b[3][32];
+        struct bench_case *d1, *d4;
+        size_t n = parse_specs(sock, argv, argc, x);
+
+        charge_cases(x, n, cases);
+        bench_run(cases, n, &opts);
+        for (unsigned i = 0; i < 4; i++) {
+                cc[i] = (struct counter_ctx) { .depth = depths[i], .leaf = counter_chain(depths[i]) };
+                snprintf(cnames[i], sizeof cnames[i], "depth %u", depths[i]);
+                ccases[i] = (struct bench_case) { .name = cnames[i], .run = counter_run, .ctx = &cc[i] };
+        }
+        bench_run(ccases, 4, &opts);
+
+        bench_table_begin("Table 3: hierarchy depth (seed 004)",
+                          "The charging workload of table 2 at the default ChargeBatch, in a tenant at "
+                          "depth 1, 2, 4 and 8 with MemoryMax and MemoryHigh set at every level. Figures: "
+                          "pages per second.");
+        charge_rows(x, n, cases, 0);
+        d1 = find_case(cases, n, "depth 1");
+        d4 = find_case(cases, n, "depth 4");
+        if (d1 && d4 && !d1->skip && !d4->skip)
+                bench_target(d1->stat.median <= 1.05 * d4->stat.median, "depth 4 ≤ 5% slower than depth 1",
+                             "depth 4 runs at %s of depth 1's throughput (%s vs %s pages/s)",
+                             bench_fmt_ratio(b[0], sizeof b[0], d4->stat.median / d1->stat.median),
+                             bench_fmt(b[1], sizeof b[1], d4->stat.median),
+                             bench_fmt(b[2], sizeof b[2], d1->stat.median));
+
+        bench_table_begin("Table 3b: the page_counter walk alone",
+                          "page_counter_try_charge + page_counter_uncharge of 64 pages (one batch) through "
+                          "a chain of counters under the root, max and high set at every level, one "
+                          "thread, in process. Figures: ns per batch.");
+        bench_table_columns("depth", "ns/batch (median)", "min–max", "ratio to depth 1", NULL);
+        for (unsigned i = 0; i < 4; i++)
+                bench_table_row(&ccases[i], &ccases[0]);
+        putchar('\n');
+        return bench_finish();
+}
+
+static int table_nolimits(const char *sock, const char *free_tenant, const char *lim_tenant) {
+        static struct hot_ctx h[2];
+        static struct charge_ctx x[2];
+        struct bench_case hcases[2], ccases[2];
+        static char hnames[2][128], cnames[2][128];
+        const char *tenants[2] = { lim_tenant, free_tenant };
+        const char *what[2] = { "limits everywhere", "nothing limited" };
+        char b[3][32];
+
+        for (unsigned i = 0; i < 2; i++) {
+                mb_client *c = connect_or_die(sock, tenants[i]);
+
+                h[i] = (struct hot_ctx) { .kind = HOT_STOCK, .threads = 1, .c = c };
+                snprintf(hnames[i], sizeof hnames[i], "hot path, %s", what[i]);
+                hcases[i] = (struct bench_case) { .name = hnames[i], .run = hot_run, .ctx = &h[i],
+                                                  .min_iters = 1024 };
+                x[i] = (struct charge_ctx) { .tenant = tenants[i], .c = c, .pages = pages_array() };
+                snprintf(cnames[i], sizeof cnames[i], "charge path, %s", what[i]);
+                x[i].label = cnames[i];
+        }
+        charge_cases(x, 2, ccases);
+        bench_run(hcases, 2, &opts);
+        bench_run(ccases, 2, &opts);
+
+        bench_table_begin("Table 5: nothing limited vs limits everywhere (seed 003)",
+                          "The same client work in a tenant where neither it nor any ancestor has a limit "
+                          "or protection, and in one with MemoryMax, MemoryHigh, MemoryLow and MemoryMin at "
+                          "every level. Hot path: ns per mb_page_alloc+mb_page_free from the stock. Charge "
+                          "path: the charging workload of table 2, pages/s.");
+        bench_table_columns("case", "ns/pair (median)", "min–max", "ratio to limits everywhere", NULL);
+        bench_table_row(&hcases[0], &hcases[0]);
+        bench_table_row(&hcases[1], &hcases[0]);
+        putchar('\n');
+        charge_rows(x, 2, ccases, 0);
+        if (!hcases[0].skip && !hcases[1].skip) {
+                double r = hcases[1].stat.median / hcases[0].stat.median;
+                bench_target(r >= 0.95 && r <= 1.05, "no limits within 5% of limits on the hot path",
+                             "nothing limited takes %s the time of limits everywhere",
+                             bench_fmt_ratio(b[0], sizeof b[0], r));
+        }
+        if (!ccases[0].skip && !ccases[1].skip)
+                printf("- charge path: nothing limited runs at %s the throughput of limits everywhere "
+                       "(ChargeBatch %u vs %u)\n",
+                       bench_fmt_ratio(b[0], sizeof b[0], ccases[1].stat.median / ccases[0].stat.median),
+                       mb_charge_batch(x[1].c), mb_charge_batch(x[0].c));
+        return bench_finish();
+}
+
+int main(int argc, char **argv) {
+        bench_opts_init(&opts);
+        if (argc >= 4 && strcmp(argv[1], "hotpath") == 0)
+                return table_hotpath(argv[2], argv[3]);
+        if (argc >= 4 && strcmp(argv[1], "charge") == 0)
+                return table_charge(argv[2], argc - 3, argv + 3);
+        if (argc >= 4 && strcmp(argv[1], "depth") == 0)
+                return table_depth(argv[2], argc - 3, argv + 3);
+        if (argc >= 5 && strcmp(argv[1], "nolimits") == 0)
+                return table_nolimits(argv[2], argv[3], argv[4]);
+        fprintf(stderr, "usage: bench-broker hotpath|charge|depth|nolimits SOCKET ...\n");
+        return 2;
+}

@@ -1,0 +1,415 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * harness.c - see harness.h.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+extern char **environ;
+
+static unsigned targets_met, targets_missed;
+
+static uint64_t env_u64(const char *name, uint64_t def) {
+        const char *s = getenv(name);
+        char *end;
+        unsigned long long v;
+
+        if (!s || !*s)
+                return def;
+        errno = 0;
+        v = strtoull(s, &end, 10);
+        if (errno || *end)
+                return def;
+        return v;
+}
+
+void bench_opts_init(struct bench_opts *ret) {
+        const char *q = getenv("MB_BENCH_QUICK");
+
+        ret->quick = q && *q && strcmp(q, "0") != 0;
+        ret->reps = (unsigned) env_u64("MB_BENCH_REPS", ret->quick ? 1 : BENCH_DEFAULT_REPS);
+        if (ret->reps < 1)
+                ret->reps = 1;
+        if (ret->reps > BENCH_MAX_REPS)
+                ret->reps = BENCH_MAX_REPS;
+        ret->sample_ns = env_u64("MB_BENCH_SAMPLE_MS", ret->quick ? 1 : BENCH_DEFAULT_SAMPLE_MSEC) * 1000000ULL;
+        setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
+uint64_t bench_count(const struct bench_opts *o, uint64_t full, uint64_t quick) {
+        return o->quick ? quick : full;
+}
+
+uint64_t bench_now_ns(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+        double x = *(const double *) a, y = *(const double *) b;
+        return x < y ? -1 : x > y;
+}
+
+void bench_stat_compute(const double *samples, unsigned n, struct bench_stat *ret) {
+        double s[BENCH_MAX_REPS];
+
+        *ret = (struct bench_stat) { .n = n };
+        if (n == 0 || n > BENCH_MAX_REPS)
+                return;
+        memcpy(s, samples, n * sizeof(double));
+        qsort(s, n, sizeof(double), cmp_double);
+        ret->min = s[0];
+        ret->max = s[n - 1];
+        ret->median = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+/* Double the count until one call takes an eighth of the wanted sample time,
+ * then scale to the sample time.  The calls also warm the case up. */
+static void calibrate(struct bench_case *c, const struct bench_opts *o) {
+        uint64_t iters = c->min_iters ? c->min_iters : 1;
+        uint64_t cap = c->max_iters ? c->max_iters : UINT64_MAX / 4;
+
+        for (;;) {
+                uint64_t t0 = bench_now_ns();
+                double r = c->run(c->ctx, iters);
+                uint64_t dt = bench_now_ns() - t0;
+
+                if (r < 0) {
+                        c->skip = true;
+                        return;
+                }
+                if (dt >= o->sample_ns / 8 || iters >= cap) {
+                        double want = (double) iters * (double) o->sample_ns / (double) (dt ? dt : 1);
+                        if (want > (double) cap)
+                                want = (double) cap;
+                        c->iters = want < (double) iters ? iters : (uint64_t) want;
+                        if (c->iters < 1)
+                                c->iters = 1;
+                        return;
+                }
+                iters *= 2;
+                if (iters > cap)
+                        iters = cap;
+        }
+}
+
+void bench_run(struct bench_case *cases, size_t n, const struct bench_opts *o) {
+        for (size_t i = 0; i < n; i++) {
+                struct bench_case *c = &cases[i];
+
+                c->nsamples = 0;
+                if (c->skip)
+                        continue;
+                if (c->iters == 0)
+                        calibrate(c, o);
+                else if (c->run(c->ctx, c->iters) < 0) /* warm-up */
+                        c->skip = true;
+        }
+
+        for (unsigned r = 0; r < o->reps; r++)
+                for (size_t k = 0; k < n; k++) {
+                        struct bench_case *c = &cases[(k + r) % n];
+                        double v;
+
+                        if (c->skip)
+                                continue;
+                        v = c->run(c->ctx, c->iters);
+                        if (v < 0) {
+                                c->skip = true;
+                                continue;
+                        }
+                        c->samples[c->nsamples++] = v;
+                }
+
+        for (size_t i = 0; i < n; i++)
+                if (!cases[i].skip)
+                        bench_stat_compute(cases[i].samples, cases[i].nsamples, &cases[i].stat);
+}
+
+void bench_table_begin(const char *title, const char *question) {
+        printf("\n## %s\n\n", title);
+        if (question && *question)
+                printf("%s\n\n", question);
+}
+
+static void print_cells(const char *first, va_list ap) {
+        fputs("|", stdout);
+        for (const char *s = first; s; s = va_arg(ap, const char *))
+                printf(" %s |", s);
+        fputs("\n", stdout);
+}
+
+void bench_table_columns(const char *first, ...) {
+        va_list ap;
+        unsigned n = 0;
+
+        va_start(ap, first);
+        print_cells(first, ap);
+        va_end(ap);
+
+        va_start(ap, first);
+        for (const char *s = first; s; s = va_arg(ap, const char *))
+                n++;
+        va_end(ap);
+        fputs("|", stdout);
+        for (unsigned i = 0; i < n; i++)
+                fputs(i == 0 ? " --- |" : " ---: |", stdout);
+        fputs("\n", stdout);
+}
+
+void bench_table_cells(const char *first, ...) {
+        va_list ap;
+
+        va_start(ap, first);
+        print_cells(first, ap);
+        va_end(ap);
+}
+
+const char *bench_fmt(char *buf, size_t size, double v) {
+        double a = fabs(v);
+
+        if (a >= 1e7)
+                snprintf(buf, size, "%.3g", v);
+        else if (a >= 100 || a == 0)
+                snprintf(buf, size, "%.0f", v);
+        else if (a >= 10)
+                snprintf(buf, size, "%.1f", v);
+        else if (a >= 1)
+                snprintf(buf, size, "%.2f", v);
+        else
+                snprintf(buf, size, "%.3g", v);
+        return buf;
+}
+
+const char *bench_fmt_ratio(char *buf, size_t size, double r) {
+        if (!isfinite(r))
+                snprintf(buf, size, "n/a");
+        else if (r >= 100)
+                snprintf(buf, size, "%.0f×", r);
+        else if (r >= 10)
+                snprintf(buf, size, "%.1f×", r);
+        else if (r >= 0.1 || r == 0)
+                snprintf(buf, size, "%.2f×", r);
+        else
+                snprintf(buf, size, "%.2g×", r);
+        return buf;
+}
+
+void bench_table_row(const struct bench_case *c, const struct bench_case *base) {
+        char med[32], lo[32], hi[32], spread[80], ratio[96];
+
+        if (c->skip) {
+                char reason[256];
+                snprintf(reason, sizeof reason, "skipped: %s", c->skip_reason ? c->skip_reason : "failed");
+                bench_table_cells(c->name, reason, "", "", NULL);
+                return;
+        }
+        bench_fmt(med, sizeof med, c->stat.median);
+        snprintf(spread, sizeof spread, "%s–%s", bench_fmt(lo, sizeof lo, c->stat.min),
+                 bench_fmt(hi, sizeof hi, c->stat.max));
+        if (!base)
+                snprintf(ratio, sizeof ratio, "—");
+        else if (base == c)
+                snprintf(ratio, sizeof ratio, "1.00× (base)");
+        else if (base->skip || base->stat.median == 0)
+                snprintf(ratio, sizeof ratio, "n/a");
+        else
+                bench_fmt_ratio(ratio, sizeof ratio, c->stat.median / base->stat.median);
+        bench_table_cells(c->name, med, spread, ratio, NULL);
+}
+
+void bench_note(const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        vprintf(fmt, ap);
+        va_end(ap);
+        fputs("\n", stdout);
+}
+
+void bench_target(bool met, const char *target, const char *fmt, ...) {
+        va_list ap;
+
+        printf("- target \"%s\": **%s** (", target, met ? "met" : "MISSED");
+        va_start(ap, fmt);
+        vprintf(fmt, ap);
+        va_end(ap);
+        fputs(")\n", stdout);
+        if (met)
+                targets_met++;
+        else
+                targets_missed++;
+}
+
+int bench_finish(void) {
+        fflush(stdout);
+        return 0;
+}
+
+/* ---- Threads ---- */
+
+unsigned bench_ncpus(void) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        return n > 0 ? (unsigned) n : 1;
+}
+
+struct thread_arg {
+        void (*fn)(void *arg, unsigned tid, uint64_t iters);
+        void *arg;
+        unsigned tid;
+        uint64_t iters;
+        bool pin;
+        pthread_barrier_t *barrier;
+        uint64_t end_ns;
+};
+
+static void *thread_main(void *p) {
+        struct thread_arg *a = p;
+
+        if (a->pin) {
+                cpu_set_t set;
+                CPU_ZERO(&set);
+                CPU_SET(a->tid % bench_ncpus(), &set);
+                (void) pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+        }
+        pthread_barrier_wait(a->barrier);
+        a->fn(a->arg, a->tid, a->iters);
+        a->end_ns = bench_now_ns();
+        return NULL;
+}
+
+double bench_threads(unsigned nthreads, void (*fn)(void *arg, unsigned tid, uint64_t iters), void *arg,
+                     uint64_t iters, bool pin) {
+        pthread_barrier_t barrier;
+        pthread_t th[64];
+        struct thread_arg ta[64];
+        uint64_t start, end = 0;
+
+        if (nthreads < 1 || nthreads > 64)
+                return -EINVAL;
+        pthread_barrier_init(&barrier, NULL, nthreads + 1);
+        for (unsigned i = 0; i < nthreads; i++) {
+                ta[i] = (struct thread_arg) { fn, arg, i, iters, pin, &barrier, 0 };
+                if (pthread_create(&th[i], NULL, thread_main, &ta[i]) != 0) {
+                        fprintf(stderr, "bench: pthread_create failed\n");
+                        abort();
+                }
+        }
+        start = bench_now_ns();
+        pthread_barrier_wait(&barrier);
+        for (unsigned i = 0; i < nthreads; i++) {
+                pthread_join(th[i], NULL);
+                if (ta[i].end_ns > end)
+                        end = ta[i].end_ns;
+        }
+        pthread_barrier_destroy(&barrier);
+        return (double) (end - start);
+}
+
+/* ---- Child processes ---- */
+
+double bench_spawn(char *const argv[], char *out, size_t size) {
+        posix_spawn_file_actions_t fa;
+        int pfd[2] = { -1, -1 };
+        size_t len = 0;
+        uint64_t t0, t1;
+        pid_t pid;
+        int r, status;
+
+        if (out && pipe2(pfd, O_CLOEXEC) < 0)
+                return -errno;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        if (out)
+                posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+        else
+                posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+
+        t0 = bench_now_ns();
+        r = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        if (out)
+                close(pfd[1]);
+        if (r != 0) {
+                if (out)
+                        close(pfd[0]);
+                return -r;
+        }
+        if (out) {
+                for (;;) {
+                        ssize_t k;
+                        char sink[4096];
+
+                        if (len + 1 < size)
+                                k = read(pfd[0], out + len, size - 1 - len);
+                        else
+                                k = read(pfd[0], sink, sizeof sink);
+                        if (k < 0 && errno == EINTR)
+                                continue;
+                        if (k <= 0)
+                                break;
+                        if (len + 1 < size)
+                                len += (size_t) k;
+                }
+                out[len] = 0;
+                close(pfd[0]);
+        }
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        t1 = bench_now_ns();
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                return -ECHILD;
+        return (double) (t1 - t0);
+}
+
+uint64_t bench_raise_nofile(uint64_t want) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return 0;
+        if (rl.rlim_cur < want) {
+                rl.rlim_cur = want < rl.rlim_max ? want : rl.rlim_max;
+                (void) setrlimit(RLIMIT_NOFILE, &rl);
+                (void) getrlimit(RLIMIT_NOFILE, &rl);
+        }
+        return rl.rlim_cur;
+}
+
+int64_t bench_proc_status_kb(int pid, const char *field) {
+        char path[64], line[256];
+        size_t flen = strlen(field);
+        int64_t v = -ENOENT;
+        FILE *f;
+
+        if (pid)
+                snprintf(path, sizeof path, "/proc/%d/status", pid);
+        else
+                snprintf(path, sizeof path, "/proc/self/status");
+        f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        while (fgets(line, sizeof line, f))
+                if (strncmp(line, field, flen) == 0 && line[flen] == ':') {
+                        v = strtoll(line + flen + 1, NULL, 10);
+                        break;
+                }
+        fclose(f);
+        return v;
+}

@@ -1,0 +1,334 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# bench/mb-bench.sh - run the benchmark tables (design.md §9, issue 8).
+#
+#   mb-bench.sh [--output FILE] TABLE...     TABLE: all, hotpath, charge,
+#       depth, counters, nolimits, stats, dbus, overhead, slab, scale
+#
+# Tables go to stdout (Markdown) and, with --output, to FILE as well;
+# progress goes to stderr.  MB_BENCH_QUICK=1 runs everything once with tiny
+# counts (CI).  Needs top_builddir and top_srcdir (make bench sets them).
+# Root is needed only for the kernel rows (memory cgroups); they are
+# skipped with a note otherwise.
+set -uo pipefail
+
+. "$top_srcdir/bench/lib.sh"
+
+QUICK=${MB_BENCH_QUICK:-0}
+[ "$QUICK" = 0 ] && QUICK=
+q() { if [ -n "$QUICK" ]; then echo "$2"; else echo "$1"; fi; }
+
+OUTPUT=
+if [ "${1:-}" = --output ]; then
+        OUTPUT=$2; shift 2
+fi
+[ $# -gt 0 ] || set -- all
+
+ALL_TABLES=(hotpath charge depth counters nolimits stats dbus overhead slab scale)
+STATUS=0
+
+# missing WHAT: print a table stub saying why it could not run
+missing() {
+        printf '\n## %s\n\nskipped: %s\n' "$1" "$2"
+}
+
+need_daemon() {
+        mb_have_daemon && [ -x "$BENCH_BIN/bench-broker" ]
+}
+
+# ---- table 1 ----
+t_hotpath() {
+        need_daemon || { missing "Table 1: the hot path" "membrokerd or bench-broker not built"; return; }
+        local conf=$MB_TMP/hot
+        mb_config "$conf" 4G
+        mb_tenant "$conf" hot "Path=hot"
+        mb_start_daemon "$conf" || { missing "Table 1: the hot path" "membrokerd did not start"; return 1; }
+        "$BENCH_BIN/bench-broker" hotpath "$MB_SOCK" hot
+        local rc=$?
+        mb_stop_daemon
+        return $rc
+}
+
+# memcg_child NAME: a fresh child of this process's memory cgroup; prints its
+# path, or nothing (and sets MEMCG_SKIP) when that is impossible
+memcg_child() {
+        local base dir
+        MEMCG_SKIP=
+        if [ "$(id -u)" -ne 0 ]; then
+                MEMCG_SKIP="not root: cannot create memory cgroups"; return 1
+        fi
+        base=$(mb_memcg_base) || { MEMCG_SKIP="no usable memory cgroup hierarchy (v1 memory controller, or v2 with memory delegated)"; return 1; }
+        dir="$base/$1.$$"
+        mb_cgroup_make "$dir" || { MEMCG_SKIP="cannot create $1 in this process's memory cgroup"; return 1; }
+        MB_BENCH_MEMCG_VERSION="cgroup $(mb_memcg_version "$base")"
+        export MB_BENCH_MEMCG_VERSION
+        echo "$dir"
+}
+
+# ---- table 2 ----
+t_charge() {
+        need_daemon || { missing "Table 2: charging through the daemon" "membrokerd or bench-broker not built"; return; }
+        local conf=$MB_TMP/charge b specs=() memcg base
+        mb_config "$conf" 4G
+        for b in 1 8 32 64 128; do
+                # a limit far away keeps the tenant off any "unlimited" fast
+                # path, so that the batch is the configured one
+                mb_tenant "$conf" "b$b" "Path=b$b" "ChargeBatch=$b" "MemoryMax=3G"
+                specs+=("ChargeBatch $b=b$b")
+        done
+        specs+=("ChargeBatch 64, pages touched=b64:touch")
+        mb_start_daemon "$conf" || { missing "Table 2: charging through the daemon" "membrokerd did not start"; return 1; }
+        memcg=$(memcg_child mbbench-charge) || true
+        # memcg_child ran in a subshell: recompute what it set
+        if [ -n "$memcg" ]; then
+                MB_CGROUP_DIRS+=("$memcg")
+                base=$(dirname "$memcg")
+                MB_BENCH_MEMCG_VERSION="cgroup $(mb_memcg_version "$base")" \
+                        "$BENCH_BIN/bench-broker" charge "$MB_SOCK" --memcg "$memcg" "$base" "${specs[@]}"
+        else
+                MB_BENCH_MEMCG_SKIP="$(memcg_child_reason)" \
+                        "$BENCH_BIN/bench-broker" charge "$MB_SOCK" "${specs[@]}"
+        fi
+        local rc=$?
+        mb_stop_daemon
+        [ -n "$memcg" ] && mb_cgroup_remove "$memcg"
+        return $rc
+}
+
+# why memcg_child would fail (it runs in a subshell, so ask again)
+memcg_child_reason() {
+        if [ "$(id -u)" -ne 0 ]; then echo "not root: cannot create memory cgroups"
+        elif ! mb_memcg_base >/dev/null; then echo "no usable memory cgroup hierarchy (v1 memory controller, or v2 with memory delegated)"
+        else echo "cannot create a memory cgroup in this process's own"
+        fi
+}
+
+# ---- table 3 ----
+t_depth() {
+        need_daemon || { missing "Table 3: hierarchy depth" "membrokerd or bench-broker not built"; return; }
+        local conf=$MB_TMP/depth d i path specs=() letters=(x a b c d e f g h)
+        mb_config "$conf" 4G
+        for d in 1 2 4 8; do
+                path=
+                for ((i = 1; i <= d; i++)); do
+                        path="${path:+$path/}${letters[$d]}$i"
+                        mb_tenant "$conf" "${letters[$d]}$i" "Path=$path" "MemoryMax=3G" "MemoryHigh=3G"
+                done
+                specs+=("depth $d=$path")
+        done
+        mb_start_daemon "$conf" || { missing "Table 3: hierarchy depth" "membrokerd did not start"; return 1; }
+        "$BENCH_BIN/bench-broker" depth "$MB_SOCK" "${specs[@]}"
+        local rc=$?
+        mb_stop_daemon
+        return $rc
+}
+
+# ---- table 4 ----
+t_counters() {
+        [ -x "$BENCH_BIN/bench-counters" ] || { missing "Table 4: counter layout" "bench-counters not built"; return; }
+        "$BENCH_BIN/bench-counters"
+}
+
+# ---- table 5 ----
+t_nolimits() {
+        need_daemon || { missing "Table 5: nothing limited vs limits everywhere" "membrokerd or bench-broker not built"; return; }
+        local conf=$MB_TMP/nolim lim=("MemoryMax=3G" "MemoryHigh=3G" "MemoryLow=64M" "MemoryMin=32M")
+        mb_config "$conf" 4G
+        mb_tenant "$conf" free "Path=free/app"
+        mb_tenant "$conf" lim "Path=lim" "${lim[@]}"
+        mb_tenant "$conf" limapp "Path=lim/app" "${lim[@]}"
+        mb_start_daemon "$conf" || { missing "Table 5: nothing limited vs limits everywhere" "membrokerd did not start"; return 1; }
+        "$BENCH_BIN/bench-broker" nolimits "$MB_SOCK" free/app lim/app
+        local rc=$?
+        mb_stop_daemon
+        return $rc
+}
+
+# ---- table 6 ----
+t_stats() {
+        [ -x "$BENCH_BIN/bench-stats" ] || { missing "Table 6: statistics" "bench-stats not built"; return; }
+        "$BENCH_BIN/bench-stats" || return 1
+        t_stats_callgrind
+}
+
+# Table 6c: instruction counts of the same reads under callgrind (immune to
+# machine noise).  One run of each read, counted between client requests.
+t_stats_callgrind() {
+        local title="Table 6c: instructions per read (callgrind)"
+        if [ -n "$QUICK" ]; then
+                missing "$title" "not run in quick mode"; return 0
+        fi
+        command -v valgrind >/dev/null || { missing "$title" "valgrind is not installed"; return 0; }
+        local dir=$MB_TMP/callgrind
+        mkdir -p "$dir"
+        if ! MB_BENCH_CALLGRIND=1 valgrind --tool=callgrind --callgrind-out-file="$dir/cg.out" \
+                "$BENCH_BIN/bench-stats" >/dev/null 2>"$dir/valgrind.log"; then
+                missing "$title" "valgrind failed: $(tail -1 "$dir/valgrind.log")"; return 0
+        fi
+        printf '\n## %s\n\n' "$title"
+        echo "The reads of table 6a, each run once under valgrind --tool=callgrind and counted between"
+        echo "CALLGRIND_ZERO_STATS and CALLGRIND_DUMP_STATS_AT (instructions executed, Ir)."
+        echo
+        echo "| read | instructions | ratio to the full flush |"
+        echo "| --- | ---: | ---: |"
+        local f desc ir full= rows=()
+        # dumps are numbered in the order the program made them
+        for f in $(ls "$dir"/cg.out.* 2>/dev/null | sort -t. -k3 -n); do
+                desc=$(sed -n 's/^desc: Trigger: Client Request: //p' "$f")
+                ir=$(sed -n 's/^summary: //p' "$f" | awk '{ print $1 }')
+                [ -n "$desc" ] && [ -n "$ir" ] || continue
+                rows+=("$desc|$ir")
+                [ "$desc" = "full flush" ] && full=$ir
+        done
+        local r
+        for r in "${rows[@]}"; do
+                desc=${r%|*}; ir=${r#*|}
+                if [ -n "$full" ] && [ "$ir" -gt 0 ]; then
+                        if [ "$desc" = "full flush" ]; then
+                                echo "| $desc | $ir | 1.00× (base) |"
+                        else
+                                echo "| $desc | $ir | $(awk -v a="$ir" -v b="$full" 'BEGIN { r = a / b; if (r < 0.1) printf "%.2g×", r; else printf "%.2f×", r }') |"
+                        fi
+                else
+                        echo "| $desc | $ir | — |"
+                fi
+        done
+        echo
+}
+
+# ---- table 7 ----
+t_dbus() {
+        local title="Table 7: D-Bus DumpStats() vs the kernel's memory.stat"
+        local n i conf=$MB_TMP/dbus busfile=$MB_TMP/dump.argv catfile=$MB_TMP/cat.argv memcg= catrow
+        n=$(q 1000 20)
+        mb_have_daemon || { missing "$title" "membrokerd not built"; return; }
+        command -v "$BUSCTL" >/dev/null || { missing "$title" "busctl is not installed"; return; }
+        mb_config "$conf" 4G
+        for ((i = 1; i <= n; i++)); do
+                printf '[Tenant]\nPath=t/%04d\n' "$i" >"$conf/tenants.d/t$i.conf"
+        done
+        say "table 7: starting membrokerd with $n tenants on a private bus"
+        mb_start_daemon "$conf" bus || { missing "$title" "membrokerd did not start on the private bus"; return 1; }
+        printf '%s\n' "$(command -v "$BUSCTL")" "--address=$MB_BUS_ADDRESS" call org.membroker1 \
+                /org/membroker1 org.membroker1.Manager DumpStats >"$busfile"
+        local got
+        got=$("$BUSCTL" --address="$MB_BUS_ADDRESS" call org.membroker1 /org/membroker1 \
+                org.membroker1.Manager DumpStats 2>&1 | head -c 40)
+        if [ "${got%% *}" != "a(sa(st))" ]; then
+                busfile="skip:DumpStats failed: ${got:-no answer}"
+        fi
+
+        if memcg=$(memcg_child mbbench-stat); then
+                MB_CGROUP_DIRS+=("$memcg")
+                MB_BENCH_MEMCG_VERSION="cgroup $(mb_memcg_version "$(dirname "$memcg")")"
+                for ((i = 1; i <= n; i++)); do
+                        mkdir "$memcg/cg$i" || break
+                done
+                { echo cat; for ((i = 1; i <= n; i++)); do echo "$memcg/cg$i/memory.stat"; done; } >"$catfile"
+                catrow=$catfile
+        else
+                catrow="skip:$(memcg_child_reason)"
+        fi
+        "$BENCH_BIN/bench-exec" --title "$title" \
+                --question "Statistics of $n tenants in one call: busctl calling DumpStats() on the private bus (the daemon flushes and serializes $n tenants) against cat of $n kernel memory.stat files of $n fresh memory cgroups (${MB_BENCH_MEMCG_VERSION:-cgroup}; what the seed 001 thread timed). Both as whole commands, output discarded; ms per command." \
+                --target "1,000-tenant DumpStats faster than cat of 1,000 memory.stat" 1 2 \
+                "busctl call … DumpStats() ($n tenants)" "$busfile" \
+                "cat $n × memory.stat" "$catrow"
+        local rc=$?
+        if [ -n "$memcg" ]; then
+                for ((i = 1; i <= n; i++)); do rmdir "$memcg/cg$i" 2>/dev/null; done
+                mb_cgroup_remove "$memcg"
+        fi
+        mb_stop_daemon
+        return $rc
+}
+
+# ---- table 8 ----
+t_overhead() {
+        need_daemon || { missing "Table 8: memory overhead" "membrokerd not built"; return; }
+        [ -x "$BENCH_BIN/bench-overhead" ] || { missing "Table 8: memory overhead" "bench-overhead not built"; return; }
+        "$BENCH_BIN/bench-overhead" "$MEMBROKERD" "$MB_TMP/overhead"
+}
+
+# ---- table 9 ----
+t_slab() {
+        need_daemon || { missing "Table 9: slab caches" "membrokerd not built"; return; }
+        [ -x "$BENCH_BIN/bench-slab" ] || { missing "Table 9: slab caches" "bench-slab not built"; return; }
+        local conf=$MB_TMP/slab
+        mb_config "$conf" 4G
+        mb_tenant "$conf" slab "Path=slab"
+        mb_start_daemon "$conf" || { missing "Table 9: slab caches" "membrokerd did not start"; return 1; }
+        "$BENCH_BIN/bench-slab" "$MB_SOCK" slab
+        local rc=$?
+        mb_stop_daemon
+        return $rc
+}
+
+# ---- table 10 ----
+t_scale() {
+        need_daemon || { missing "Table 10: scale" "membrokerd not built"; return; }
+        [ -x "$BENCH_BIN/bench-scale" ] || { missing "Table 10: scale" "bench-scale not built"; return; }
+        mb_start_bus || { missing "Table 10: scale" "no dbus-daemon"; return; }
+        "$BENCH_BIN/bench-scale" "$MEMBROKERD" "$MB_TMP/scale" "$MB_BUS_ADDRESS" "$(command -v "$BUSCTL")"
+}
+
+run_table() {
+        local t=$1 start rc
+        start=$(now_ms)
+        say "table $t ..."
+        "t_$t"
+        rc=$?
+        say "table $t: $(( ($(now_ms) - start) / 1000 )) s, exit $rc"
+        if [ $rc -ne 0 ]; then
+                STATUS=1
+                printf '\n(table %s: the benchmark failed with exit status %s)\n' "$t" "$rc"
+        fi
+}
+
+main() {
+        local tables=() t
+        for t in "$@"; do
+                if [ "$t" = all ]; then tables+=("${ALL_TABLES[@]}")
+                elif declare -F "t_$t" >/dev/null; then tables+=("$t")
+                else echo "mb-bench: unknown table $t (one of: all ${ALL_TABLES[*]})" >&2; exit 2
+                fi
+        done
+        echo "# membroker benchmarks"
+        echo
+        echo "Run $(date -u '+%Y-%m-%d %H:%M UTC')$( [ -n "$QUICK" ] && echo ', QUICK mode (tiny counts: the figures mean nothing)'), membroker $(git -C "$top_srcdir" describe --always --dirty 2>/dev/null || echo '(no git)'), repetitions per case: ${MB_BENCH_REPS:-$(q 7 1)}, median and min–max shown."
+        echo
+        mb_machine
+        local start
+        start=$(now_ms)
+        for t in "${tables[@]}"; do
+                run_table "$t"
+        done
+        echo
+        echo "Total time: $(( ($(now_ms) - start) / 1000 )) s."
+        return $STATUS
+}
+
+if [ -n "$OUTPUT" ]; then
+        # main runs in this shell (not in a pipeline's subshell), so that the
+        # EXIT trap knows every daemon it started
+        mkdir -p "$(dirname "$OUTPUT")"
+        exec 3>&1
+        exec > >(tee "$OUTPUT.tmp")
+        TEE_PID=$!
+        main "$@"
+        STATUS=$?
+        exec >&3
+        wait "$TEE_PID" 2>/dev/null
+        mv "$OUTPUT.tmp" "$OUTPUT"
+        # the summary of the targets, at the end of the file and on stdout
+        {
+                echo
+                echo "## Targets (design.md §9)"
+                echo
+                grep '^- target' "$OUTPUT" || echo "(no target was measured)"
+        } | tee -a "$OUTPUT"
+else
+        main "$@"
+        STATUS=$?
+fi
+exit $STATUS

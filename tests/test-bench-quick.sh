@@ -1,0 +1,42 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Every benchmark table (bench/mb-bench.sh all) runs once in quick mode and
+# prints its table: a "## Table N: ..." heading followed by a Markdown table
+# with at least one data row.  Speed is not checked (benchmarks, not tests).
+. "$top_srcdir/tests/lib.sh"
+
+out="$MB_TMP/bench.md"
+# The benchmark programs keep their fixtures until exit; leaks are the
+# business of the unit tests, not of a benchmark smoke test.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+export MB_BENCH_QUICK=1 MB_BENCH_DIR="$top_builddir/bench"
+rc=0
+bash "$top_srcdir/bench/mb-bench.sh" --output "$out" all >"$MB_TMP/stdout" 2>"$MB_TMP/stderr" || rc=$?
+if [ $rc -ne 0 ]; then
+        tail -40 "$MB_TMP/stderr"
+        grep -n 'benchmark failed' "$out" || true
+        fail "mb-bench.sh all exited $rc"
+fi
+pass "mb-bench.sh all exited 0"
+
+# table_rows N: data rows of the table under "## Table N:" (up to the next
+# "## " heading); sub-tables 6a/6b/... count for 6
+table_rows() {
+        awk -v n="$1" '
+                /^## / { inside = ($0 ~ ("^## Table " n "[a-z]?: ")); next }
+                inside && /^\| --- / { sep = 1; next }
+                inside && sep && /^\| / { rows++ }
+                inside && !/^\| / { sep = 0 }
+                END { print rows + 0 }
+        ' "$out"
+}
+
+for n in 1 2 3 4 5 6 7 8 9 10; do
+        grep -q "^## Table $n[a-z]\{0,1\}: " "$out" || fail "table $n is missing from the output"
+        rows=$(table_rows "$n")
+        [ "$rows" -ge 1 ] || { sed -n "/^## Table $n[a-z]\{0,1\}: /,/^## /p" "$out" | head -20; fail "table $n printed no table"; }
+        pass "table $n printed $rows rows"
+done
+
+grep -q '^## Targets' "$out" || fail "no targets summary"
+pass "targets summary present"
