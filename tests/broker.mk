@@ -6,6 +6,14 @@ tests_wire_client_SOURCES = tests/wire-client.c
 tests_wire_client_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_wire_client_LDADD = proto/libmbproto.la $(PROTOBUF_C_LIBS)
 
+# Unit test of the arena (free-index pool, owner table, hole punching).
+check_PROGRAMS += tests/test-arena
+TESTS += tests/test-arena
+tests_test_arena_SOURCES = tests/test-arena.c daemon/arena.c daemon/arena.h
+tests_test_arena_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/daemon
+tests_test_arena_CFLAGS = $(TESTS_CFLAGS)
+tests_test_arena_LDADD = $(TESTS_LIBS)
+
 BROKER_TESTS = \
 	tests/test-broker-session.sh \
 	tests/test-broker-badinput.sh \
@@ -20,3 +28,14 @@ BROKER_TESTS = \
 TESTS += $(BROKER_TESTS)
 dist_check_SCRIPTS += $(BROKER_TESTS)
 EXTRA_DIST += tests/broker-lib.sh
+
+# libFuzzer target for the frame decoder: ./configure --enable-fuzz CC=clang
+if ENABLE_FUZZ
+noinst_PROGRAMS += tests/fuzz-wire
+tests_fuzz_wire_SOURCES = tests/fuzz-wire.c proto/wire.c proto/wire.h
+nodist_tests_fuzz_wire_SOURCES = proto/membroker.pb-c.c proto/membroker.pb-c.h
+tests_fuzz_wire_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) -fsanitize=fuzzer,address,undefined
+tests_fuzz_wire_LDFLAGS = $(AM_LDFLAGS) -fsanitize=fuzzer,address,undefined
+tests_fuzz_wire_LDADD = $(PROTOBUF_C_LIBS)
+endif
+EXTRA_DIST += tests/fuzz-wire.c
