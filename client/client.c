@@ -36,7 +36,9 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/membarrier.h>
 
 #include "conn.h"
 #include "cpu.h"
@@ -68,6 +70,8 @@ struct mb_client {
         uint64_t arena_bytes;
         uint64_t page_mask;            /* page_size - 1 */
         ptrdiff_t rseq_offset;         /* cpu_rseq_offset(), -1 without rseq */
+        ptrdiff_t rseq_area;           /* __rseq_offset: the struct rseq */
+        bool rseq_lock;                /* stock locks taken with rseq (stock.h) */
         unsigned ncpus;                /* = stats slots = stocks */
         unsigned page_shift;
 
@@ -181,25 +185,125 @@ static void registry_remove(mb_client *c) {
 
 /* ---- stocks ---- */
 
-static inline struct stock *client_stock(const mb_client *c) {
-        return &c->stocks[cpu_current(c->rseq_offset, c->ncpus)];
+/* rseq mode needs the kernel to abort other CPUs' critical sections on
+ * demand; registered once per process. */
+static pthread_once_t rseq_fence_once = PTHREAD_ONCE_INIT;
+static bool rseq_fence_ok;
+
+static void rseq_fence_init(void) {
+        long cmds = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+
+        if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ))
+                return;
+        rseq_fence_ok = syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ, 0, 0) == 0;
 }
 
-/* Lock the stock of the CPU the caller runs on. */
-static inline struct stock *client_stock_lock(const mb_client *c) {
-        struct stock *s = client_stock(c);
+/* Whether this process can take stock locks with rseq (stock.h). */
+static bool rseq_lock_available(void) {
+        const char *e = getenv("MEMBROKER_RSEQ");
 
-        stock_lock(s);
-        return s;
+        if (!STOCK_HAVE_RSEQ || cpu_rseq_offset() < 0)
+                return false;
+        if (e && strcmp(e, "0") == 0)
+                return false;
+        (void) pthread_once(&rseq_fence_once, rseq_fence_init);
+        return rseq_fence_ok;
+}
+
+/* Abort every rseq critical section running on @cpu now. */
+static void rseq_fence(unsigned cpu) {
+        if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, MEMBARRIER_CMD_FLAG_CPU, (int) cpu) < 0 &&
+            errno != EINVAL)
+                /* EINVAL: that CPU is offline, nothing runs there.  Else be
+                 * safe with a fence on every CPU. */
+                (void) syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, 0, 0);
+}
+
+/*
+ * Take the lock of stock @cpu from wherever the caller runs (stock.h: the
+ * remote way in rseq mode).  Slow paths only.
+ */
+static __attribute__((noinline)) struct stock *client_stock_lock_cpu(const mb_client *c, unsigned cpu) {
+        struct stock *s = &c->stocks[cpu];
+
+        if (!c->rseq_lock) {
+                stock_lock_atomic(s);
+                return s;
+        }
+        for (;;) {
+                int expected = STOCK_UNLOCKED;
+
+                if (__atomic_compare_exchange_n(&s->lock, &expected, STOCK_LOCKED_REMOTE, false, __ATOMIC_ACQUIRE,
+                                                __ATOMIC_RELAXED)) {
+                        /* A sequence on @cpu may have read 0 before our swap
+                         * and not committed yet: abort it, then look. */
+                        rseq_fence(cpu);
+                        if (__atomic_load_n(&s->lock, __ATOMIC_ACQUIRE) == STOCK_LOCKED_REMOTE)
+                                return s;
+                        /* It committed first and holds the lock now. */
+                }
+                stock_wait_unlocked(s);
+        }
+}
+
+/* client_stock_lock() when the first attempt failed: busy, aborted, no
+ * valid rseq CPU, or atomic mode. */
+static __attribute__((noinline)) struct stock *client_stock_lock_slow(const mb_client *c) {
+#if STOCK_HAVE_RSEQ
+        if (c->rseq_lock) {
+                for (;;) {
+                        uint32_t cpu = __atomic_load_n(
+                                (const uint32_t *) ((const char *) __builtin_thread_pointer() + c->rseq_offset),
+                                __ATOMIC_RELAXED);
+                        struct stock *s;
+                        int r;
+
+                        if (cpu >= c->ncpus)
+                                /* No valid rseq CPU for this thread. */
+                                return client_stock_lock_cpu(c, cpu_fallback(c->ncpus));
+                        s = &c->stocks[cpu];
+                        r = stock_rseq_trylock(&s->lock, cpu, c->rseq_area);
+                        if (r == STOCK_RSEQ_LOCKED)
+                                return s;
+                        if (r == STOCK_RSEQ_BUSY)
+                                stock_wait_unlocked(s);
+                }
+        }
+#endif
+        {
+                struct stock *s = &c->stocks[cpu_current(c->rseq_offset, c->ncpus)];
+
+                stock_lock_atomic(s);
+                return s;
+        }
+}
+
+/* Lock the stock of the CPU the caller runs on: the fast path.  In rseq
+ * mode one attempt inline, without any atomic instruction. */
+static inline __attribute__((always_inline)) struct stock *client_stock_lock(const mb_client *c) {
+#if STOCK_HAVE_RSEQ
+        if (_likely_(c->rseq_lock)) {
+                uint32_t cpu = __atomic_load_n(
+                        (const uint32_t *) ((const char *) __builtin_thread_pointer() + c->rseq_offset),
+                        __ATOMIC_RELAXED);
+
+                if (_likely_(cpu < c->ncpus)) {
+                        struct stock *s = &c->stocks[cpu];
+
+                        if (_likely_(stock_rseq_trylock(&s->lock, cpu, c->rseq_area) == STOCK_RSEQ_LOCKED))
+                                return s;
+                }
+        }
+#endif
+        return client_stock_lock_slow(c);
 }
 
 /* Empty and disable every stock: the session is lost, and the daemon has
  * freed (or will free) every page this client held, stocked or not. */
 static void stocks_disable(mb_client *c) {
         for (unsigned i = 0; i < c->ncpus; i++) {
-                struct stock *s = &c->stocks[i];
+                struct stock *s = client_stock_lock_cpu(c, i);
 
-                stock_lock(s);
                 s->nr = 0;
                 s->limit = 0;
                 stock_unlock(s);
@@ -213,10 +317,9 @@ static size_t stocks_take_all(mb_client *c, void **out, size_t n) {
         unsigned first = cpu_current(c->rseq_offset, c->ncpus);
 
         for (unsigned k = 0; k < c->ncpus && got < n; k++) {
-                struct stock *s = &c->stocks[(first + k) % c->ncpus];
+                struct stock *s = client_stock_lock_cpu(c, (first + k) % c->ncpus);
                 uint32_t take;
 
-                stock_lock(s);
                 take = (uint32_t) MB_MIN((size_t) s->nr, n - got);
                 if (take > 0) {
                         s->nr -= take;
@@ -1009,6 +1112,8 @@ int mb_connect_ex(const char *socket_path, const char *tenant, unsigned flags, m
         pthread_mutex_init(&c->cb_lock, NULL);
         c->flags = flags;
         c->rseq_offset = cpu_rseq_offset();
+        c->rseq_area = __rseq_offset;
+        c->rseq_lock = rseq_lock_available();
 
         r = conn_open(socket_path, &c->conn);
         if (r < 0)

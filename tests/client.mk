@@ -24,6 +24,8 @@ CLIENT_TESTS = \
 	%reldir%/test-client-share.sh \
 	%reldir%/test-client-fork.sh \
 	%reldir%/test-client-threads.sh \
+	%reldir%/test-client-threads-atomic.sh \
+	%reldir%/test-client-threads-limit.sh \
 	%reldir%/test-client-stats.sh \
 	%reldir%/test-client-refused.sh \
 	%reldir%/test-client-last-error.sh \

@@ -330,6 +330,8 @@ struct thread_arg {
         unsigned id;
         unsigned bad;
         unsigned failed;
+        unsigned enomem; /* allocations refused at the limit */
+        unsigned iterations;
 };
 
 static void *thread_run(void *userdata) {
@@ -339,7 +341,7 @@ static void *thread_run(void *userdata) {
         unsigned n = 0;
         uint64_t rng = a->id + 1;
 
-        for (unsigned it = 0; it < THREAD_ITERATIONS; it++) {
+        for (unsigned it = 0; it < a->iterations; it++) {
                 rng = rng * 6364136223846793005ull + 1442695040888963407ull;
                 if (n < THREAD_HOLD_MAX && (n == 0 || (rng >> 33) % 2)) {
                         void *v[4];
@@ -350,12 +352,23 @@ static void *thread_run(void *userdata) {
                         if (k == 1) {
                                 v[0] = mb_page_alloc(a->c);
                                 if (!v[0]) {
+                                        if (errno == ENOMEM)
+                                                a->enomem++;
+                                        else
+                                                a->failed++;
+                                        continue;
+                                }
+                        } else {
+                                int r = mb_page_alloc_bulk(a->c, v, k);
+
+                                if (r == -ENOMEM) {
+                                        a->enomem++;
+                                        continue;
+                                }
+                                if (r < 0) {
                                         a->failed++;
                                         continue;
                                 }
-                        } else if (mb_page_alloc_bulk(a->c, v, k) < 0) {
-                                a->failed++;
-                                continue;
                         }
                         for (unsigned j = 0; j < k; j++) {
                                 gen[n] = (uint64_t) it << 8 | j;
@@ -382,27 +395,45 @@ static void *thread_run(void *userdata) {
         return NULL;
 }
 
-START_TEST(test_threads_alloc_free_verify) {
-        mb_client *c = connect_or_die("app");
+static void run_threads(const char *tenant, unsigned iterations, bool expect_enomem) {
+        mb_client *c = connect_or_die(tenant);
         struct thread_arg args[THREADS];
         pthread_t t[THREADS];
+        unsigned enomem = 0;
 
         for (unsigned i = 0; i < THREADS; i++) {
-                args[i] = (struct thread_arg) { .c = c, .id = i + 100 };
+                args[i] = (struct thread_arg) { .c = c, .id = i + 100, .iterations = iterations };
                 ck_assert_int_eq(pthread_create(&t[i], NULL, thread_run, &args[i]), 0);
         }
         for (unsigned i = 0; i < THREADS; i++) {
                 ck_assert_int_eq(pthread_join(t[i], NULL), 0);
                 ck_assert_msg(args[i].bad == 0, "thread %u found %u pages with foreign data", i, args[i].bad);
                 ck_assert_msg(args[i].failed == 0, "thread %u: %u calls failed", i, args[i].failed);
+                enomem += args[i].enomem;
         }
+        if (expect_enomem)
+                ck_assert_uint_gt(enomem, 0);
+        else
+                ck_assert_uint_eq(enomem, 0);
         /* Quiescent: every page is back in some stock. */
         ck_assert_int_eq(stat_sum(c, MB_STAT_PAGES), 0);
         ck_assert_int_eq(stat_sum(c, MB_STAT_PGALLOC), stat_sum(c, MB_STAT_PGFREE));
-        ck_assert_int_gt(stat_sum(c, MB_STAT_PGALLOC), THREADS * THREAD_ITERATIONS / 4);
+        ck_assert_int_gt(stat_sum(c, MB_STAT_PGALLOC), THREADS * iterations / 8);
         ck_assert_int_ge(stat_sum(c, MB_STAT_STOCK), 0);
         ck_assert_int_le(stat_sum(c, MB_STAT_STOCK), (int64_t) mb_client_ncpus(c) * 2 * BATCH);
         mb_close(c);
+}
+
+START_TEST(test_threads_alloc_free_verify) {
+        run_threads("app", THREAD_ITERATIONS, false);
+}
+END_TEST
+
+/* The same at a limit (8 threads want up to 320 pages of 60): allocations
+ * fail with ENOMEM only, while the failing threads take the other CPUs'
+ * stocks (the remote stock locks) under the others' fast paths. */
+START_TEST(test_threads_at_limit) {
+        run_threads("small", THREAD_ITERATIONS / 4, true);
 }
 END_TEST
 
@@ -544,6 +575,7 @@ static Suite *client_suite(void) {
                 { "share", test_share_handle_between_processes },
                 { "fork", test_fork_child_cannot_use_parent_connection },
                 { "threads", test_threads_alloc_free_verify },
+                { "threads-limit", test_threads_at_limit },
                 { "stats", test_stats_slot_after_quiescence },
                 { "refused", test_refused_tenants },
                 { "last-error", test_last_error_is_per_thread },
