@@ -15,7 +15,7 @@ assert_eq 4096 "$(mgr_prop PageSize)" "PageSize"
 assert_eq $((64 << 20)) "$(mgr_prop Capacity)" "Capacity"
 assert_eq 64 "$(mgr_prop ChargeBatch)" "ChargeBatch"
 assert_eq 0 "$(mgr_prop MemoryCurrent)" "MemoryCurrent before any client"
-version=$(sed -n 's/^#define PACKAGE_VERSION "\(.*\)"$/\1/p' "$top_builddir/config.h")
+version=$(sed -n 's/^AC_INIT(\[membroker\], \[\([^]]*\)\].*/\1/p' "$top_srcdir/configure.ac")
 assert_eq "$version" "$(mgr_prop Version)" "Version"
 assert_eq app/a "$(tenant_prop app/a Path)" "Path"
 assert_eq $((16 << 20)) "$(tenant_prop app/a MemoryMax)" "MemoryMax"
