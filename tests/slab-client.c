@@ -178,6 +178,33 @@ static int span_cmp(const void *a, const void *b) {
         return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* While the workers run: drain CPU lists, shrink and read stats from
+ * another thread, so that the per-CPU locks are taken remotely while their
+ * owners take them on the fast path. */
+struct drainer {
+        mb_cache **caches;
+        bool stop;
+        unsigned long rounds;
+};
+
+static void *drainer_run(void *arg) {
+        struct drainer *d = arg;
+        unsigned seed = 99;
+
+        while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
+                mb_cache *s = d->caches[(size_t) rand_r(&seed) % NSIZES];
+                struct mb_cache_stats st;
+                struct mb_slab_stats ss;
+
+                if (rand_r(&seed) % 2)
+                        mb_cache_shrink(s);
+                else
+                        CHECK(mb_cache_stats(s, &st) == 0 && mb_slab_stats(client, &ss) == 0, "stats");
+                d->rounds++;
+        }
+        return NULL;
+}
+
 static int cmd_stress(unsigned nthreads, unsigned long ops) {
         mb_cache *caches[NSIZES];
         struct worker *w = calloc(nthreads, sizeof(*w));
@@ -185,6 +212,8 @@ static int cmd_stress(unsigned nthreads, unsigned long ops) {
         struct span *spans;
         size_t nspans = 0, nslots = 2048;
         uint64_t recl = 0, unrecl = 0, total_ops = 0;
+        struct drainer drainer = { .caches = caches };
+        pthread_t drainer_thread;
 
         CHECK(w && t, "out of memory");
         for (size_t i = 0; i < NSIZES; i++) {
@@ -196,6 +225,7 @@ static int cmd_stress(unsigned nthreads, unsigned long ops) {
         }
         print_debug_flag(caches[0]);
 
+        CHECK(pthread_create(&drainer_thread, NULL, drainer_run, &drainer) == 0, "pthread_create");
         for (unsigned i = 0; i < nthreads; i++) {
                 w[i] = (struct worker) { .caches = caches, .id = i, .ops = ops, .nslots = nslots };
                 w[i].slots = calloc(nslots, sizeof(struct live));
@@ -207,7 +237,10 @@ static int cmd_stress(unsigned nthreads, unsigned long ops) {
                 CHECK(!w[i].failed, "thread %u failed", i);
                 total_ops += w[i].allocs + w[i].frees;
         }
-        printf("ok %u threads, %" PRIu64 " operations, contents intact\n", nthreads, total_ops);
+        __atomic_store_n(&drainer.stop, true, __ATOMIC_RELEASE);
+        CHECK(pthread_join(drainer_thread, NULL) == 0, "pthread_join");
+        printf("ok %u threads, %" PRIu64 " operations, contents intact; %lu concurrent shrinks and stats reads\n",
+               nthreads, total_ops, drainer.rounds);
 
         /* No two live objects overlap, and all are inside the arena. */
         spans = calloc((size_t) nthreads * nslots, sizeof(*spans));

@@ -7,6 +7,13 @@ tests_test_slab_SOURCES = tests/test-slab.c tests/slab-fake-client.c tests/slab-
 tests_test_slab_CFLAGS = $(TESTS_CFLAGS)
 tests_test_slab_LDADD = $(TESTS_LIBS)
 
+# White-box test of the per-CPU slab lock (rseq fast path vs remote lockers).
+check_PROGRAMS += tests/test-slab-lock
+TESTS += tests/test-slab-lock
+tests_test_slab_lock_SOURCES = tests/test-slab-lock.c tests/slab-fake-client.c tests/slab-fake-client.h
+tests_test_slab_lock_CFLAGS = $(TESTS_CFLAGS)
+tests_test_slab_lock_LDADD = $(TESTS_LIBS)
+
 # Integration: slab-client, a real client of a real membrokerd.
 check_PROGRAMS += tests/slab-client
 tests_slab_client_SOURCES = tests/slab-client.c
@@ -18,7 +25,8 @@ SLAB_INTEGRATION_TESTS = \
 	tests/test-slab-shrink.sh \
 	tests/test-slab-debug.sh \
 	tests/test-slab-destroy.sh \
-	tests/test-slab-debug-env.sh
+	tests/test-slab-debug-env.sh \
+	tests/test-slab-norseq.sh
 TESTS += $(SLAB_INTEGRATION_TESTS)
 dist_check_SCRIPTS += $(SLAB_INTEGRATION_TESTS)
 EXTRA_DIST += tests/slab-lib.sh

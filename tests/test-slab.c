@@ -543,7 +543,7 @@ START_TEST(test_concurrent_stress) {
                 ck_assert_ptr_nonnull(caches[c]);
         }
         for (unsigned i = 0; i < THREADS; i++) {
-                st[i] = (struct stress) { .caches = caches, .id = i, .ops = 300000 };
+                st[i] = (struct stress) { .caches = caches, .id = i, .ops = 200000 };
                 ck_assert_int_eq(pthread_create(&t[i], NULL, stress_thread, &st[i]), 0);
         }
         for (unsigned i = 0; i < THREADS; i++) {
