@@ -23,6 +23,9 @@
  *                        then check the process
  *                        goes on with an intact cache
  *   destroy-live         destroy a cache with live objects, print "live=N"
+ *   hold                 keep objects live in a reclaimable and an
+ *                        unreclaimable cache, print the slab_* figures the
+ *                        tenant must show, wait until stdin closes
  *
  * Every command prints "debug=0|1": whether its caches run in debug mode
  * (MEMBROKER_SLAB_DEBUG=1 turns it on everywhere).
@@ -480,6 +483,35 @@ static int cmd_destroy_live(void) {
         return 0;
 }
 
+/* Hold live objects in a reclaimable and an unreclaimable cache, write the
+ * stats out, print the expected figures, and wait for stdin to close (the
+ * test reads the tenant's stat meanwhile). */
+static int cmd_hold(void) {
+        mb_cache *caches[2];
+        struct mb_cache_stats sa, sb;
+        void *o[3000];
+        int ch;
+
+        caches[0] = mb_cache_create(client, "held-reclaimable", 200, 0, MB_CACHE_RECLAIMABLE, NULL);
+        caches[1] = mb_cache_create(client, "held-unreclaimable", 72, 0, 0, NULL);
+        CHECK(caches[0] && caches[1], "mb_cache_create: %s", mb_last_error());
+        print_debug_flag(caches[0]);
+        for (size_t i = 0; i < ELEMENTSOF(o); i++)
+                CHECK(o[i] = mb_cache_alloc(caches[i % 3 == 0 ? 0 : 1]), "mb_cache_alloc: %s", mb_last_error());
+        mb_slab_drain(client);
+        CHECK(mb_cache_stats(caches[0], &sa) == 0 && mb_cache_stats(caches[1], &sb) == 0, "stats");
+        printf("slab_reclaimable=%" PRIu64 " slab_unreclaimable=%" PRIu64 " slab=%" PRIu64 "\n",
+               sa.live_objects * sa.object_bytes, sb.live_objects * sb.object_bytes,
+               sa.live_objects * sa.object_bytes + sb.live_objects * sb.object_bytes);
+        fflush(stdout);
+        while ((ch = getchar()) != EOF)
+                ;
+        for (size_t i = 0; i < ELEMENTSOF(o); i++)
+                mb_cache_free(caches[i % 3 == 0 ? 0 : 1], o[i]);
+        CHECK(mb_cache_destroy(caches[0]) == 0 && mb_cache_destroy(caches[1]) == 0, "live objects");
+        return 0;
+}
+
 int main(int argc, char **argv) {
         const char *cmd;
         int r;
@@ -502,6 +534,8 @@ int main(int argc, char **argv) {
                 r = cmd_shrink();
         else if (strncmp(cmd, "debug-", 6) == 0)
                 r = cmd_debug(cmd + 6);
+        else if (strcmp(cmd, "hold") == 0)
+                r = cmd_hold();
         else if (strcmp(cmd, "destroy-live") == 0)
                 r = cmd_destroy_live();
         else {

@@ -22,6 +22,7 @@ tests_slab_client_LDADD = client/libmembroker.la
 SLAB_INTEGRATION_TESTS = \
 	tests/test-slab-concurrency.sh \
 	tests/test-slab-stats.sh \
+	tests/test-slab-tenant-stat.sh \
 	tests/test-slab-shrink.sh \
 	tests/test-slab-debug.sh \
 	tests/test-slab-destroy.sh \
