@@ -94,6 +94,8 @@ static void calibrate(struct bench_case *c, const struct bench_opts *o) {
                         c->skip = true;
                         return;
                 }
+                if (c->ns_per_iter)
+                        dt = (uint64_t) (r * (double) iters);
                 if (dt >= o->sample_ns / 8 || iters >= cap) {
                         double want = (double) iters * (double) o->sample_ns / (double) (dt ? dt : 1);
                         if (want > (double) cap)
@@ -134,12 +136,17 @@ void bench_run(struct bench_case *cases, size_t n, const struct bench_opts *o) {
                                 c->skip = true;
                                 continue;
                         }
+                        if (c->aux)
+                                c->aux_samples[c->nsamples] = *c->aux;
                         c->samples[c->nsamples++] = v;
                 }
 
         for (size_t i = 0; i < n; i++)
-                if (!cases[i].skip)
+                if (!cases[i].skip) {
                         bench_stat_compute(cases[i].samples, cases[i].nsamples, &cases[i].stat);
+                        if (cases[i].aux)
+                                bench_stat_compute(cases[i].aux_samples, cases[i].nsamples, &cases[i].aux_stat);
+                }
 }
 
 void bench_table_begin(const char *title, const char *question) {
@@ -277,10 +284,19 @@ struct thread_arg {
         bool pin;
         pthread_barrier_t *barrier;
         uint64_t end_ns;
+        uint64_t cpu_ns;
 };
+
+static uint64_t thread_cpu_ns(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}
 
 static void *thread_main(void *p) {
         struct thread_arg *a = p;
+        uint64_t c0;
 
         if (a->pin) {
                 cpu_set_t set;
@@ -289,23 +305,25 @@ static void *thread_main(void *p) {
                 (void) pthread_setaffinity_np(pthread_self(), sizeof set, &set);
         }
         pthread_barrier_wait(a->barrier);
+        c0 = thread_cpu_ns();
         a->fn(a->arg, a->tid, a->iters);
+        a->cpu_ns = thread_cpu_ns() - c0;
         a->end_ns = bench_now_ns();
         return NULL;
 }
 
-double bench_threads(unsigned nthreads, void (*fn)(void *arg, unsigned tid, uint64_t iters), void *arg,
-                     uint64_t iters, bool pin) {
+static double run_threads(unsigned nthreads, void (*fn)(void *arg, unsigned tid, uint64_t iters), void *arg,
+                          uint64_t iters, bool pin, bool wall) {
         pthread_barrier_t barrier;
         pthread_t th[64];
         struct thread_arg ta[64];
-        uint64_t start, end = 0;
+        uint64_t start, end = 0, cpu = 0;
 
         if (nthreads < 1 || nthreads > 64)
                 return -EINVAL;
         pthread_barrier_init(&barrier, NULL, nthreads + 1);
         for (unsigned i = 0; i < nthreads; i++) {
-                ta[i] = (struct thread_arg) { fn, arg, i, iters, pin, &barrier, 0 };
+                ta[i] = (struct thread_arg) { fn, arg, i, iters, pin, &barrier, 0, 0 };
                 if (pthread_create(&th[i], NULL, thread_main, &ta[i]) != 0) {
                         fprintf(stderr, "bench: pthread_create failed\n");
                         abort();
@@ -317,9 +335,20 @@ double bench_threads(unsigned nthreads, void (*fn)(void *arg, unsigned tid, uint
                 pthread_join(th[i], NULL);
                 if (ta[i].end_ns > end)
                         end = ta[i].end_ns;
+                cpu += ta[i].cpu_ns;
         }
         pthread_barrier_destroy(&barrier);
-        return (double) (end - start);
+        return wall ? (double) (end - start) : (double) cpu / nthreads;
+}
+
+double bench_threads(unsigned nthreads, void (*fn)(void *arg, unsigned tid, uint64_t iters), void *arg,
+                     uint64_t iters, bool pin) {
+        return run_threads(nthreads, fn, arg, iters, pin, false);
+}
+
+double bench_threads_wall(unsigned nthreads, void (*fn)(void *arg, unsigned tid, uint64_t iters), void *arg,
+                          uint64_t iters, bool pin) {
+        return run_threads(nthreads, fn, arg, iters, pin, true);
 }
 
 /* ---- Child processes ---- */

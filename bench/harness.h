@@ -71,12 +71,21 @@ struct bench_case {
         uint64_t iters;      /* 0: calibrate to opts->sample_ns */
         uint64_t min_iters;  /* calibration starts here (default 1) */
         uint64_t max_iters;  /* calibration stops here (0: no cap) */
+        bool ns_per_iter;    /* run() returns ns per iteration: calibrate on
+                              * value × iters instead of the wall time of the
+                              * call (for samples measured in a child process,
+                              * whose start-up must not count) */
         bool skip;
         const char *skip_reason;
+        const double *aux;   /* optional second figure that run() leaves here
+                              * (e.g. CPU time per page); recorded with every
+                              * measured sample into aux_stat */
 
         double samples[BENCH_MAX_REPS];
+        double aux_samples[BENCH_MAX_REPS];
         unsigned nsamples;
         struct bench_stat stat;
+        struct bench_stat aux_stat;
 };
 
 /* Calibrate and warm up every case, then measure them interleaved,
@@ -119,10 +128,18 @@ const char *bench_fmt_ratio(char *buf, size_t size, double r);
 /*
  * Run @fn(@arg, tid, @iters) in @nthreads threads released together by a
  * barrier; with @pin, thread i is pinned to online CPU i mod ncpus.  Returns
- * the wall time in ns from the release to the last thread's end.
+ * the CPU time (CLOCK_THREAD_CPUTIME_ID) the threads spent in @fn, averaged
+ * over the threads, in ns: on a small shared machine, time a thread spends
+ * preempted by other processes is noise, while cache-line transfers,
+ * stalls and spinning (what a contention benchmark is after) are CPU time.
  */
 double bench_threads(unsigned nthreads, void (*fn)(void *arg, unsigned tid, uint64_t iters), void *arg,
                      uint64_t iters, bool pin);
+
+/* Same as bench_threads(), but the wall time from the release to the last
+ * thread's end. */
+double bench_threads_wall(unsigned nthreads, void (*fn)(void *arg, unsigned tid, uint64_t iters), void *arg,
+                          uint64_t iters, bool pin);
 
 /* Online CPUs. */
 unsigned bench_ncpus(void);

@@ -44,7 +44,7 @@ trap mb_bench_cleanup EXIT
 trap 'exit 130' INT TERM
 
 # say TEXT: a line on stderr (progress; stdout carries the tables)
-say() { echo "bench: $*" >&2; }
+say() { echo "bench: $(date +%T) $*" >&2; }
 
 # now_ms: monotonic-enough wall clock in ms for the driver's own timing
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
@@ -120,6 +120,7 @@ mb_start_daemon() {
         "$MEMBROKERD" --config-dir "$conf" --socket "$MB_SOCK" --state-dir "$MB_TMP/state" \
                 "${busargs[@]}" >>"$MB_TMP/daemon.log" 2>&1 &
         MB_DAEMON_PID=$!
+        export MB_BENCH_DAEMON_PID=$MB_DAEMON_PID  # bench-broker reads its CPU clock
         if ! wait_for 60 test -S "$MB_SOCK"; then
                 say "membrokerd did not start:"; tail -20 "$MB_TMP/daemon.log" >&2
                 mb_stop_daemon; return 1

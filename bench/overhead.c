@@ -91,7 +91,7 @@ static void row(const char *what, const char *value, double per_page, bool targe
 
 static void slab_table(mb_client *c) {
         static const size_t sizes[] = { 8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048 };
-        size_t budget = bench_count(&opts, 64u << 20, 2u << 20); /* bytes of objects per class */
+        size_t budget = bench_count(&opts, 16u << 20, 2u << 20); /* bytes of objects per class */
         mb_cache *warm;
         double one_time;
 
@@ -205,7 +205,7 @@ int main(int argc, char **argv) {
         membrokerd = argv[1];
         dir = argv[2];
         bench_opts_init(&opts);
-        n = bench_count(&opts, 1u << 18, 1u << 12); /* 1 GiB of pages, quick 16 MiB */
+        n = bench_count(&opts, 1u << 16, 1u << 12); /* 256 MiB of pages, quick 16 MiB */
         (void) bench_mkdir(dir);
 
         /* daemon and client per held page, Capacity 4G */
