@@ -14,6 +14,8 @@ bus_tests = \
 	tests/test-bus-lifecycle.sh \
 	tests/test-bus-reclaim.sh \
 	tests/test-bus-loop.sh \
+	tests/test-bus-reload.sh \
+	tests/test-bus-options.sh \
 	tests/test-ctl-status.sh \
 	tests/test-ctl-tree.sh \
 	tests/test-ctl-stat.sh \
