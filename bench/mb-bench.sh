@@ -117,7 +117,8 @@ t_depth() {
                 specs+=("depth $d=$path")
         done
         mb_start_daemon "$conf" || { missing "Table 3: hierarchy depth" "membrokerd did not start"; return 1; }
-        "$BENCH_BIN/bench-broker" depth "$MB_SOCK" "${specs[@]}"
+        # ±5% questions: more repetitions (cheap tables)
+        MB_BENCH_REPS=${MB_BENCH_REPS:-$(q 15 1)} "$BENCH_BIN/bench-broker" depth "$MB_SOCK" "${specs[@]}"
         local rc=$?
         mb_stop_daemon
         return $rc
@@ -126,7 +127,7 @@ t_depth() {
 # ---- table 4 ----
 t_counters() {
         [ -x "$BENCH_BIN/bench-counters" ] || { missing "Table 4: counter layout" "bench-counters not built"; return; }
-        "$BENCH_BIN/bench-counters"
+        MB_BENCH_REPS=${MB_BENCH_REPS:-$(q 15 1)} "$BENCH_BIN/bench-counters"
 }
 
 # ---- table 5 ----
@@ -138,7 +139,7 @@ t_nolimits() {
         mb_tenant "$conf" lim "Path=lim" "${lim[@]}"
         mb_tenant "$conf" limapp "Path=lim/app" "${lim[@]}"
         mb_start_daemon "$conf" || { missing "Table 5: nothing limited vs limits everywhere" "membrokerd did not start"; return 1; }
-        "$BENCH_BIN/bench-broker" nolimits "$MB_SOCK" free/app lim/app
+        MB_BENCH_REPS=${MB_BENCH_REPS:-$(q 15 1)} "$BENCH_BIN/bench-broker" nolimits "$MB_SOCK" free/app lim/app
         local rc=$?
         mb_stop_daemon
         return $rc
@@ -297,7 +298,7 @@ main() {
         done
         echo "# membroker benchmarks"
         echo
-        echo "Run $(date -u '+%Y-%m-%d %H:%M UTC')$( [ -n "$QUICK" ] && echo ', QUICK mode (tiny counts: the figures mean nothing)'), membroker $(git -C "$top_srcdir" describe --always --dirty 2>/dev/null || echo '(no git)'), repetitions per case: ${MB_BENCH_REPS:-$(q 7 1)}, median and min–max shown."
+        echo "Run $(date -u '+%Y-%m-%d %H:%M UTC')$( [ -n "$QUICK" ] && echo ', QUICK mode (tiny counts: the figures mean nothing)'), membroker $(git -C "$top_srcdir" describe --always --dirty 2>/dev/null || echo '(no git)'), repetitions per case: ${MB_BENCH_REPS:-$(q "7 (15 in tables 3, 4 and 5)" 1)}, median and min–max shown."
         echo
         mb_machine
         local start
