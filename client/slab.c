@@ -19,14 +19,15 @@
  *    any atomic instruction, by the threads of that CPU, and through an
  *    asymmetric slow path by anyone else (see "The per-CPU slab lock"
  *    below).
- *  - When the per-CPU list is empty, the CPU takes the whole free list of
- *    one slab of the cache at once: the cache's partial slabs first, then
- *    its empty ones, else a new page (this slab becomes the CPU's active
- *    slab, cf. SLUB's c->slab / get_freelist()).  When a per-CPU list grows
- *    past `cpu_max` objects, half of it goes back to the slabs the objects
- *    belong to, in one batch under the cache lock (like SLUB's
- *    put_cpu_partial()/__slab_free(), or the per-CPU "sheaves" of newer
- *    kernels).
+ *  - When the per-CPU list is empty, the CPU takes the whole free lists of
+ *    slabs of the cache at once, until it holds half of `cpu_max`: the
+ *    cache's partial slabs first, then its empty ones, else a new page (a
+ *    new slab becomes the CPU's active slab, cf. SLUB's c->slab /
+ *    get_freelist()).  When a per-CPU list grows past `cpu_max` objects
+ *    (twice a slab's objects, at least what 32 KiB hold, at most 1024),
+ *    half of it goes back to the slabs the objects belong to, in one batch
+ *    under the cache lock (like SLUB's put_cpu_partial()/__slab_free(), or
+ *    the per-CPU "sheaves" of newer kernels).
  *  - Remote frees: an object freed on another CPU than the one it was
  *    allocated on simply goes onto the freeing CPU's list; objects are not
  *    owned by CPUs, only by slabs, and every slab's free list and counters
@@ -249,8 +250,9 @@ struct mb_cache {
         void (*ctor)(void *object);
         char *name;
 
-        /* Slabs; under lock. */
-        pthread_mutex_t lock;
+        /* Slabs; under lock (slow paths only: on its own cache line, away
+         * from the read-mostly fields above). */
+        pthread_mutex_t lock _cacheline_aligned_;
         struct slab_list_node partial;
         struct slab_list_node empty;
         uint64_t nr_partial;
@@ -1331,11 +1333,12 @@ mb_cache *mb_cache_create(mb_client *c, const char *name, size_t object_size, si
         }
 
         (void) pthread_once(&slab_setup_once_flag, slab_setup_once);
-        s = calloc(1, sizeof(*s));
+        s = aligned_alloc(MB_CACHELINE_BYTES, slab_align_up(sizeof(*s), MB_CACHELINE_BYTES));
         if (!s) {
                 errno = ENOMEM;
                 return NULL;
         }
+        memset(s, 0, sizeof(*s));
         s->client = c;
         s->fork_gen = __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED);
         s->flags = flags;
