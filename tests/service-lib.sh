@@ -1,0 +1,175 @@
+# SPDX-License-Identifier: MIT
+# tests/service-lib.sh - helpers of the service tests (sourced after lib.sh):
+# membrokerd under tests/fake-systemd, which plays systemd's part (notify
+# socket, fd store, $LISTEN_FDS, watchdog).
+
+FAKE_SYSTEMD="$top_builddir/tests/fake-systemd"
+MB_SD_LOG="$MB_TMP/systemd.log"
+MB_SD_PIDFILE="$MB_TMP/main.pid"
+: >"$MB_SD_LOG"
+
+# mb_sd_start [FAKE-SYSTEMD-OPTIONS...] [-- DAEMON-ARGS...] : membrokerd under
+# fake-systemd (on the private bus when one was started, else --no-bus);
+# waits for READY=1.  The harness pid is $MB_DAEMON_PID, so that lib.sh's
+# clean-up stops it (and it stops the daemon).
+mb_sd_start() {
+        local sdargs=() dargs=() busargs=(--no-bus)
+        while [ $# -gt 0 ] && [ "$1" != "--" ]; do sdargs+=("$1"); shift; done
+        [ $# -gt 0 ] && shift
+        dargs=("$@")
+        [ -n "$MB_BUS_ADDRESS" ] && busargs=(--address "$MB_BUS_ADDRESS")
+        rm -f "$MB_SOCK"
+        "$FAKE_SYSTEMD" --dir "$MB_TMP" --log "$MB_SD_LOG" --pidfile "$MB_SD_PIDFILE" "${sdargs[@]}" -- \
+                "$MEMBROKERD" --config-dir "$MB_ETC" --socket "$MB_SOCK" --state-dir "$MB_STATE" \
+                "${busargs[@]}" "${dargs[@]}" >>"$MB_TMP/daemon.log" 2>&1 &
+        MB_DAEMON_PID=$!
+        mb_sd_wait_ready 1
+}
+
+# mb_sd_count PATTERN : how many lines of the harness log match PATTERN
+mb_sd_count() { grep -c -- "$1" "$MB_SD_LOG" || true; }
+
+# mb_sd_wait_ready N : wait until READY=1 arrived N times in all
+mb_sd_wait_ready() {
+        wait_for 30 test "$(mb_sd_count 'notify .*READY=1')" -ge "$1" ||
+                { cat "$MB_SD_LOG"; tail -30 "$MB_TMP/daemon.log"; fail "membrokerd did not say READY=1 (#$1)"; }
+}
+
+# mb_sd_main_pid : the pid of the running membrokerd
+mb_sd_main_pid() { cat "$MB_SD_PIDFILE"; }
+
+# mb_sd_stop : stop the service (SIGTERM to the harness) and wait
+mb_sd_stop() {
+        [ -n "$MB_DAEMON_PID" ] || return 0
+        kill -TERM "$MB_DAEMON_PID" 2>/dev/null || true
+        wait "$MB_DAEMON_PID" 2>/dev/null || true
+        MB_DAEMON_PID=
+}
+
+# mb_sd_dump_state : SIGUSR1 state dump of the daemon under the harness
+# (broker-lib.sh's mb_dump_state signals $MB_DAEMON_PID, the harness here)
+mb_sd_dump_state() {
+        local saved=$MB_DAEMON_PID
+        MB_DAEMON_PID=$(mb_sd_main_pid)
+        mb_dump_state
+        MB_DAEMON_PID=$saved
+}
+
+# mb_load_bg NAME ARGS... : membroker-load in the background, output in
+# $MB_TMP/NAME.out, pid in $MB_BG_PID (killed at the end of the test)
+mb_load_bg() {
+        local name=$1; shift
+        "$MEMBROKER_LOAD" --socket "$MB_SOCK" "$@" >"$MB_TMP/$name.out" 2>&1 &
+        MB_BG_PID=$!
+        MB_CHILDREN+=("$MB_BG_PID")
+}
+
+# mb_wait_holding NAME : wait until membroker-load NAME said it holds its pages
+mb_wait_holding() {
+        wait_for 30 grep -q "holding [0-9]* pages" "$MB_TMP/$1.out" ||
+                { cat "$MB_TMP/$1.out"; fail "client $1 did not fill its pages"; }
+}
+
+# mb_finish_load NAME PID : SIGTERM a membroker-load, wait, and check it
+# verified every byte and succeeded
+mb_finish_load() {
+        local rc=0
+        kill -TERM "$2" 2>/dev/null || true
+        wait "$2" || rc=$?
+        grep -q 'verify=ok' "$MB_TMP/$1.out" || { cat "$MB_TMP/$1.out"; fail "client $1 did not verify its pages"; }
+        [ $rc -eq 0 ] || { cat "$MB_TMP/$1.out"; fail "client $1 exited with $rc"; }
+        pass "client $1: $(grep verify= "$MB_TMP/$1.out")"
+}
+
+# mb_usage TENANT : MemoryCurrent of TENANT in bytes, over the bus
+mb_usage() {
+        local obj
+        obj=$(mb_busctl call org.membroker1 /org/membroker1 org.membroker1.Manager GetTenant s "$1" |
+              sed -e 's/^o "//' -e 's/"$//')
+        mb_busctl get-property org.membroker1 "$obj" org.membroker1.Tenant MemoryCurrent | sed 's/^t //'
+}
+
+# mb_nclients TENANT : NClients of TENANT, over the bus
+mb_nclients() {
+        local obj
+        obj=$(mb_busctl call org.membroker1 /org/membroker1 org.membroker1.Manager GetTenant s "$1" |
+              sed -e 's/^o "//' -e 's/"$//')
+        mb_busctl get-property org.membroker1 "$obj" org.membroker1.Tenant NClients | sed 's/^u //'
+}
+
+# mb_restart_scenario SIGNAL : clients of three tenants hold and write
+# pages; membrokerd is killed with SIGNAL and restarted by the harness with
+# its fd store; the clients reconnect by themselves; usage is exactly what it
+# was; new allocations work; every byte reads back (verify=ok).
+mb_restart_scenario() {
+        local sig=$1 tenants=(a b/x c) before=() after i pid
+        command -v "$BUSCTL" >/dev/null || skip "busctl is not installed"
+
+        mb_write_broker_conf "Capacity=256M" "ChargeBatch=32"
+        mb_write_tenant a "Path=a" "MemoryMax=64M" "MemoryHigh=48M"
+        mb_write_tenant b "Path=b/x" "MemoryMax=32M" "MemoryLow=4M"
+        mb_write_tenant c "Path=c" "MemoryMax=32M"
+        mb_start_bus
+        mb_sd_start --restart 1 -- --address "$MB_BUS_ADDRESS"
+        # A tenant made at run time, with a runtime limit: both come back.
+        mb_busctl call org.membroker1 /org/membroker1 org.membroker1.Manager CreateTenant "sa{sv}" \
+                rt 1 MemoryMax t $((8 << 20)) >/dev/null
+
+        mb_load_bg hold-a --tenant a --hold 8M --threads 2
+        local la=$MB_BG_PID
+        mb_load_bg hold-b --tenant b/x --hold 3M
+        local lb=$MB_BG_PID
+        mb_load_bg hold-rt --tenant rt --hold 1M
+        local lr=$MB_BG_PID
+        # This one keeps freeing and allocating through the restart.
+        mb_load_bg churn-c --tenant c --hold 2M --churn 500
+        local lc=$MB_BG_PID
+        for n in hold-a hold-b hold-rt churn-c; do mb_wait_holding $n; done
+
+        for t in a b/x b rt /; do before+=("$(mb_usage "$t")"); done
+        [ "${before[0]}" -ge $((8 << 20)) ] || fail "usage of a before the restart: ${before[0]}"
+
+        pid=$(mb_sd_main_pid)
+        kill "-$sig" "$pid"
+        mb_sd_wait_ready 2
+        [ "$(mb_sd_main_pid)" != "$pid" ] || fail "the harness did not restart membrokerd"
+        grep -q "^start n=2 .*listen_fds=[1-9]" "$MB_SD_LOG" || fail "the fd store was empty at the restart"
+        pass "membrokerd restarted after SIG$sig with its fd store: $(grep '^start n=2' "$MB_SD_LOG")"
+
+        for t in a b/x rt c; do
+                wait_for 30 test "$(mb_nclients "$t")" -ge 1 ||
+                        { tail -20 "$MB_TMP/daemon.log"; fail "the client of $t did not reconnect"; }
+        done
+        pass "every client reconnected by itself"
+        # Usage is exactly what it was (the churning tenant c is not compared:
+        # it keeps changing).
+        i=0
+        for t in a b/x b rt; do
+                assert_eq "${before[$i]}" "$(mb_usage "$t")" "usage of $t after the restart"
+                i=$((i + 1))
+        done
+        assert_eq $((8 << 20)) "$(mb_busctl get-property org.membroker1 "$(mb_busctl call org.membroker1 \
+                /org/membroker1 org.membroker1.Manager GetTenant s rt | sed -e 's/^o "//' -e 's/"$//')" \
+                org.membroker1.Tenant MemoryMax | sed 's/^t //')" "runtime MemoryMax of the run-time tenant"
+
+        # New allocations work, in a new client and in the churning one.
+        "$MEMBROKER_LOAD" --socket "$MB_SOCK" --tenant a --hold 2M --seconds 0 >"$MB_TMP/new.out" 2>&1 ||
+                { cat "$MB_TMP/new.out"; fail "a new client cannot allocate after the restart"; }
+        pass "a new client allocates after the restart: $(grep verify= "$MB_TMP/new.out")"
+        local allocs1 allocs2
+        kill -USR1 "$lc"; sleep 0.5
+        allocs1=$(grep -o 'allocs=[0-9]*' "$MB_TMP/churn-c.out" | tail -1 | cut -d= -f2)
+        sleep 1
+        kill -USR1 "$lc"; sleep 0.5
+        allocs2=$(grep -o 'allocs=[0-9]*' "$MB_TMP/churn-c.out" | tail -1 | cut -d= -f2)
+        [ "$allocs2" -gt "$allocs1" ] || fail "the churning client does not allocate after the restart"
+        pass "the churning client keeps allocating ($allocs1 -> $allocs2)"
+
+        # Every byte written before the restart reads back.
+        mb_finish_load hold-a "$la"
+        mb_finish_load hold-b "$lb"
+        mb_finish_load hold-rt "$lr"
+        mb_finish_load churn-c "$lc"
+        wait_for 20 test "$(mb_usage /)" -eq 0 || fail "pages left after every client went: $(mb_usage /)"
+        pass "everything returned at the end"
+}

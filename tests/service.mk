@@ -1,0 +1,21 @@
+# tests: the system service (configuration lifecycle, persistence, the
+# systemd unit, sd_notify, the fd-store restart).
+
+# Plays systemd's part: notify socket, fd store, $LISTEN_FDS, watchdog.
+check_PROGRAMS += tests/fake-systemd
+tests_fake_systemd_SOURCES = tests/fake-systemd.c
+tests_fake_systemd_CFLAGS = $(AM_CFLAGS)
+
+check_PROGRAMS += tests/test-state
+TESTS += tests/test-state
+tests_test_state_SOURCES = tests/test-state.c daemon/state.c daemon/state.h
+tests_test_state_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/daemon
+tests_test_state_CFLAGS = $(TESTS_CFLAGS)
+tests_test_state_LDADD = daemon/core/libmbcore.la $(TESTS_LIBS)
+
+SERVICE_TESTS = \
+	tests/test-service-install.sh \
+	tests/test-service-dbus-policy.sh
+TESTS += $(SERVICE_TESTS)
+dist_check_SCRIPTS += $(SERVICE_TESTS)
+EXTRA_DIST += tests/service-lib.sh

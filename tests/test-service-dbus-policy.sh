@@ -1,0 +1,104 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# The shipped D-Bus policy (systemd/org.membroker1.conf), loaded by a real
+# dbus-daemon that applies a system bus's default policy (method calls
+# denied unless a policy file allows them): root owns org.membroker1,
+# nobody may not; everyone may read (properties, stats, introspection);
+# changes are root-only in the bus itself, before the daemon's own check.
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/bus-lib.sh"
+need_root
+command -v "$DBUS_DAEMON" >/dev/null || skip "dbus-daemon is not installed"
+command -v "$BUSCTL" >/dev/null || skip "busctl is not installed"
+command -v dbus-send >/dev/null || skip "dbus-send is not installed"
+
+# A system-bus-like configuration: the defaults of Debian's system.conf.
+cat >"$MB_TMP/bus.conf" <<CONF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path=$MB_TMP/bus</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <deny own="*"/>
+    <deny send_type="method_call"/>
+    <allow send_type="signal"/>
+    <allow send_requested_reply="true" send_type="method_return"/>
+    <allow send_requested_reply="true" send_type="error"/>
+    <allow receive_type="method_call"/>
+    <allow receive_type="method_return"/>
+    <allow receive_type="error"/>
+    <allow receive_type="signal"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Peer"/>
+  </policy>
+  <include ignore_missing="no">$top_srcdir/systemd/org.membroker1.conf</include>
+</busconfig>
+CONF
+"$DBUS_DAEMON" --config-file="$MB_TMP/bus.conf" --nofork --nopidfile --print-address=3 \
+        3>"$MB_TMP/bus.address" 2>"$MB_TMP/bus.log" &
+MB_BUS_PID=$!
+wait_for 10 test -s "$MB_TMP/bus.address" || { cat "$MB_TMP/bus.log"; fail "dbus-daemon rejected the policy"; }
+MB_BUS_ADDRESS=$(head -1 "$MB_TMP/bus.address")
+pass "dbus-daemon loads the shipped policy"
+
+mb_write_broker_conf "Capacity=64M"
+mb_write_tenant a "Path=app/a" "MemoryMax=16M"
+mb_start_daemon
+pass "root owns org.membroker1"
+
+DSEND=(dbus-send --bus="$MB_BUS_ADDRESS" --print-reply --dest="$BUS_DEST")
+obj=$(tenant_object app/a)
+
+# Reads are open to nobody.
+as_nobody "$BUSCTL" --address="$MB_BUS_ADDRESS" get-property "$BUS_DEST" "$BUS_MGR_PATH" "$BUS_MGR_IFACE" \
+        Capacity >/dev/null || fail "nobody cannot read a Manager property"
+as_nobody "$BUSCTL" --address="$MB_BUS_ADDRESS" get-property "$BUS_DEST" "$obj" "$BUS_TENANT_IFACE" \
+        MemoryMax >/dev/null || fail "nobody cannot read a Tenant property"
+for m in "ListTenants" "GetTenant s app/a" "GetStat s app/a" "GetStatText s app/a" "GetEvents s app/a" \
+         "DumpStats"; do
+        # shellcheck disable=SC2086
+        as_nobody "$BUSCTL" --address="$MB_BUS_ADDRESS" call "$BUS_DEST" "$BUS_MGR_PATH" "$BUS_MGR_IFACE" $m \
+                >/dev/null || fail "nobody cannot call $m"
+done
+for m in GetStat GetStatText GetEvents; do
+        as_nobody "$BUSCTL" --address="$MB_BUS_ADDRESS" call "$BUS_DEST" "$obj" "$BUS_TENANT_IFACE" $m \
+                >/dev/null || fail "nobody cannot call Tenant.$m"
+done
+as_nobody "$BUSCTL" --address="$MB_BUS_ADDRESS" introspect "$BUS_DEST" "$BUS_MGR_PATH" >/dev/null ||
+        fail "nobody cannot introspect"
+pass "reads are open to nobody"
+
+# Changes are refused by the bus itself (dbus-daemon's "Rejected send
+# message" text, not the daemon's "requires uid 0").
+for call in "$BUS_MGR_PATH $BUS_MGR_IFACE.RemoveTenant string:app/a" \
+            "$BUS_MGR_PATH $BUS_MGR_IFACE.Reclaim string:app/a uint64:4096" \
+            "$BUS_MGR_PATH $BUS_MGR_IFACE.Reload" \
+            "$obj $BUS_TENANT_IFACE.Reclaim uint64:4096"; do
+        # shellcheck disable=SC2086
+        out=$(as_nobody "${DSEND[@]}" $call 2>&1) && fail "nobody may call $call"
+        case "$out" in
+        *org.freedesktop.DBus.Error.AccessDenied*"Rejected send message"*) ;;
+        *) fail "$call was not refused by the bus policy: $out" ;;
+        esac
+done
+expect_fail "Access denied" as_nobody "$BUSCTL" --address="$MB_BUS_ADDRESS" call "$BUS_DEST" "$BUS_MGR_PATH" \
+        "$BUS_MGR_IFACE" SetTenantLimits "sa{sv}b" app/a 1 MemoryMax t 4096 true
+expect_fail "Access denied" as_nobody "$BUSCTL" --address="$MB_BUS_ADDRESS" call "$BUS_DEST" "$BUS_MGR_PATH" \
+        "$BUS_MGR_IFACE" CreateTenant "sa{sv}" app/b 0
+pass "changes are refused to nobody by the bus policy"
+
+# ... and allowed to root.
+mgr_call SetTenantLimits "sa{sv}b" app/a 1 MemoryMax t $((8 << 20)) true
+assert_eq $((8 << 20)) "$(tenant_prop app/a MemoryMax)" "MemoryMax set by root"
+mgr_call Reload >/dev/null || fail "root cannot Reload"
+
+# Only root may own the name.
+out=$(as_nobody dbus-send --bus="$MB_BUS_ADDRESS" --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+        org.freedesktop.DBus.RequestName string:org.membroker1 uint32:4 2>&1) && fail "nobody may own org.membroker1"
+case "$out" in *AccessDenied*) ;; *) fail "RequestName as nobody: $out" ;; esac
+pass "nobody may not own org.membroker1"
