@@ -16,3 +16,4 @@ include tests/client.mk
 include tests/bus.mk
 include tests/slab.mk
 include tests/bench.mk
+include tests/service.mk
