@@ -87,6 +87,16 @@ static int enum_one(struct tenant *t, void *userdata) {
         return 0;
 }
 
+/* True when @path is BUS_TENANT_PREFIX or one of its ancestors. */
+static bool path_covers_tenants(const char *path) {
+        size_t n = strlen(path);
+
+        if (strcmp(path, "/") == 0)
+                return true;
+        return strncmp(BUS_TENANT_PREFIX, path, n) == 0 &&
+               (BUS_TENANT_PREFIX[n] == '\0' || BUS_TENANT_PREFIX[n] == '/');
+}
+
 int bus_tenant_enumerate(sd_bus *bus, const char *prefix, void *userdata, char ***ret_nodes,
                          sd_bus_error *error) {
         struct manager *m = userdata;
@@ -94,8 +104,16 @@ int bus_tenant_enumerate(sd_bus *bus, const char *prefix, void *userdata, char *
         int r;
 
         (void) bus;
-        (void) prefix;
         (void) error;
+        /* sd-bus asks with the path being introspected.  Tenant objects are
+         * leaves of the object tree (the encoded path has no '/'), so only a
+         * path at or above the prefix has them below it: answering the
+         * others with nothing keeps `busctl tree` (one Introspect per
+         * object) linear in the number of tenants. */
+        if (!path_covers_tenants(prefix)) {
+                *ret_nodes = NULL;
+                return 0;
+        }
         BUS_TREE_RDLOCK(m);
         c.nodes = calloc((size_t) m->tree->ntenants + 1, sizeof(char *));
         if (!c.nodes)
