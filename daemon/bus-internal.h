@@ -36,7 +36,6 @@
 #define BUS_ERROR_TENANT_EXISTS "org.membroker1.Error.TenantExists"
 #define BUS_ERROR_BUSY "org.membroker1.Error.Busy"
 #define BUS_ERROR_BAD_CONFIG "org.membroker1.Error.BadConfig"
-#define BUS_ERROR_LIMIT "org.membroker1.Error.LimitExceeded"
 
 struct event;
 
@@ -48,9 +47,6 @@ struct bus_state {
         short io_events;     /* EV_READ/EV_WRITE currently armed */
         bool io_added;
 };
-
-/* The manager that owns @bus (one bus connection per daemon). */
-struct manager *bus_manager(sd_bus *bus);
 
 /* Re-arm the libevent events after messages were queued outside
  * sd_bus_process() (signals, asynchronous replies). */
@@ -111,22 +107,20 @@ extern const sd_bus_vtable bus_manager_vtable[];
 
 /* ---- statistics (bus-stat.c) ---- */
 
-/* One tenant's memory.stat-style figures, in the order GetStat returns. */
-#define BUS_STAT_MAX_ENTRIES 64
+/* One tenant's memory.stat-style figures, in the order GetStat returns
+ * (manager_tenant_stat()'s list).  Release with bus_stat_done(). */
 struct bus_stat {
+        struct mb_stat_kv *e;
         size_t n;
-        struct {
-                const char *key; /* static string */
-                uint64_t value;
-        } e[BUS_STAT_MAX_ENTRIES];
 };
+void bus_stat_done(struct bus_stat *s);
 
 /**
  * bus_stat_collect - refresh @t's subtree (manager_stats_refresh(), which
  * flushes only when enough updates are pending) unless @refreshed, then read
- * its figures under m->stats_lock.
+ * its figures (manager_tenant_stat(), under m->stats_lock).  0 or -ENOMEM.
  */
-void bus_stat_collect(struct manager *m, struct tenant *t, bool refreshed, struct bus_stat *ret);
+int bus_stat_collect(struct manager *m, struct tenant *t, bool refreshed, struct bus_stat *ret);
 
 /* memory.events and memory.events.local of @t: "low" ... "oom_kill", then
  * "low.local" ... "oom_kill.local". */

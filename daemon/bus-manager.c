@@ -283,10 +283,12 @@ struct dump_ctx {
 
 static int dump_one(struct tenant *t, void *userdata) {
         struct dump_ctx *c = userdata;
-        struct bus_stat s;
+        _cleanup_(bus_stat_done) struct bus_stat s = {};
         int r;
 
-        bus_stat_collect(c->manager, t, true, &s);
+        r = bus_stat_collect(c->manager, t, true, &s);
+        if (r < 0)
+                return r;
         r = sd_bus_message_open_container(c->reply, 'r', "sa(st)");
         if (r < 0)
                 return r;

@@ -15,6 +15,7 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bus-internal.h"
@@ -38,21 +39,17 @@ uint64_t bus_limit_to_bytes(struct manager *m, unsigned long pages) {
         return bus_pages_to_bytes(m, pages);
 }
 
-void bus_stat_collect(struct manager *m, struct tenant *t, bool refreshed, struct bus_stat *ret) {
-        _cleanup_(freep) struct mb_stat_kv *kv = NULL;
-        size_t n = 0;
-
+int bus_stat_collect(struct manager *m, struct tenant *t, bool refreshed, struct bus_stat *ret) {
         if (!refreshed)
                 manager_stats_refresh(m, t, false);
-        ret->n = 0;
+        *ret = (struct bus_stat) {};
         /* The daemon's key list (design.md §4), read under stats_lock. */
-        if (manager_tenant_stat(m, t, &kv, &n) < 0)
-                return;
-        for (size_t i = 0; i < n && ret->n < BUS_STAT_MAX_ENTRIES; i++) {
-                ret->e[ret->n].key = kv[i].key;
-                ret->e[ret->n].value = kv[i].value;
-                ret->n++;
-        }
+        return manager_tenant_stat(m, t, &ret->e, &ret->n);
+}
+
+void bus_stat_done(struct bus_stat *s) {
+        free(s->e);
+        *s = (struct bus_stat) {};
 }
 
 /* memory.events / memory.events.local names (enum mb_event order). */

@@ -226,11 +226,13 @@ int bus_read_limits(sd_bus_message *msg, struct mb_limits *ret, sd_bus_error *er
 
 int bus_tenant_method_get_stat(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        struct bus_stat s;
+        _cleanup_(bus_stat_done) struct bus_stat s = {};
         int r;
 
         (void) error;
-        bus_stat_collect(m, t, false, &s);
+        r = bus_stat_collect(m, t, false, &s);
+        if (r < 0)
+                return r;
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r < 0)
                 return r;
@@ -243,12 +245,15 @@ int bus_tenant_method_get_stat(sd_bus_message *msg, struct manager *m, struct te
 int bus_tenant_method_get_stat_text(sd_bus_message *msg, struct manager *m, struct tenant *t,
                                     sd_bus_error *error) {
         _cleanup_(freep) char *text = NULL;
-        struct bus_stat s;
+        _cleanup_(bus_stat_done) struct bus_stat s = {};
         size_t size = 0;
         FILE *f;
+        int r;
 
         (void) error;
-        bus_stat_collect(m, t, false, &s);
+        r = bus_stat_collect(m, t, false, &s);
+        if (r < 0)
+                return r;
         f = open_memstream(&text, &size);
         if (!f)
                 return -ENOMEM;

@@ -18,11 +18,9 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <syslog.h>
 #include <time.h>
 
 #include <event2/event.h>
@@ -40,17 +38,8 @@ static const sd_bus_error_map bus_error_map[] = {
         SD_BUS_ERROR_MAP(BUS_ERROR_TENANT_EXISTS, EEXIST),
         SD_BUS_ERROR_MAP(BUS_ERROR_BUSY, EBUSY),
         SD_BUS_ERROR_MAP(BUS_ERROR_BAD_CONFIG, EINVAL),
-        SD_BUS_ERROR_MAP(BUS_ERROR_LIMIT, ERANGE),
         SD_BUS_ERROR_MAP_END,
 };
-
-/* sd-bus has no per-connection userdata; the daemon has one connection. */
-static struct manager *bus_owner;
-
-struct manager *bus_manager(sd_bus *bus) {
-        (void) bus;
-        return bus_owner;
-}
 
 void bus_tree_unlockp(struct manager **m) {
         if (*m)
@@ -284,7 +273,6 @@ int bus_setup(struct manager *m) {
         }
         s->bus = TAKE_PTR(bus);
         m->bus = s;
-        bus_owner = m;
 
         r = bus_rearm(m);
         if (r < 0) {
@@ -311,8 +299,6 @@ void bus_free(struct manager *m) {
                 sd_bus_flush_close_unref(s->bus);
         free(s);
         m->bus = NULL;
-        if (bus_owner == m)
-                bus_owner = NULL;
 }
 
 /* ---- authorization ---- */
