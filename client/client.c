@@ -128,6 +128,19 @@ const char *mb_last_error(void) {
         return error_message;
 }
 
+/* rseq mode needs the kernel to abort other CPUs' critical sections on
+ * demand; registered once per process. */
+static pthread_once_t rseq_fence_once = PTHREAD_ONCE_INIT;
+static bool rseq_fence_ok;
+
+static void rseq_fence_init(void) {
+        long cmds = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+
+        if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ))
+                return;
+        rseq_fence_ok = syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ, 0, 0) == 0;
+}
+
 /* ---- fork(): every live client, disabled in the child ---- */
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -155,6 +168,10 @@ static void registry_child(void) {
                         c->stocks[i].limit = 0;
                 }
         }
+        /* The membarrier registration belongs to the parent's mm: register
+         * the child's, for the clients it connects. */
+        if (rseq_fence_ok)
+                rseq_fence_ok = syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ, 0, 0) == 0;
         pthread_mutex_unlock(&registry_lock);
 }
 
@@ -184,19 +201,6 @@ static void registry_remove(mb_client *c) {
 }
 
 /* ---- stocks ---- */
-
-/* rseq mode needs the kernel to abort other CPUs' critical sections on
- * demand; registered once per process. */
-static pthread_once_t rseq_fence_once = PTHREAD_ONCE_INIT;
-static bool rseq_fence_ok;
-
-static void rseq_fence_init(void) {
-        long cmds = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-
-        if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ))
-                return;
-        rseq_fence_ok = syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ, 0, 0) == 0;
-}
 
 /* Whether this process can take stock locks with rseq (stock.h). */
 static bool rseq_lock_available(void) {
@@ -855,16 +859,21 @@ static __attribute__((noinline)) void *page_alloc_slow(mb_client *c) {
         return p;
 }
 
+static __attribute__((noinline)) int page_free_slow(mb_client *c, void *page) {
+        return client_free_slow(c, &page, 1);
+}
+
 /* ---- the fast paths ---- */
 
 void *mb_page_alloc(mb_client *c) {
         struct stock *s = client_stock_lock(c);
+        uint32_t nr = s->nr;
 
-        if (_likely_(s->nr > 0)) {
-                void *p = s->pages[--s->nr];
+        if (_likely_(nr > 0)) {
+                void *p = s->pages[nr - 1];
 
                 stock_stat_use(s->slot, 1);
-                stock_unlock(s);
+                stock_unlock_nr(s, nr - 1);
                 return p;
         }
         stock_unlock(s);
@@ -905,18 +914,20 @@ static int client_bad_page(const mb_client *c, const void *page) {
 
 int mb_page_free(mb_client *c, void *page) {
         struct stock *s;
+        uint32_t nr;
 
         if (_unlikely_(!client_page_valid(c, page)))
                 return client_bad_page(c, page);
         s = client_stock_lock(c);
-        if (_likely_(s->nr < s->limit)) {
-                s->pages[s->nr++] = page;
+        nr = s->nr;
+        if (_likely_(nr < s->limit)) {
+                s->pages[nr] = page;
                 stock_stat_use(s->slot, -1);
-                stock_unlock(s);
+                stock_unlock_nr(s, nr + 1);
                 return 0;
         }
         stock_unlock(s);
-        return client_free_slow(c, &page, 1);
+        return page_free_slow(c, page);
 }
 
 int mb_page_free_bulk(mb_client *c, void **pages, size_t n) {

@@ -12,7 +12,9 @@
  * reason in words is available from mb_last_error() in the calling thread.
  *
  * Threads: every function may be called from any thread, except that
- * mb_close() must not race with other calls on the same client.
+ * mb_close() must not race with other calls on the same client.  No
+ * function is async-signal-safe (a signal handler that allocates while the
+ * interrupted thread holds its CPU's stock would wait forever).
  *
  * The stock: each CPU keeps up to 2 * charge_batch pre-charged free pages
  * (mb_page_alloc() pops, mb_page_free() pushes; no system call, no daemon).
@@ -25,6 +27,10 @@
  * refilling).  At a limit the library first takes the pages of its other
  * CPUs' stocks and charges exactly what is missing, as the kernel's
  * try_charge() does, so an application can use its tenant's whole max.
+ * A CPU's stock is locked with a restartable sequence (rseq: no atomic
+ * instruction) where glibc registered rseq and the kernel offers the rseq
+ * membarrier (x86-64, Linux >= 5.10), else with one atomic exchange;
+ * MEMBROKER_RSEQ=0 in the environment forces the latter.
  *
  * Page contents: pages the daemon hands out are zero (a page that leaves a
  * client is hole-punched), but a page from the stock may hold data the same

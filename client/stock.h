@@ -56,8 +56,14 @@
 #define STOCK_LOCKED_REMOTE 2 /* taken from another CPU in rseq mode */
 
 struct stock {
-        int lock;                   /* STOCK_UNLOCKED / STOCK_LOCKED_* */
-        uint32_t nr;                /* pages in pages[] */
+        union {
+                struct {
+                        int lock;           /* STOCK_UNLOCKED / STOCK_LOCKED_* */
+                        uint32_t nr;        /* pages in pages[] */
+                };
+                uint64_t lock_nr;           /* both: the fast path releases the lock and
+                                             * sets nr with one store (stock_unlock_nr) */
+        };
         uint32_t limit;             /* at most this many pages stay stocked
                                      * (2 * charge_batch); 0 = stock disabled
                                      * (after fork() or a lost connection) */
@@ -99,6 +105,13 @@ static inline void stock_lock_atomic(struct stock *s) {
 
 static inline void stock_unlock(struct stock *s) {
         __atomic_store_n(&s->lock, STOCK_UNLOCKED, __ATOMIC_RELEASE);
+}
+
+/* Set nr to @nr and unlock, in one store (little-endian: lock is the low
+ * half of lock_nr). */
+static inline void stock_unlock_nr(struct stock *s, uint32_t nr) {
+        _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "lock_nr layout");
+        __atomic_store_n(&s->lock_nr, (uint64_t) nr << 32 | STOCK_UNLOCKED, __ATOMIC_RELEASE);
 }
 
 #if defined(__x86_64__)
