@@ -9,7 +9,7 @@
 
 NCLIENTS=200
 THREADS=3
-ROUNDS=30
+ROUNDS=10
 tenants=(a/x a/y b/x b/y)
 
 mb_write_broker_conf "Capacity=256M" "Workers=2"

@@ -71,7 +71,7 @@ static int last_error; /* errno of the last Error reply, 0 after a success */
 
 /* Pages held, as a set of indices (simple array; tests hold few pages). */
 static uint64_t *held;
-static size_t nheld;
+static size_t nheld, held_alloc;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static volatile sig_atomic_t stop;
@@ -230,6 +230,17 @@ static void held_add(uint64_t start, uint32_t count) {
         if (nheld + count > MAX_HELD_PAGES) {
                 errno = ENOSPC;
                 die("too many pages");
+        }
+        if (nheld + count > held_alloc) {
+                size_t n = held_alloc ? held_alloc : 256;
+                uint64_t *p;
+                while (n < nheld + count)
+                        n *= 2;
+                p = realloc(held, n * sizeof(uint64_t));
+                if (!p)
+                        die("realloc");
+                held = p;
+                held_alloc = n;
         }
         for (uint32_t i = 0; i < count; i++)
                 held[nheld++] = start + i;
@@ -499,10 +510,6 @@ int main(int argc, char *argv[]) {
         signal(SIGTERM, on_signal);
         signal(SIGINT, on_signal);
 
-        held = malloc(MAX_HELD_PAGES * sizeof(uint64_t));
-        if (!held)
-                die("malloc");
-
         strcpy(sa.sun_path, socket_path);
         sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (sock < 0)
@@ -670,9 +677,17 @@ int main(int argc, char *argv[]) {
                         need(argc, i, 1, s);
                         usleep((useconds_t) strtoul(argv[++i], NULL, 10) * 1000);
                 } else if (strcmp(s, "hold") == 0) {
+                        sigset_t block, old;
+                        /* Block, test, then sigsuspend(): a signal cannot
+                         * slip in between the test and the wait. */
+                        sigemptyset(&block);
+                        sigaddset(&block, SIGTERM);
+                        sigaddset(&block, SIGINT);
+                        sigprocmask(SIG_BLOCK, &block, &old);
                         printf("ready\n");
                         while (!stop)
-                                pause();
+                                sigsuspend(&old);
+                        sigprocmask(SIG_SETMASK, &old, NULL);
                 } else if (strcmp(s, "load") == 0) {
                         need(argc, i, 2, s);
                         step_load((unsigned) strtoul(argv[i + 1], NULL, 10),
