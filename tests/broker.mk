@@ -24,7 +24,8 @@ BROKER_TESTS = \
 	tests/test-broker-cgroup.sh \
 	tests/test-broker-concurrency.sh \
 	tests/test-broker-start.sh \
-	tests/test-broker-reload.sh
+	tests/test-broker-reload.sh \
+	tests/test-broker-load.sh
 TESTS += $(BROKER_TESTS)
 dist_check_SCRIPTS += $(BROKER_TESTS)
 EXTRA_DIST += tests/broker-lib.sh
