@@ -22,6 +22,7 @@
 #define MANAGER_LISTEN_BACKLOG 4096
 #define MANAGER_MAX_WORKERS 256u
 #define MANAGER_MAX_CHARGE_BATCH_PAGES 16384u /* a Charge carries at most this */
+#define ACCEPT_PAUSE_USEC 100000 /* listener pause when out of descriptors */
 
 struct manager_event {
         char *path;
@@ -732,10 +733,26 @@ static void manager_accept_cb(struct evconnlistener *l, evutil_socket_t fd, stru
         worker_add_fd(w, fd);
 }
 
+static void manager_accept_resume_cb(evutil_socket_t fd, short what, void *userdata) {
+        struct manager *m = userdata;
+
+        if (m->listener)
+                evconnlistener_enable(m->listener);
+}
+
 static void manager_accept_error_cb(struct evconnlistener *l, void *userdata) {
+        static const struct timeval pause_tv = { .tv_sec = 0, .tv_usec = ACCEPT_PAUSE_USEC };
+        struct manager *m = userdata;
         int r = -EVUTIL_SOCKET_ERROR();
 
         log_warning_errno(r, "accept() failed: %m");
+        /* Out of descriptors or memory: the pending connection stays in the
+         * backlog and the listener would fire again at once; pause it. */
+        if (r == -EMFILE || r == -ENFILE || r == -ENOBUFS || r == -ENOMEM) {
+                evconnlistener_disable(l);
+                if (event_base_once(m->base, -1, EV_TIMEOUT, manager_accept_resume_cb, m, &pause_tv) < 0)
+                        evconnlistener_enable(l);
+        }
 }
 
 static int manager_listen(struct manager *m) {
