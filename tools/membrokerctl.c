@@ -838,60 +838,80 @@ static void print_openmetrics(const struct tenant_set *s, const size_t *sel, siz
         printf("# EOF\n");
 }
 
+/* Resolve @path with the daemon (GetTenant: it normalises and says what is
+ * wrong) into @t: the canonical path, and with @props the properties. */
+static int get_one_tenant(sd_bus *bus, const char *path, bool props, struct tenant_info *t) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL, *all = NULL;
+        _cleanup_(freep) char *canonical = NULL;
+        const char *object;
+        char what[256];
+        int r;
+
+        snprintf(what, sizeof what, "tenant '%s'", path);
+        r = call_manager(bus, "GetTenant", &error, &reply, "s", path);
+        if (r < 0)
+                return log_bus_error(what, &error, r);
+        r = sd_bus_message_read(reply, "o", &object);
+        if (r < 0)
+                return r;
+        r = sd_bus_path_decode(object, MANAGER_PATH "/tenant", &canonical);
+        if (r <= 0) {
+                log_error("%s: unexpected object path %s", what, object);
+                return -EBADMSG;
+        }
+        *t = (struct tenant_info) {};
+        if (props) {
+                r = sd_bus_call_method(bus, BUS_NAME, object, "org.freedesktop.DBus.Properties", "GetAll", &error,
+                                       &all, "s", TENANT_IFACE);
+                if (r < 0)
+                        return log_bus_error(what, &error, r);
+                r = read_props(all, tenant_props, ELEMENTSOF(tenant_props), t);
+                if (r < 0) {
+                        free(t->path);
+                        log_error("%s: cannot parse the properties: %s", what, strerror(-r));
+                        return r;
+                }
+        }
+        free(t->path);
+        t->path = TAKE_PTR(canonical);
+        return 0;
+}
+
 static int verb_stat(sd_bus *bus, int argc, char **argv) {
         _cleanup_(tenant_set_done) struct tenant_set s = {};
         _cleanup_(freep) size_t *sel = NULL;
         size_t nsel = 0;
         int r;
 
-        /* Properties of every tenant in one call: needed for OpenMetrics and to
-         * resolve the paths given. */
-        r = get_tenants(bus, &s);
-        if (r < 0)
-                return r;
-        sel = calloc(s.n + (size_t) argc, sizeof *sel);
-        if (!sel)
-                return -ENOMEM;
-
         if (argc <= 1) {
+                /* Every tenant: its properties and its stat, one call each. */
+                r = get_tenants(bus, &s);
+                if (r < 0)
+                        return r;
                 r = get_all_stats(bus, &s);
                 if (r < 0)
                         return r;
-                for (size_t i = 0; i < s.n; i++)
-                        sel[nsel++] = i;
         } else {
+                /* Only the tenants asked for (cheap among thousands). */
+                s.t = calloc((size_t) argc, sizeof *s.t);
+                if (!s.t)
+                        return -ENOMEM;
                 for (int a = 1; a < argc; a++) {
-                        struct kvlist l;
-                        struct tenant_info *t;
-
-                        /* The daemon resolves the path (and says what is wrong with it). */
-                        r = get_kvlist(bus, "GetStat", argv[a], &l);
+                        r = get_one_tenant(bus, argv[a], arg.format == FORMAT_OPENMETRICS, &s.t[s.n]);
                         if (r < 0)
                                 return r;
-                        /* Find the canonical entry through the object path
-                         * of the tenant the daemon resolved. */
-                        t = NULL;
-                        {
-                                _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-                                _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-                                const char *object;
-                                if (call_manager(bus, "GetTenant", &error, &reply, "s", argv[a]) >= 0 &&
-                                    sd_bus_message_read(reply, "o", &object) >= 0) {
-                                        _cleanup_(freep) char *path = NULL;
-                                        if (sd_bus_path_decode(object, MANAGER_PATH "/tenant", &path) > 0)
-                                                t = tenant_set_find(&s, path);
-                                }
-                        }
-                        if (!t) {
-                                kvlist_done(&l);
-                                log_error("tenant '%s' disappeared", argv[a]);
-                                return -ENOENT;
-                        }
-                        kvlist_done(&t->stat);
-                        t->stat = l;
-                        sel[nsel++] = (size_t) (t - s.t);
+                        s.n++;
+                        r = get_kvlist(bus, "GetStat", s.t[s.n - 1].path, &s.t[s.n - 1].stat);
+                        if (r < 0)
+                                return r;
                 }
         }
+        sel = calloc(s.n ? s.n : 1, sizeof *sel);
+        if (!sel)
+                return -ENOMEM;
+        for (size_t i = 0; i < s.n; i++)
+                sel[nsel++] = i;
 
         if (arg.format == FORMAT_OPENMETRICS) {
                 for (size_t i = 0; i < nsel; i++) {
@@ -1589,7 +1609,5 @@ int main(int argc, char **argv) {
         if (r < 0)
                 return EXIT_FAILURE;
         r = v->run(bus, nargs, args);
-        if (r == -EINVAL && v->run == verb_set)
-                return EXIT_FAILURE;
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }
