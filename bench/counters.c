@@ -69,12 +69,7 @@ struct hierarchy {
         uint64_t cpu_ns[2]; /* CPU time of each charging thread */
 };
 
-static uint64_t thread_cpu_ns(void) {
-        struct timespec ts;
 
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
 
 static struct page_counter *counter_new(struct page_counter *parent) {
         size_t align = _Alignof(struct page_counter) > 16 ? _Alignof(struct page_counter) : 16;
@@ -149,7 +144,7 @@ static void sample_thread(void *arg, unsigned tid, uint64_t iters) {
         struct sample_ctx *s = arg;
         struct hierarchy *h = s->h;
 
-        uint64_t c0 = thread_cpu_ns();
+        uint64_t c0 = bench_thread_cpu_ns();
 
         switch (s->w) {
         case W_SAME:
@@ -168,7 +163,7 @@ static void sample_thread(void *arg, unsigned tid, uint64_t iters) {
         default:
                 abort();
         }
-        h->cpu_ns[tid] = thread_cpu_ns() - c0;
+        h->cpu_ns[tid] = bench_thread_cpu_ns() - c0;
 }
 
 /* One sample in this process: ns per charge+check+uncharge per charging

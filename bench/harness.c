@@ -287,7 +287,7 @@ struct thread_arg {
         uint64_t cpu_ns;
 };
 
-static uint64_t thread_cpu_ns(void) {
+uint64_t bench_thread_cpu_ns(void) {
         struct timespec ts;
 
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -305,9 +305,9 @@ static void *thread_main(void *p) {
                 (void) pthread_setaffinity_np(pthread_self(), sizeof set, &set);
         }
         pthread_barrier_wait(a->barrier);
-        c0 = thread_cpu_ns();
+        c0 = bench_thread_cpu_ns();
         a->fn(a->arg, a->tid, a->iters);
-        a->cpu_ns = thread_cpu_ns() - c0;
+        a->cpu_ns = bench_thread_cpu_ns() - c0;
         a->end_ns = bench_now_ns();
         return NULL;
 }

@@ -42,6 +42,11 @@ uint64_t bench_count(const struct bench_opts *o, uint64_t full, uint64_t quick);
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t bench_now_ns(void);
 
+/* CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID) in nanoseconds:
+ * for single-threaded in-process loops, which should not be charged for the
+ * time other processes of a shared machine took the CPU. */
+uint64_t bench_thread_cpu_ns(void);
+
 /* Keep the compiler from optimising @p (and what it points to) away. */
 static inline void bench_clobber(const void *p) {
         __asm__ volatile("" : : "r"(p) : "memory");

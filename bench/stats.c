@@ -20,6 +20,10 @@
  *     and 256 to show how both scale with the CPU count (the seed measured
  *     on 256 CPUs).
  *
+ * Times are wall time around each read alone (CLOCK_MONOTONIC, a vDSO call;
+ * the thread CPU clock is a system call costing microseconds here, more
+ * than a targeted read), averaged over the reads of a sample.
+ *
  * With MB_BENCH_CALLGRIND=1 the program runs every case once and marks each
  * with CALLGRIND_DUMP_STATS_AT, for instruction counts that machine noise
  * cannot touch (bench/run-stats-callgrind.sh runs it under valgrind).
@@ -344,7 +348,8 @@ int main(void) {
         printf("%zu tenants (%u parents × %u leaves + parents), a stats source of %u slots "
                "(possible CPUs) per leaf, %zu leaves (%d%%) wrote their slots before each read. "
                "A read polls the sources of the subtree it reads and flushes that subtree "
-               "(forced flush, as the daemon's manager_stats_refresh(…, force=true)).\n\n",
+               "(forced flush, as the daemon's manager_stats_refresh(…, force=true)). "
+               "Times: wall µs around each read alone.\n\n",
                w.ntenants, nparents, NLEAVES_PER_PARENT, ncpus, w.nchanged, CHANGED_PERCENT);
         bench_table_columns("read", "sources polled", "nodes flushed", "µs/read (median)", "min–max",
                             "time ratio to the full flush", NULL);
