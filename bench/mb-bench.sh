@@ -83,10 +83,10 @@ t_charge() {
         if [ -n "$memcg" ]; then
                 MB_CGROUP_DIRS+=("$memcg")
                 base=$(dirname "$memcg")
-                MB_BENCH_MEMCG_VERSION="cgroup $(mb_memcg_version "$base")" \
+                MB_BENCH_REPS=${MB_BENCH_REPS:-$(q 15 1)} MB_BENCH_MEMCG_VERSION="cgroup $(mb_memcg_version "$base")" \
                         "$BENCH_BIN/bench-broker" charge "$MB_SOCK" --memcg "$memcg" "$base" "${specs[@]}"
         else
-                MB_BENCH_MEMCG_SKIP="$(memcg_child_reason)" \
+                MB_BENCH_REPS=${MB_BENCH_REPS:-$(q 15 1)} MB_BENCH_MEMCG_SKIP="$(memcg_child_reason)" \
                         "$BENCH_BIN/bench-broker" charge "$MB_SOCK" "${specs[@]}"
         fi
         local rc=$?
@@ -117,7 +117,7 @@ t_depth() {
                 specs+=("depth $d=$path")
         done
         mb_start_daemon "$conf" || { missing "Table 3: hierarchy depth" "membrokerd did not start"; return 1; }
-        # ±5% questions: more repetitions (cheap tables)
+        # ±5% questions: more repetitions (cheap tables 2 to 5)
         MB_BENCH_REPS=${MB_BENCH_REPS:-$(q 15 1)} "$BENCH_BIN/bench-broker" depth "$MB_SOCK" "${specs[@]}"
         local rc=$?
         mb_stop_daemon
@@ -298,7 +298,7 @@ main() {
         done
         echo "# membroker benchmarks"
         echo
-        echo "Run $(date -u '+%Y-%m-%d %H:%M UTC')$( [ -n "$QUICK" ] && echo ', QUICK mode (tiny counts: the figures mean nothing)'), membroker $(git -C "$top_srcdir" describe --always --dirty 2>/dev/null || echo '(no git)'), repetitions per case: ${MB_BENCH_REPS:-$(q "7 (15 in tables 3, 4 and 5)" 1)}, median and min–max shown."
+        echo "Run $(date -u '+%Y-%m-%d %H:%M UTC')$( [ -n "$QUICK" ] && echo ', QUICK mode (tiny counts: the figures mean nothing)'), membroker $(git -C "$top_srcdir" describe --always --dirty 2>/dev/null || echo '(no git)'), repetitions per case: ${MB_BENCH_REPS:-$(q "7 (15 in tables 2 to 5)" 1)}, median and min–max shown."
         echo
         mb_machine
         local start
