@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pressure.h - host memory pressure (PSI) as a reclaim trigger
+ * (PressureReclaim=yes).
+ *
+ * The kernel's memory controller reclaims a cgroup when the host runs short;
+ * the broker's tenants live in memory the kernel sees as the daemon's shared
+ * memory, so the broker reacts to host pressure itself: it arms a PSI
+ * trigger (Documentation/accounting/psi.rst) on /proc/pressure/memory, or on
+ * its own cgroup's memory.pressure when the system-wide file refuses
+ * (unprivileged triggers need CAP_SYS_RESOURCE on older kernels; a service
+ * may write triggers in its own cgroup), and on every trigger event asks
+ * tenants above their effective low to give part of the excess back
+ * (reclaim_pressure()).
+ *
+ * A PSI trigger fd signals with POLLPRI while it is always readable, and
+ * libevent watches only for readability; so the trigger fd sits in an epoll
+ * set of its own (interest: EPOLLPRI), and libevent watches that epoll fd,
+ * which becomes readable exactly when the trigger fires.
+ *
+ * For tests the source is injectable: when the path names a FIFO, every
+ * write to it counts as one pressure event (the daemon holds the FIFO open
+ * for reading and writing, so writers may come and go).
+ */
+#pragma once
+
+struct manager;
+struct pressure;
+
+/* The trigger written when none is given: 150 ms of "some" stall within
+ * any 1 s window. */
+#define PRESSURE_DEFAULT_TRIGGER "some 150000 1000000"
+#define PRESSURE_DEFAULT_PATH "/proc/pressure/memory"
+
+/**
+ * pressure_new - watch @path (NULL: PRESSURE_DEFAULT_PATH, falling back to
+ * the daemon's cgroup's memory.pressure) with @trigger (NULL: the default),
+ * or a FIFO at @path.  Events go to reclaim_pressure(m->reclaimer) on the
+ * main loop.  Returns 0, or a negative errno with the reason logged
+ * (-EOPNOTSUPP: the kernel has no PSI; -EPERM/-EACCES: the kernel refuses
+ * the trigger; -EINVAL: a bad trigger).
+ */
+int pressure_new(struct manager *m, const char *path, const char *trigger, struct pressure **ret);
+void pressure_free(struct pressure *p);
+
+/* The file being watched. */
+const char *pressure_path(const struct pressure *p);

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reclaim.h - cooperative reclaim: the daemon asks clients to give pages
+ * back (design.md §3, issue 6).
+ *
+ * The kernel reclaims by scanning LRU lists; the broker cannot see into its
+ * clients, so it asks them: Reclaim{seq, pages} ("give back up to this
+ * many"), Drain{seq} ("give back every stocked page"), and the library
+ * answers with Uncharge{reply_to = seq} after returning unused stocked
+ * pages and calling the application's shrinkers.  Around that, this module
+ * mirrors the kernel's reclaim decisions:
+ *
+ *   try_charge_memcg()          a charge that fails at `max` (the tenant's,
+ *                               an ancestor's or the capacity) drains the
+ *                               stocks of the failing level's subtree, then
+ *                               reclaims what is missing there, retrying up
+ *                               to MAX_RECLAIM_RETRIES fruitless rounds;
+ *                               still short: `oom`, and ENOMEM or (OOMPolicy=
+ *                               kill) mem_cgroup_out_of_memory();
+ *   mem_cgroup_handle_over_high()  a charge that leaves a level above
+ *                               `high` waits while the overage is reclaimed,
+ *                               then for calculate_high_delay();
+ *   memory_reclaim()            proactive Reclaim(path, bytes);
+ *   memory_max_write(),
+ *   memory_high_write()         a lowered limit reclaims the excess;
+ *   shrink_node_memcgs()        target selection with
+ *                               page_counter_calculate_protection() relative
+ *                               to the reclaim root, a second pass below
+ *                               `low` when the first found nothing, amounts
+ *                               proportional to usage above protection
+ *                               (get_scan_count());
+ *   PSI                         under host pressure (daemon/pressure.c),
+ *                               tenants above their effective low give part
+ *                               of the excess back.
+ *
+ * Threads.  Everything is coordinated by the main thread (the "reclaimer"):
+ * it plans rounds, keeps the requests in flight and their timers, and
+ * charges on behalf of a client whose charge waits.  Workers own the
+ * connections: they send the requests, receive the answers (uncharging the
+ * pages at once), and reply to the clients.  The two sides talk through
+ * mailboxes (a mutex-protected queue and an event made active across
+ * threads), so a worker never waits for the main thread nor for a client:
+ * a charge that needs reclaim is parked on its connection and completed by a
+ * later message.  A client that does not answer within ReclaimTimeoutMSec=
+ * is skipped for that round, counted and logged; as long as that request is
+ * unanswered, later rounds skip it at once, so a stopped client stalls
+ * nobody.
+ *
+ * A struct reclaim_client stands for one attached connection; it is
+ * reference-counted so that messages about it stay valid after the
+ * connection is gone.  The tenant's list of them (tenant_state->clients,
+ * under tenant_state->lock) is how the reclaimer finds whom to ask.
+ */
+#pragma once
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "manager.h"
+#include "tenant.h"
+
+struct conn;
+struct worker;
+struct reclaimer;
+struct reclaim_req;
+
+/* try_charge_memcg(): rounds that free nothing before a charge gives up. */
+#define MAX_RECLAIM_RETRIES 16u
+/* Rounds of any kind one charge or proactive request may take at most
+ * (rounds that make progress do not use up the retries above). */
+#define RECLAIM_MAX_ROUNDS 64u
+/* How long a charge waits for the client an OOM kill chose to go away. */
+#define RECLAIM_OOM_WAIT_USEC (5ULL * 1000 * 1000)
+/* Under host pressure each PSI event asks for this fraction (1 / 2^shift)
+ * of every tenant's usage above its effective low. */
+#define RECLAIM_PRESSURE_SHIFT 2u
+/* Events are not queued to a client whose unread output passes this. */
+#define RECLAIM_EVENT_OUTPUT_MAX_BYTES (64u * 1024u)
+
+struct reclaim_client {
+        _Atomic unsigned refs;
+        struct manager *m;
+        struct worker *w;       /* the worker serving the connection */
+        struct conn *conn;      /* worker thread only; NULL once detached */
+        struct tenant *tenant;
+        uint64_t client_id;
+        char name[64];
+        pid_t pid;
+        int pidfd;              /* -1 without one */
+        _Atomic uint64_t held;  /* pages the client holds (written by the worker) */
+        _Atomic bool gone;      /* detached */
+
+        /* tenant_state->clients, under tenant_state->lock */
+        struct reclaim_client *prev, *next;
+
+        /* Main thread only. */
+        struct reclaim_req *outstanding; /* the request it has not answered */
+        uint32_t next_seq;
+        bool timeout_logged;
+        bool killed;
+        bool linked;
+};
+
+/* ---- life cycle (manager.c, worker.c) ---- */
+
+/* The reclaimer on @m->base (main thread).  -ENOMEM. */
+int reclaimer_new(struct manager *m, struct reclaimer **ret);
+/* Stop: every job ends (proactive callbacks get what was reclaimed so far),
+ * nothing more is sent to workers.  Call before the workers are freed. */
+void reclaimer_shutdown(struct reclaimer *r);
+/* Free (after the workers are gone); NULL is a no-op. */
+void reclaimer_free(struct reclaimer *r);
+
+/* The worker's mailbox, on its event base (worker_new()).  -ENOMEM. */
+int reclaim_worker_init(struct worker *w);
+/* Drop what is still queued for @w (worker_free(), thread stopped). */
+void reclaim_worker_done(struct worker *w);
+
+/* ---- connections (worker thread of the connection) ---- */
+
+/**
+ * reclaim_client_attach - a client was admitted to @t: create its handle and
+ * put it on the tenant's list.  @pidfd is duplicated (may be -1).  Returns 0
+ * or -ENOMEM.
+ */
+int reclaim_client_attach(struct manager *m, struct worker *w, struct conn *c, struct tenant *t,
+                          uint64_t client_id, const char *name, pid_t pid, int pidfd,
+                          struct reclaim_client **ret);
+/* The connection is going (all its pages were returned): take it off the
+ * tenant's list, tell the reclaimer, drop the connection's reference. */
+void reclaim_client_detach(struct reclaim_client *rc);
+
+static inline void reclaim_client_set_held(struct reclaim_client *rc, uint64_t held) {
+        atomic_store_explicit(&rc->held, held, memory_order_relaxed);
+}
+
+/* A Charge of @pages (seq @seq) failed at a max: reclaim and retry
+ * asynchronously; the result comes back as conn_charge_resume(). */
+void reclaim_charge_failed(struct reclaim_client *rc, uint32_t seq, uint32_t pages);
+/* A Charge of @pages, already charged, left some level above its high:
+ * reclaim the overage; conn_charge_grant_later() says when to grant. */
+void reclaim_charge_over_high(struct reclaim_client *rc, uint32_t seq, uint32_t pages);
+/* The client answered Reclaim/Drain @reply_to; @pages were uncharged. */
+void reclaim_answered(struct reclaim_client *rc, uint32_t reply_to, uint64_t pages);
+
+/* ---- main thread ---- */
+
+/**
+ * reclaim_proactive - memory_reclaim(): reclaim @pages from @t's subtree
+ * (the target's own protection does not shield it, its descendants' does);
+ * @cb gets the bytes reclaimed (never more than asked), on the main thread,
+ * after this returns.  -ENOMEM.
+ */
+int reclaim_proactive(struct reclaimer *r, struct tenant *t, uint64_t pages, manager_reclaim_cb cb,
+                      void *userdata);
+
+/* memory_max_write()/memory_high_write(): when @t's usage is above its max
+ * or high, reclaim the excess (above max: drain, retries, then `oom` and
+ * OOMPolicy=kill).  Asynchronous. */
+void reclaim_enforce_limits(struct reclaimer *r, struct tenant *t);
+
+/* Host memory pressure (daemon/pressure.c): one reclaim pass over the whole
+ * tree, never below effective low.  Ignored while one is running. */
+void reclaim_pressure(struct reclaimer *r);
+
+/* Tell the clients attached in @t's subtree about an event of @t (called
+ * where the bus signal is emitted). */
+void reclaim_deliver_event(struct reclaimer *r, struct tenant *t, enum mb_event event, uint64_t count);
+
+/* Counters for the state dump and tests. */
+struct reclaim_stats {
+        uint64_t jobs;          /* reclaim jobs started */
+        uint64_t rounds;        /* rounds run */
+        uint64_t requests;      /* Reclaim/Drain requests sent */
+        uint64_t timeouts;      /* requests a client did not answer in time */
+        uint64_t late_answers;  /* answers after their timeout */
+        uint64_t pressure_events;
+        uint64_t oom_kills;
+};
+void reclaim_get_stats(const struct reclaimer *r, struct reclaim_stats *ret);
+
+/* ---- implemented by daemon/conn.c, called on the connection's worker ---- */
+
+/* Send Reclaim{seq, pages} (counts pgscan) / Drain{seq}. */
+void conn_reclaim_request(struct conn *c, uint32_t seq, uint32_t pages);
+void conn_drain_request(struct conn *c, uint32_t seq);
+/* The parked charge @seq of @pages: @error 0 = the reclaimer charged it (go
+ * on as a successful charge), else reply Error{@error, @reason}.  May end the
+ * connection: the caller must not use @c afterwards. */
+void conn_charge_resume(struct conn *c, uint32_t seq, uint32_t pages, int error, const char *reason);
+/* The parked, charged, over-high charge @seq may be granted after
+ * @delay_usec (the throttle).  May end the connection (see above). */
+void conn_charge_grant_later(struct conn *c, uint32_t seq, uint64_t delay_usec);
+/* Send Event{event, count, tenant} unless the client's output is backed up. */
+void conn_send_event(struct conn *c, const char *event, uint64_t count, const char *tenant);

@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pressure-client.c - a scriptable real client for the pressure tests.
+ *
+ *   pressure-client --socket PATH --tenant PATH [--no-thread] [--name NAME]
+ *
+ * Reads one command per line from stdin (a FIFO the test writes to) and
+ * answers one line per command on stdout:
+ *
+ *   alloc N     allocate N pages one by one and write a pattern into each
+ *               -> "alloc ok N" | "alloc ENOMEM K <reason>" (K pages got)
+ *   free N      free N of the pages it holds -> "free ok N"
+ *   cache N     put N more pages into its cache (a shrinker can free them)
+ *               -> "cache ok N" | "cache ENOMEM K <reason>"
+ *   report      -> "report app=P cache=C stock=S scans=N scanned=M freed=F
+ *                   events=E high=H max=X oom=O"
+ *               (pages; stock from its stats slots; shrinker calls, pages
+ *               asked, pages freed; events received by the callback)
+ *   quit        verify every page, close -> "bye verify=ok|FAILED"
+ *
+ * The cache is a list of pages behind a shrinker (count = cache size, scan =
+ * free the oldest).  With --no-thread the client is built with
+ * MB_CONNECT_NO_THREAD and polls mb_get_fd() next to stdin, calling
+ * mb_process(); otherwise the library's thread answers the daemon.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mb_internal.h"
+#include "membroker.h"
+
+struct page {
+        void *p;
+        uint64_t key;
+};
+
+static mb_client *client;
+static size_t page_size;
+static uint64_t next_key = 1;
+
+static struct page *app;
+static size_t napp, app_alloc;
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct page *cache; /* oldest first */
+static size_t ncache, cache_alloc;
+static unsigned long scans, scanned, freed;
+static unsigned long verify_errors;
+
+static pthread_mutex_t ev_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long nevents, ev_high, ev_max, ev_oom;
+
+static void fill(struct page *pg) {
+        uint64_t *w = pg->p;
+
+        for (size_t i = 0; i < page_size / sizeof(uint64_t); i++)
+                w[i] = pg->key * UINT64_C(0x9E3779B97F4A7C15) + i;
+}
+
+static void check(const struct page *pg) {
+        const uint64_t *w = pg->p;
+
+        for (size_t i = 0; i < page_size / sizeof(uint64_t); i++)
+                if (w[i] != pg->key * UINT64_C(0x9E3779B97F4A7C15) + i) {
+                        if (verify_errors++ == 0)
+                                fprintf(stderr, "pressure-client: page %p holds the wrong data\n", pg->p);
+                        return;
+                }
+}
+
+static int push(struct page **v, size_t *n, size_t *alloc, struct page pg) {
+        if (*n == *alloc) {
+                size_t a = *alloc ? *alloc * 2 : 256;
+                struct page *nv = realloc(*v, a * sizeof(*nv));
+
+                if (!nv)
+                        return -ENOMEM;
+                *v = nv;
+                *alloc = a;
+        }
+        (*v)[(*n)++] = pg;
+        return 0;
+}
+
+static unsigned long cache_count(void *userdata) {
+        unsigned long n;
+
+        pthread_mutex_lock(&cache_lock);
+        n = ncache;
+        pthread_mutex_unlock(&cache_lock);
+        return n;
+}
+
+static unsigned long cache_scan(void *userdata, unsigned long nr) {
+        unsigned long done = 0;
+
+        pthread_mutex_lock(&cache_lock);
+        scans++;
+        scanned += nr;
+        while (done < nr && ncache > 0) {
+                check(&cache[0]);
+                if (mb_page_free(client, cache[0].p) < 0)
+                        fprintf(stderr, "pressure-client: shrinker free: %s\n", mb_last_error());
+                memmove(cache, cache + 1, (ncache - 1) * sizeof(*cache));
+                ncache--;
+                done++;
+        }
+        freed += done;
+        pthread_mutex_unlock(&cache_lock);
+        return done;
+}
+
+static const struct mb_shrinker shrinker = { .count = cache_count, .scan = cache_scan };
+
+static void on_event(mb_client *c, const char *event, uint64_t count, void *userdata) {
+        pthread_mutex_lock(&ev_lock);
+        nevents++;
+        if (strcmp(event, "high") == 0)
+                ev_high++;
+        else if (strcmp(event, "max") == 0)
+                ev_max++;
+        else if (strcmp(event, "oom") == 0)
+                ev_oom++;
+        pthread_mutex_unlock(&ev_lock);
+}
+
+static int64_t stock_pages(void) {
+        const struct mb_stats_region *r = mb_client_stats_region(client);
+        int64_t sum = 0;
+
+        for (uint32_t i = 0; i < r->nslots; i++)
+                sum += __atomic_load_n(&r->slot[i].v[MB_STAT_STOCK], __ATOMIC_RELAXED);
+        return sum;
+}
+
+/* Allocate @n pages into the app list or the cache. */
+static void cmd_alloc(unsigned long n, bool to_cache) {
+        const char *what = to_cache ? "cache" : "alloc";
+        unsigned long got = 0;
+
+        for (; got < n; got++) {
+                struct page pg = { .p = mb_page_alloc(client), .key = next_key++ };
+
+                if (!pg.p) {
+                        printf("%s %s %lu %s\n", what, errno == ENOMEM ? "ENOMEM" : strerror(errno), got,
+                               mb_last_error());
+                        return;
+                }
+                fill(&pg);
+                /* Never hold the cache lock while allocating: the shrinker
+                 * may run meanwhile (on the library's thread). */
+                if (to_cache) {
+                        pthread_mutex_lock(&cache_lock);
+                        (void) push(&cache, &ncache, &cache_alloc, pg);
+                        pthread_mutex_unlock(&cache_lock);
+                } else
+                        (void) push(&app, &napp, &app_alloc, pg);
+        }
+        printf("%s ok %lu\n", what, got);
+}
+
+static void cmd_free(unsigned long n) {
+        unsigned long done = 0;
+
+        while (done < n && napp > 0) {
+                struct page *pg = &app[--napp];
+
+                check(pg);
+                if (mb_page_free(client, pg->p) < 0) {
+                        printf("free failed %s\n", mb_last_error());
+                        return;
+                }
+                done++;
+        }
+        printf("free ok %lu\n", done);
+}
+
+static void cmd_report(void) {
+        size_t nc;
+        unsigned long sc, sd, fr;
+
+        pthread_mutex_lock(&cache_lock);
+        nc = ncache;
+        sc = scans;
+        sd = scanned;
+        fr = freed;
+        pthread_mutex_unlock(&cache_lock);
+        pthread_mutex_lock(&ev_lock);
+        printf("report app=%zu cache=%zu stock=%" PRId64 " scans=%lu scanned=%lu freed=%lu events=%lu high=%lu max=%lu "
+               "oom=%lu\n",
+               napp, nc, stock_pages(), sc, sd, fr, nevents, ev_high, ev_max, ev_oom);
+        pthread_mutex_unlock(&ev_lock);
+}
+
+static void verify_all(void) {
+        for (size_t i = 0; i < napp; i++)
+                check(&app[i]);
+        pthread_mutex_lock(&cache_lock);
+        for (size_t i = 0; i < ncache; i++)
+                check(&cache[i]);
+        pthread_mutex_unlock(&cache_lock);
+}
+
+static bool handle_line(char *line) {
+        unsigned long n = 0;
+        char cmd[32];
+
+        line[strcspn(line, "\n")] = 0;
+        if (sscanf(line, "%31s %lu", cmd, &n) < 1)
+                return true;
+        if (strcmp(cmd, "alloc") == 0)
+                cmd_alloc(n, false);
+        else if (strcmp(cmd, "cache") == 0)
+                cmd_alloc(n, true);
+        else if (strcmp(cmd, "free") == 0)
+                cmd_free(n);
+        else if (strcmp(cmd, "report") == 0)
+                cmd_report();
+        else if (strcmp(cmd, "quit") == 0)
+                return false;
+        else
+                printf("error unknown command %s\n", cmd);
+        fflush(stdout);
+        return true;
+}
+
+int main(int argc, char **argv) {
+        static const struct option options[] = {
+                { "socket", required_argument, NULL, 's' },
+                { "tenant", required_argument, NULL, 't' },
+                { "no-thread", no_argument, NULL, 'n' },
+                {}
+        };
+        const char *socket_path = NULL, *tenant = NULL;
+        unsigned flags = 0;
+        char line[256];
+        size_t len = 0;
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
+                switch (c) {
+                case 's':
+                        socket_path = optarg;
+                        break;
+                case 't':
+                        tenant = optarg;
+                        break;
+                case 'n':
+                        flags |= MB_CONNECT_NO_THREAD;
+                        break;
+                default:
+                        return 2;
+                }
+        }
+        setvbuf(stdout, NULL, _IOLBF, 0);
+
+        r = mb_connect_ex(socket_path, tenant, flags, &client);
+        if (r < 0) {
+                fprintf(stderr, "pressure-client: cannot connect: %s\n", mb_last_error());
+                return 2;
+        }
+        page_size = mb_page_size(client);
+        if (mb_register_shrinker(client, &shrinker) < 0 || mb_set_event_callback(client, on_event, NULL) < 0) {
+                fprintf(stderr, "pressure-client: %s\n", mb_last_error());
+                return 2;
+        }
+        printf("ready client=%" PRIu64 " batch=%u\n", mb_client_id(client), mb_charge_batch(client));
+
+        for (;;) {
+                struct pollfd pfd[2] = {
+                        { .fd = STDIN_FILENO, .events = POLLIN },
+                        { .fd = (flags & MB_CONNECT_NO_THREAD) ? mb_get_fd(client) : -1, .events = POLLIN },
+                };
+                ssize_t n;
+                char *nl;
+
+                if (poll(pfd, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        break;
+                }
+                if (pfd[1].revents) {
+                        r = mb_process(client);
+                        if (r < 0) {
+                                fprintf(stderr, "pressure-client: mb_process: %s\n", mb_last_error());
+                                break;
+                        }
+                }
+                if (!pfd[0].revents)
+                        continue;
+                n = read(STDIN_FILENO, line + len, sizeof(line) - 1 - len);
+                if (n <= 0)
+                        break;
+                len += (size_t) n;
+                line[len] = 0;
+                while ((nl = strchr(line, '\n'))) {
+                        size_t used = (size_t) (nl - line) + 1;
+                        char one[256];
+
+                        memcpy(one, line, used);
+                        one[used] = 0;
+                        memmove(line, line + used, len - used + 1);
+                        len -= used;
+                        if (!handle_line(one))
+                                goto done;
+                }
+                if (len == sizeof(line) - 1)
+                        len = 0; /* a line too long: dropped */
+        }
+done:
+        verify_all();
+        mb_unregister_shrinker(client, &shrinker);
+        printf("bye verify=%s\n", verify_errors ? "FAILED" : "ok");
+        mb_close(client);
+        return verify_errors ? 1 : 0;
+}

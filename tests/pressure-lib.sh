@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: MIT
+# tests/pressure-lib.sh - helpers of the memory pressure tests (sourced after
+# lib.sh, broker-lib.sh and bus-lib.sh).
+#
+# Real processes only: membrokerd (with a private bus where a test needs the
+# D-Bus API), membroker-load clients with shrinker-backed caches, and
+# tests/pressure-client, a client driven line by line through a FIFO.
+
+PRESSURE_CLIENT="$top_builddir/tests/pressure-client"
+PAGE=4096
+
+# pr_setup [BROKER-CONF-LINES...] : membroker.conf for the pressure tests
+# (small batches so that stocks stay small next to the limits).
+pr_setup() {
+        mb_write_broker_conf "Capacity=256M" "ChargeBatch=16" "StatsFlushIntervalSec=1" "$@"
+}
+
+# pc_start NAME TENANT [ARGS...] : a pressure-client reading commands from
+# the FIFO $MB_TMP/NAME.in and answering in $MB_TMP/NAME.out
+declare -A PC_PID=()
+pc_start() {
+        local name=$1 tenant=$2; shift 2
+        rm -f "$MB_TMP/$name.in"
+        mkfifo "$MB_TMP/$name.in"
+        "$PRESSURE_CLIENT" --socket "$MB_SOCK" --tenant "$tenant" "$@" <>"$MB_TMP/$name.in" \
+                >"$MB_TMP/$name.out" 2>"$MB_TMP/$name.err" &
+        PC_PID[$name]=$!
+        MB_CHILDREN+=($!)
+        wait_for 20 grep -q '^ready' "$MB_TMP/$name.out" ||
+                { cat "$MB_TMP/$name.err"; fail "pressure-client $name did not attach to $tenant"; }
+}
+
+# _pc_lines_above FILE N : FILE has more than N lines
+_pc_lines_above() { [ "$(wc -l <"$1")" -gt "$2" ]; }
+
+# pc NAME COMMAND... : send one command, print its answer line
+pc() {
+        local name=$1 before; shift
+        before=$(wc -l <"$MB_TMP/$name.out")
+        echo "$*" >"$MB_TMP/$name.in"
+        wait_for 60 _pc_lines_above "$MB_TMP/$name.out" "$before" ||
+                { cat "$MB_TMP/$name.err" >&2; fail "pressure-client $name did not answer '$*'"; }
+        sed -n "$((before + 1))p" "$MB_TMP/$name.out"
+}
+
+# pc_field NAME FIELD : one field of a fresh "report"
+pc_field() {
+        pc "$1" report | tr ' ' '\n' | sed -n "s/^$2=//p"
+}
+
+# pc_quit NAME : verify and close; fails unless verify=ok
+pc_quit() {
+        local out rc=0
+        out=$(pc "$1" quit)
+        wait "${PC_PID[$1]}" || rc=$?
+        [ "$out" = "bye verify=ok" ] && [ $rc -eq 0 ] || fail "pressure-client $1: $out (exit $rc)"
+}
+
+# usage_pages TENANT : MemoryCurrent in pages, from the state dump
+usage_pages() {
+        mb_dump_state
+        mb_state "$1" usage
+}
+
+# leak_check WHAT : nothing leaks: Σ leaves' usage = root usage = pages the
+# daemon records as held by clients = pages + stock the clients count.
+leak_check() {
+        local what=$1 root leaves=0 held=0 pages stock line
+        mb_dump_state
+        root=$(mb_state / usage)
+        while read -r line; do
+                local u a c
+                c=$(printf '%s\n' "$line" | tr ' ' '\n' | sed -n 's/^children=//p')
+                [ "$c" = 0 ] || continue
+                u=$(printf '%s\n' "$line" | tr ' ' '\n' | sed -n 's/^usage=//p')
+                a=$(printf '%s\n' "$line" | tr ' ' '\n' | sed -n 's/^arena_used=//p')
+                leaves=$((leaves + u))
+                held=$((held + a))
+        done < <(grep '^state: tenant=' "$MB_TMP/state.dump" | grep -v '^state: tenant=/ ')
+        pages=$(mb_state / pages)
+        stock=$(mb_state / stock)
+        [ "$leaves" = "$root" ] || fail "$what: leaves use $leaves pages, the root $root"
+        [ "$held" = "$root" ] || fail "$what: clients hold $held pages in the arenas, the root uses $root"
+        [ $((pages + stock)) = "$root" ] || fail "$what: clients count $pages + $stock pages, the root uses $root"
+        pass "$what: no leak (root usage $root pages = leaves = arenas = clients' pages + stock)"
+}
+
+# settle : let the clients' stats reach the daemon
+settle() { sleep "${1:-0.3}"; }
