@@ -321,9 +321,15 @@ static size_t stocks_take_all(mb_client *c, void **out, size_t n) {
         unsigned first = cpu_current(c->rseq_offset, c->ncpus);
 
         for (unsigned k = 0; k < c->ncpus && got < n; k++) {
-                struct stock *s = client_stock_lock_cpu(c, (first + k) % c->ncpus);
+                unsigned cpu = (first + k) % c->ncpus;
+                struct stock *s;
                 uint32_t take;
 
+                /* A racy peek spares locking (a membarrier in rseq mode)
+                 * an empty stock; pages that arrive meanwhile stay there. */
+                if (__atomic_load_n(&c->stocks[cpu].nr, __ATOMIC_RELAXED) == 0)
+                        continue;
+                s = client_stock_lock_cpu(c, cpu);
                 take = (uint32_t) MB_MIN((size_t) s->nr, n - got);
                 if (take > 0) {
                         s->nr -= take;
