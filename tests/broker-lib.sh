@@ -51,3 +51,14 @@ wire_bg() {
         MB_BG_PID=$!
         MB_CHILDREN+=("$MB_BG_PID")
 }
+
+# mb_stop_clean : SIGTERM the daemon and require exit status 0 (under the
+# sanitizer build this also means LeakSanitizer found nothing)
+mb_stop_clean() {
+        local rc=0
+        kill -TERM "$MB_DAEMON_PID"
+        wait "$MB_DAEMON_PID" || rc=$?
+        MB_DAEMON_PID=
+        [ $rc = 0 ] || { tail -40 "$MB_TMP/daemon.log"; fail "membrokerd exited with $rc"; }
+        pass "membrokerd stopped cleanly"
+}

@@ -63,3 +63,4 @@ pass "AllowGroups= refuses a non-member"
 mb_dump_state
 assert_eq 0 "$(mb_state / usage)" "usage after the refused and the finished clients"
 mb_daemon_alive
+mb_stop_clean

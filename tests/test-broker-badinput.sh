@@ -69,3 +69,4 @@ mb_dump_state
 assert_eq 0 "$(mb_state app usage)" "usage of app after all of it"
 assert_eq 0 "$(mb_state / usage)" "usage of the root after all of it"
 assert_eq 0 "$(mb_state app clients)" "clients of app after all of it"
+mb_stop_clean

@@ -83,3 +83,4 @@ grep -q "reason=uid 65534 (nobody) is not allowed in tenant services/inner: Cgro
         <<<"$out" || fail "the reason does not name the cgroups"
 pass "Cgroup= refuses uid 65534 outside it, with the reason"
 mb_daemon_alive
+mb_stop_clean

@@ -68,3 +68,4 @@ for t in "${tenants[@]}"; do
         assert_eq 0 "$(mb_state "$t" unaccounted)" "unaccounted bytes of $t"
 done
 mb_daemon_alive
+mb_stop_clean

@@ -55,3 +55,4 @@ wait_for 20 grep -q 'detached from tenant app, 3 pages returned' "$MB_TMP/daemon
 mb_dump_state
 assert_eq 0 "$(mb_state app usage)" "usage when every client is gone"
 mb_daemon_alive
+mb_stop_clean

@@ -43,3 +43,4 @@ pass "clients of one tenant share its arena"
 
 kill -TERM "$x1" "$y1"
 wait "$x1" "$y1" || true
+mb_stop_clean

@@ -44,3 +44,4 @@ assert_eq 1 "$(mb_event_local p oom)" "p local oom events"
 assert_eq 4 "$(mb_event p max)" "p hierarchical max events"
 assert_eq 0 "$(mb_event p/b max)" "p/b max events (the limit was p's)"
 assert_eq 100 "$(mb_state p peak)" "peak of p"
+mb_stop_clean

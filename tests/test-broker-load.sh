@@ -71,3 +71,4 @@ mb_dump_state
 assert_eq 0 "$(mb_state app usage)" "usage of app at the end"
 assert_eq 0 "$(mb_state app pages)" "pages of app at the end"
 assert_eq 0 "$(mb_state app unaccounted)" "unaccounted bytes of app"
+mb_stop_clean

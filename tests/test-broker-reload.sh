@@ -72,3 +72,4 @@ reload
 mb_dump_state
 ! grep -q '^state: tenant=busy ' "$MB_TMP/state.dump" || fail "busy was not removed after its client left"
 pass "busy removed after its client left"
+mb_stop_clean
