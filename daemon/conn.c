@@ -503,6 +503,19 @@ static void conn_charge(struct conn *c, const Mb__Charge *charge) {
 
 /* ---- Uncharge ---- */
 
+static int extent_cmp(const void *a, const void *b) {
+        const struct arena_extent *x = a, *y = b;
+
+        return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static bool extents_sorted(const struct arena_extent *e, size_t n) {
+        for (size_t i = 1; i < n; i++)
+                if (e[i].start < e[i - 1].start)
+                        return false;
+        return true;
+}
+
 static void conn_uncharge(struct conn *c, const Mb__Uncharge *u) {
         struct worker *w = c->w;
         Mb__Msg msg = MB__MSG__INIT;
@@ -519,6 +532,11 @@ static void conn_uncharge(struct conn *c, const Mb__Uncharge *u) {
         /* Check every page before changing anything. */
         if (!arena_check_owned(c->arena, c->owner, w->extents, u->n_extents, &bad))
                 return conn_fail(c, true, u->seq, EINVAL, "page %" PRIu64 " is not held by this client", bad);
+
+        /* One hole punch per run of pages: put the extents in order first
+         * (libmembroker sends them sorted and coalesced already). */
+        if (!extents_sorted(w->extents, u->n_extents))
+                qsort(w->extents, u->n_extents, sizeof(*w->extents), extent_cmp);
 
         conn_daemon_stat(c, MB_STAT_UNCHARGE_REQUESTS, 1);
         if (u->n_extents > 0) {
@@ -626,10 +644,21 @@ static bool conn_maybe_finish(struct conn *c) {
         return false;
 }
 
+/* Send what the input produced at once: the replies usually fit the socket
+ * buffer, so no EV_WRITE round through epoll (and no epoll_ctl) is needed;
+ * what does not fit is left to the bufferevent. */
+static void conn_flush(struct conn *c) {
+        struct evbuffer *out = bufferevent_get_output(c->bev);
+
+        if (evbuffer_get_length(out) > 0)
+                (void) evbuffer_write(out, c->fd);
+}
+
 static void conn_read_cb(struct bufferevent *bev, void *userdata) {
         struct conn *c = userdata;
 
         conn_process_input(c);
+        conn_flush(c);
         (void) conn_maybe_finish(c);
 }
 
