@@ -652,6 +652,19 @@ static void conn_flush(struct conn *c) {
 
         if (evbuffer_get_length(out) > 0)
                 (void) evbuffer_write(out, c->fd);
+        /* Nothing left: drop the write event the frames scheduled before it
+         * reaches epoll (libevent's changelist cancels the pair). */
+        if (evbuffer_get_length(out) == 0)
+                bufferevent_disable(c->bev, EV_WRITE);
+}
+
+/* Whatever adds output (here or elsewhere) turns EV_WRITE back on, so the
+ * bufferevent writes what conn_flush() could not or was not called for. */
+static void conn_output_added_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *userdata) {
+        struct conn *c = userdata;
+
+        if (info->n_added > 0 && !(bufferevent_get_enabled(c->bev) & EV_WRITE))
+                bufferevent_enable(c->bev, EV_WRITE);
 }
 
 static void conn_read_cb(struct bufferevent *bev, void *userdata) {
@@ -732,6 +745,12 @@ int conn_new(struct worker *w, int fd) {
                 return -ENOMEM;
         }
         bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
+        if (!evbuffer_add_cb(bufferevent_get_output(c->bev), conn_output_added_cb, c)) {
+                bufferevent_free(c->bev);
+                auth_peer_done(&c->peer);
+                free(c);
+                return -ENOMEM;
+        }
         bufferevent_set_timeouts(c->bev, &tv, NULL);
         bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 
