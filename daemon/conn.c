@@ -88,11 +88,20 @@ static ssize_t conn_pack(struct conn *c, const Mb__Msg *msg) {
 }
 
 static int conn_send(struct conn *c, const Mb__Msg *msg) {
-        ssize_t n = conn_pack(c, msg);
+        ssize_t n = conn_pack(c, msg), sent = 0;
 
         if (n < 0)
                 return (int) n;
-        if (bufferevent_write(c->bev, c->w->frame, (size_t) n) < 0)
+        /* Nothing queued before it: try the socket at once, so that a reply
+         * usually leaves without an EV_WRITE round through epoll (two
+         * epoll_ctl and a wakeup per request); what does not fit goes to the
+         * bufferevent, behind which everything else then queues. */
+        if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
+                sent = send(c->fd, c->w->frame, (size_t) n, MSG_DONTWAIT | MSG_NOSIGNAL);
+                if (sent < 0)
+                        sent = 0; /* EAGAIN, or an error the bufferevent will report */
+        }
+        if (sent < n && bufferevent_write(c->bev, c->w->frame + sent, (size_t) (n - sent)) < 0)
                 return -ENOMEM;
         return 0;
 }
@@ -644,34 +653,10 @@ static bool conn_maybe_finish(struct conn *c) {
         return false;
 }
 
-/* Send what the input produced at once: the replies usually fit the socket
- * buffer, so no EV_WRITE round through epoll (and no epoll_ctl) is needed;
- * what does not fit is left to the bufferevent. */
-static void conn_flush(struct conn *c) {
-        struct evbuffer *out = bufferevent_get_output(c->bev);
-
-        if (evbuffer_get_length(out) > 0)
-                (void) evbuffer_write(out, c->fd);
-        /* Nothing left: drop the write event the frames scheduled before it
-         * reaches epoll (libevent's changelist cancels the pair). */
-        if (evbuffer_get_length(out) == 0)
-                bufferevent_disable(c->bev, EV_WRITE);
-}
-
-/* Whatever adds output (here or elsewhere) turns EV_WRITE back on, so the
- * bufferevent writes what conn_flush() could not or was not called for. */
-static void conn_output_added_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *userdata) {
-        struct conn *c = userdata;
-
-        if (info->n_added > 0 && !(bufferevent_get_enabled(c->bev) & EV_WRITE))
-                bufferevent_enable(c->bev, EV_WRITE);
-}
-
 static void conn_read_cb(struct bufferevent *bev, void *userdata) {
         struct conn *c = userdata;
 
         conn_process_input(c);
-        conn_flush(c);
         (void) conn_maybe_finish(c);
 }
 
@@ -745,12 +730,6 @@ int conn_new(struct worker *w, int fd) {
                 return -ENOMEM;
         }
         bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
-        if (!evbuffer_add_cb(bufferevent_get_output(c->bev), conn_output_added_cb, c)) {
-                bufferevent_free(c->bev);
-                auth_peer_done(&c->peer);
-                free(c);
-                return -ENOMEM;
-        }
         bufferevent_set_timeouts(c->bev, &tv, NULL);
         bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 
