@@ -9,7 +9,9 @@
 . "$top_srcdir/tests/lib.sh"
 
 D="$MB_TMP/dest"
-make -s -C "$top_builddir" install DESTDIR="$D" >"$MB_TMP/install.log" 2>&1 ||
+# A make of its own (not the jobserver of the make running the tests).
+submake() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make "$@"; }
+submake -s -C "$top_builddir" install DESTDIR="$D" >"$MB_TMP/install.log" 2>&1 ||
         { cat "$MB_TMP/install.log"; fail "make install DESTDIR=... failed"; }
 
 # The directories and tools of this build, as make sees them.
@@ -18,7 +20,8 @@ vars=(prefix sbindir bindir libdir includedir sysconfdir mandir systemdsystemuni
 eval "$(
         { printf 'mb-print-vars:\n'
           for v in "${vars[@]}"; do printf "\t@printf '%%s=%%q\\\\n' %s \"\$(%s)\"\n" "$v" "$v"; done
-        } | make -s --no-print-directory -C "$top_builddir" -f Makefile -f - mb-print-vars | sed 's/^/mk_/'
+        } | submake -s --no-print-directory -C "$top_builddir" -f Makefile -f - mb-print-vars |
+            grep -E '^[A-Za-z_]+=' | sed 's/^/mk_/'
 )" || fail "cannot read the installation directories from the Makefile"
 [ -n "$mk_sbindir" ] || fail "no sbindir from the Makefile"
 
