@@ -350,8 +350,13 @@ START_TEST(test_source_detach) {
          * stay. */
         mb_stat_slot_add(&s1[1], MB_STAT_PAGES, -1);
         mb_stat_slot_add(&s1[1], MB_STAT_PGFREE, 1);
+        ck_assert(!rstat_needs_flush(&tree, &root.node));
         rstat_source_detach(&tree, &a.node, src1, true);
         ck_assert(rstat_node_is_updated(&a.node));
+        /* Its pages left at once: a read of any ancestor must flush them
+         * rather than serve totals that still include the departed client. */
+        ck_assert(rstat_needs_flush(&tree, &a.node));
+        ck_assert(rstat_needs_flush(&tree, &root.node));
         ck_assert_int_eq(a.node.local[MB_STAT_PAGES], 3);
         ck_assert_int_eq(a.node.local[MB_STAT_STOCK], 0);
         ck_assert_int_eq(a.node.local[MB_STAT_PGALLOC], 15);

@@ -201,11 +201,19 @@ void rstat_source_detach(struct rstat_tree *tree, struct rstat_node *node, struc
         /* The source is gone, so its last delta cannot wait for a fold at
          * flush time: account it locally now and queue it for the
          * hierarchical values like a child's delta. */
+        uint64_t nr_updates = 1;
         for (unsigned item = 0; item < _MB_STAT_NR; item++) {
                 node->local[item] = wrap_add(node->local[item], delta[item]);
                 node->pending[item] = wrap_add(node->pending[item], delta[item]);
+                /* memcg_rstat_updated() weighs an update by abs(val): a
+                 * departing writer takes all its pages, stock and slab at
+                 * once, so weigh it past the threshold and let the next read
+                 * of this node or an ancestor flush it instead of serving
+                 * totals that still include the departed client. */
+                if (rstat_item_is_gauge(item) && delta[item] != 0)
+                        nr_updates = tree->flush_threshold + 1;
         }
-        rstat_updated(tree, node, 1);
+        rstat_updated(tree, node, nr_updates);
 
         rstat_source_free(src);
 }
