@@ -656,34 +656,27 @@ static int plan_add(struct plan *p, struct reclaim_client *rc, struct tenant *t,
         return 0;
 }
 
-/* Whether @rc can be asked in this round: it holds pages, it did not give
- * less than asked earlier in this job, and it is not stalled on a request
- * it let time out.  Main thread (rc->outstanding). */
-static bool plan_client_usable(const struct plan *p, const struct reclaim_client *rc) {
-        if (atomic_load_explicit(&rc->held, memory_order_relaxed) == 0 || atomic_load(&rc->gone))
-                return false;
-        if (rc->outstanding && rc->outstanding->timed_out)
-                return false;
-        return !p->j || !job_is_dry(p->j, rc->client_id);
-}
-
 /* Split @cap pages of tenant @t among its clients in proportion to what
- * each holds (only the usable ones).  ts->lock held. */
+ * each holds (clients this job found dry are left out).  ts->lock held. */
 static int plan_tenant_clients(struct plan *p, struct tenant *t, struct tenant_state *ts, uint64_t cap, bool low) {
         uint64_t sum = 0, given = 0;
         size_t first = p->ntargets;
         int r;
 
-        for (struct reclaim_client *rc = ts->clients; rc; rc = rc->next)
-                if (plan_client_usable(p, rc))
-                        sum += atomic_load_explicit(&rc->held, memory_order_relaxed);
+        for (struct reclaim_client *rc = ts->clients; rc; rc = rc->next) {
+                uint64_t held = atomic_load_explicit(&rc->held, memory_order_relaxed);
+
+                if (held == 0 || atomic_load(&rc->gone) || (p->j && job_is_dry(p->j, rc->client_id)))
+                        continue;
+                sum += held;
+        }
         if (sum == 0)
                 return 0;
         cap = MB_MIN(cap, sum);
         for (struct reclaim_client *rc = ts->clients; rc; rc = rc->next) {
                 uint64_t held = atomic_load_explicit(&rc->held, memory_order_relaxed), share;
 
-                if (!plan_client_usable(p, rc))
+                if (held == 0 || atomic_load(&rc->gone) || (p->j && job_is_dry(p->j, rc->client_id)))
                         continue;
                 share = p->drain ? held : (uint64_t) ((unsigned __int128) cap * held / sum);
                 r = plan_add(p, rc, t, share, low);

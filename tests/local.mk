@@ -17,4 +17,3 @@ include tests/bus.mk
 include tests/slab.mk
 include tests/bench.mk
 include tests/service.mk
-include tests/pressure.mk
