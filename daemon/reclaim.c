@@ -540,7 +540,10 @@ static void req_release_waiters(struct reclaim_req *req) {
 static void req_resolve(struct reclaim_req *req, uint64_t pages) {
         struct reclaim_job *j = req->owner;
 
-        if (req->timed_out) {
+        /* A client that left has no tenant to speak of any more (it may be
+         * removed once the client is gone): rc->tenant is only used while
+         * !gone, on this thread. */
+        if (req->timed_out && !atomic_load(&req->rc->gone)) {
                 req->r->stats.late_answers++;
                 if (req->rc->timeout_logged)
                         log_info("client %" PRIu64 " (%s, pid %d) of tenant %s answered a reclaim request late "
@@ -656,27 +659,34 @@ static int plan_add(struct plan *p, struct reclaim_client *rc, struct tenant *t,
         return 0;
 }
 
+/* Whether @rc can be asked in this round: it holds pages, it did not give
+ * less than asked earlier in this job, and it is not stalled on a request
+ * it let time out.  Main thread (rc->outstanding). */
+static bool plan_client_usable(const struct plan *p, const struct reclaim_client *rc) {
+        if (atomic_load_explicit(&rc->held, memory_order_relaxed) == 0 || atomic_load(&rc->gone))
+                return false;
+        if (rc->outstanding && rc->outstanding->timed_out)
+                return false;
+        return !p->j || !job_is_dry(p->j, rc->client_id);
+}
+
 /* Split @cap pages of tenant @t among its clients in proportion to what
- * each holds (clients this job found dry are left out).  ts->lock held. */
+ * each holds (only the usable ones).  ts->lock held. */
 static int plan_tenant_clients(struct plan *p, struct tenant *t, struct tenant_state *ts, uint64_t cap, bool low) {
         uint64_t sum = 0, given = 0;
         size_t first = p->ntargets;
         int r;
 
-        for (struct reclaim_client *rc = ts->clients; rc; rc = rc->next) {
-                uint64_t held = atomic_load_explicit(&rc->held, memory_order_relaxed);
-
-                if (held == 0 || atomic_load(&rc->gone) || (p->j && job_is_dry(p->j, rc->client_id)))
-                        continue;
-                sum += held;
-        }
+        for (struct reclaim_client *rc = ts->clients; rc; rc = rc->next)
+                if (plan_client_usable(p, rc))
+                        sum += atomic_load_explicit(&rc->held, memory_order_relaxed);
         if (sum == 0)
                 return 0;
         cap = MB_MIN(cap, sum);
         for (struct reclaim_client *rc = ts->clients; rc; rc = rc->next) {
                 uint64_t held = atomic_load_explicit(&rc->held, memory_order_relaxed), share;
 
-                if (held == 0 || atomic_load(&rc->gone) || (p->j && job_is_dry(p->j, rc->client_id)))
+                if (!plan_client_usable(p, rc))
                         continue;
                 share = p->drain ? held : (uint64_t) ((unsigned __int128) cap * held / sum);
                 r = plan_add(p, rc, t, share, low);
@@ -800,7 +810,7 @@ static void round_arm_timer(struct reclaim_job *j) {
 
 /* Send the requests of @p; true when the round waits for answers. */
 static bool round_send(struct reclaim_job *j, struct plan *p) {
-        bool counted_low = false;
+        struct tenant *low_counted = NULL;
 
         for (size_t i = 0; i < p->ntargets; i++) {
                 struct target *tg = &p->targets[i];
@@ -811,16 +821,12 @@ static bool round_send(struct reclaim_job *j, struct plan *p) {
                         (void) req_subscribe(j, tg->rc->outstanding);
                         continue;
                 }
-                if (tg->low && !counted_low) {
+                if (tg->low && tg->t != low_counted) {
                         /* shrink_node_memcgs(): reclaiming below low is an
-                         * event of the tenant (once per tenant and round). */
-                        bool seen = false;
-
-                        for (size_t k = 0; k < i; k++)
-                                if (p->targets[k].t == tg->t && p->targets[k].low && p->targets[k].ask > 0)
-                                        seen = true;
-                        if (!seen)
-                                reclaimer_memory_event(j->r, tg->t, MB_EVENT_LOW);
+                         * event of the tenant, once per round (a tenant's
+                         * clients are next to each other in the plan). */
+                        reclaimer_memory_event(j->r, tg->t, MB_EVENT_LOW);
+                        low_counted = tg->t;
                 }
                 if (req_send(j, tg->rc, p->drain ? 0 : (uint32_t) MB_MIN(tg->ask, (uint64_t) UINT32_MAX), p->drain) < 0)
                         log_error("reclaim: out of memory, client %" PRIu64 " is not asked", tg->rc->client_id);
@@ -891,8 +897,9 @@ static bool job_start_reclaim(struct reclaim_job *j, struct tenant *root, uint64
         return true;
 }
 
-/* The round is over: every answer is in, or the timeout passed. */
-static void round_finish(struct reclaim_job *j, bool timed_out) {
+/* The round is over: every answer is in, or the timeout passed (then the
+ * requests still unanswered are the clients skipped). */
+static void round_finish(struct reclaim_job *j) {
         struct reclaimer *r = j->r;
         unsigned ms = r->m->config ? r->m->config->broker.reclaim_timeout_msec : 250;
 
@@ -905,7 +912,7 @@ static void round_finish(struct reclaim_job *j, bool timed_out) {
                 req->owner = NULL;
                 req->timed_out = true;
                 r->stats.timeouts++;
-                if (!rc->timeout_logged) {
+                if (!rc->timeout_logged && !atomic_load(&rc->gone)) {
                         rc->timeout_logged = true;
                         log_notice("client %" PRIu64 " (%s, pid %d) of tenant %s did not answer a %s request "
                                    "within %u ms; skipped until it answers",
@@ -919,7 +926,6 @@ static void round_finish(struct reclaim_job *j, bool timed_out) {
 
                 (void) ptr_remove((void **) req->waiters, &req->nwaiters, j);
         }
-        (void) timed_out;
         j->pending = 0;
         j->state = JOB_IDLE;
         j->rounds++;
@@ -1093,8 +1099,11 @@ static bool step_high(struct reclaim_job *j) {
 
         for (size_t i = 0; i < j->nwaiters; i++) {
                 struct grant_waiter *gw = &j->waiters[i];
-                uint64_t delay = high_delay_throttle_usec(&gw->rc->tenant->memory, gw->pages);
+                uint64_t delay;
 
+                if (atomic_load(&gw->rc->gone))
+                        continue; /* its parked charge went with it */
+                delay = high_delay_throttle_usec(&gw->rc->tenant->memory, gw->pages);
                 post_to_worker(r, RMSG_GRANT_LATER, gw->rc, gw->seq, gw->pages, delay, 0, NULL, NULL);
         }
         return false;
@@ -1221,7 +1230,7 @@ static void job_kick_cb(evutil_socket_t fd, short what, void *userdata) {
                 break;
         case JOB_ROUND:
                 if (j->pending == 0)
-                        round_finish(j, false);
+                        round_finish(j);
                 break;
         case JOB_WAIT_VICTIM:
                 if (j->victim && atomic_load(&j->victim->gone)) {
@@ -1240,7 +1249,7 @@ static void job_timer_cb(evutil_socket_t fd, short what, void *userdata) {
 
         switch (j->state) {
         case JOB_ROUND:
-                round_finish(j, true);
+                round_finish(j);
                 break;
         case JOB_WAIT_VICTIM:
                 log_warning("client %" PRIu64 " (pid %d) did not exit within %llu ms of SIGKILL",
