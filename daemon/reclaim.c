@@ -714,8 +714,9 @@ static int plan_walk_cb(struct tenant *t, void *userdata) {
         bool low = false;
         int r;
 
-        /* Parents before children: mem_cgroup_iter() is pre-order, so every
-         * parent's emin/elow is fresh when its children use it. */
+        /* mem_cgroup_calculate_protection() relative to the reclaim root,
+         * parents before children: mem_cgroup_iter() is pre-order, so
+         * every parent's emin/elow is fresh when its children use it. */
         if (!p->drain)
                 page_counter_calculate_protection(&p->root->memory, &t->memory, p->r->m->tree->recursive_protection);
         if (t->nchildren > 0)
