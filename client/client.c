@@ -17,12 +17,18 @@
  * MB_STAT_PGFREE every alloc and free.  A slot is written only under the
  * lock of the stock of the same CPU (mb_stats_abi.h: one writer per slot).
  *
- * Daemon-initiated messages (Reclaim, Drain, Event) are handled whenever the
- * library reads from the socket: while waiting for a reply, and in
- * mb_process().  Reclaim and Drain are answered at once from the stocks
- * (under conn_lock: stock locks nest inside it); Event callbacks are queued
- * and called after conn_lock is dropped, so that a callback may call back
- * into the library.
+ * Daemon-initiated messages (Reclaim, Drain, Event) are read and handled by
+ * the library's own thread while the application is busy, or with
+ * MB_CONNECT_NO_THREAD by mb_process() and by threads waiting for a reply
+ * (see "the session" below for who reads and who answers).  Reclaim is
+ * answered from the stocks first, then by the application's shrinkers;
+ * Event callbacks are called with no library lock held, so that a callback
+ * may call back into the library.
+ *
+ * Locks, in order: conn_lock (the application's exchanges with the daemon,
+ * one at a time) -> io_lock (reader role, waiters, queued requests, session
+ * state) -> a stock lock; send_lock and cb_lock are taken alone;
+ * shrinker_lock (read) is held while shrinkers run, with no other lock.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -31,10 +37,14 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -87,21 +97,42 @@ struct mb_client {
         void **stock_pages;            /* backing of every stock's pages[] */
         unsigned flags;
 
-        /* conn_lock serialises every exchange with the daemon and guards the
-         * fields below it. */
+        /* conn_lock serialises the application's exchanges with the daemon
+         * (charges, and the returns of overfull stocks). */
         pthread_mutex_t conn_lock;
-        struct conn *conn;
-        uint32_t next_seq;
-        int broken;                    /* negative errno once the session is lost */
-        char *broken_reason;
+        struct conn *conn;             /* read by the reader only (io_lock) */
+        uint32_t next_seq;             /* atomic */
         bool forked;                   /* this copy lives in a fork() child */
 
-        /* cb_lock guards the application's callbacks and the queued events. */
+        /* io_lock guards who reads the socket, the threads waiting for
+         * replies, the daemon's queued requests and the session state;
+         * io_cond signals a change of any of them. */
+        pthread_mutex_t io_lock;
+        pthread_cond_t io_cond;
+        bool reading;                  /* a thread is reading the socket */
+        struct waiter *waiters;
+        struct daemon_request *requests; /* Reclaim/Drain to answer, in order */
+        size_t nrequests, requests_alloc;
+        int broken;                    /* negative errno once the session is lost (atomic reads) */
+        char *broken_reason;
+        bool closing;
+        pthread_mutex_t send_lock;     /* one frame at a time on the socket */
+        pthread_t thread;              /* the library's thread ... */
+        bool thread_started;           /* ... unless MB_CONNECT_NO_THREAD */
+        int wake_fd;                   /* eventfd: wakes the thread from poll() */
+        int notify_fd;                 /* eventfd: work for mb_process() (NO_THREAD) */
+        int poll_fd;                   /* epoll of the socket and notify_fd: mb_get_fd() */
+
+        /* shrinker_lock guards the shrinkers (read while they run). */
+        pthread_rwlock_t shrinker_lock;
+        const struct mb_shrinker **shrinkers;
+        size_t nshrinkers;
+
+        /* cb_lock guards the application's event callback and the queued
+         * events. */
         pthread_mutex_t cb_lock;
         mb_event_fn event_fn;
         void *event_userdata;
-        const struct mb_shrinker **shrinkers;
-        size_t nshrinkers;
         struct pending_event *events;
         size_t nevents;
         int events_pending;            /* atomic hint: nevents > 0 */
@@ -360,26 +391,91 @@ static size_t stock_take_local(mb_client *c, void **out, size_t n) {
 
 /* ---- the session ---- */
 
+/*
+ * Who reads the socket.  Exactly one thread at a time is "the reader"
+ * (c->reading, under io_lock): it reads frames without holding any lock and
+ * hands each to whom it concerns (client_dispatch_locked()): a reply to the
+ * thread waiting for that seq (struct waiter, woken through io_cond), a
+ * Reclaim or Drain to the request queue, an Event to the event queue.  By
+ * default the library's thread is the reader whenever nobody else is; a
+ * thread waiting for its reply becomes the reader itself when nobody reads
+ * (the library's thread may be busy in a shrinker, or absent with
+ * MB_CONNECT_NO_THREAD) and gives the role up as soon as its reply is in.
+ *
+ * Who answers Reclaim and Drain.  The library's thread, or with
+ * MB_CONNECT_NO_THREAD the thread that read the request: mb_process(), or a
+ * thread waiting for its own reply (the way an allocating task runs direct
+ * reclaim in the kernel).  The answer takes stocked pages first, then calls
+ * the shrinkers, and sends what they freed in one Uncharge{reply_to}; it
+ * never waits for the daemon, so it is safe in any of those threads.
+ */
+
+/* A thread waiting for the reply to its request (client_call()). */
+struct waiter {
+        uint32_t seq;
+        bool done;
+        Mb__Msg *reply;
+        struct waiter *next;
+};
+
+/* A Reclaim or Drain from the daemon, to be answered. */
+struct daemon_request {
+        uint32_t seq;
+        uint64_t pages; /* UINT64_MAX: Drain */
+};
+
+/* While a thread answers a Reclaim, pages its shrinkers free that do not fit
+ * the stock (the mb_page_free() slow path) join the answer instead of going
+ * back on their own -- and never wait for the daemon. */
+struct reclaim_ctx {
+        mb_client *c;
+        void **pages;
+        size_t n, alloc;
+};
+
+static __thread struct reclaim_ctx *reclaim_ctx;
+
+static int client_broken(const mb_client *c) {
+        return __atomic_load_n(&c->broken, __ATOMIC_ACQUIRE);
+}
+
 static int client_lost(mb_client *c) {
+        int err;
+
         if (c->forked) {
                 mb_set_error("this membroker connection belongs to the parent process; "
                              "a child of fork() must connect anew");
                 return -ECHILD;
         }
+        pthread_mutex_lock(&c->io_lock);
         mb_set_error("the connection to membrokerd is lost: %s",
                      c->broken_reason ? c->broken_reason : "unknown reason");
-        return c->broken ? c->broken : -ECONNRESET;
+        err = c->broken ? c->broken : -ECONNRESET;
+        pthread_mutex_unlock(&c->io_lock);
+        return err;
 }
 
-/* The session is over (conn_lock held): remember why, empty the stocks.
- * Returns @err. */
-static int client_break(mb_client *c, int err) {
+/* The session is over (io_lock held): remember why, empty the stocks, wake
+ * every waiter.  Returns @err. */
+static int client_break_locked(mb_client *c, int err, const char *reason) {
         if (c->broken == 0) {
-                c->broken = err;
                 free(c->broken_reason);
-                c->broken_reason = strdup(mb_last_error());
+                c->broken_reason = strdup(reason && *reason ? reason : "unknown reason");
+                __atomic_store_n(&c->broken, err, __ATOMIC_RELEASE);
                 stocks_disable(c);
+                c->nrequests = 0;
+                if (c->notify_fd >= 0)
+                        (void) eventfd_write(c->notify_fd, 1);
+                pthread_cond_broadcast(&c->io_cond);
         }
+        return err;
+}
+
+/* The same, with this thread's mb_last_error() as the reason. */
+static int client_break(mb_client *c, int err) {
+        pthread_mutex_lock(&c->io_lock);
+        err = client_break_locked(c, err, mb_last_error());
+        pthread_mutex_unlock(&c->io_lock);
         return err;
 }
 
@@ -412,7 +508,7 @@ static void client_queue_event(mb_client *c, const char *name, uint64_t count) {
         pthread_mutex_unlock(&c->cb_lock);
 }
 
-/* Call the event callback for queued events.  conn_lock must NOT be held. */
+/* Call the event callback for queued events.  No library lock may be held. */
 static void client_dispatch_events(mb_client *c) {
         struct pending_event *evs;
         size_t n;
@@ -444,15 +540,30 @@ static int cmp_ptr(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
-/*
- * Send Uncharge frames for @pages (sorted in place, coalesced into extents,
- * at most UNCHARGE_MAX_EXTENTS per frame).  With @wait, wait for each Ack;
- * without, the Acks are read (and ignored) later.  With @has_reply_to the
- * last frame answers the daemon's request @reply_to (always at least one
- * frame then, possibly without extents).  conn_lock held.
- */
+static uint32_t client_next_seq(mb_client *c) {
+        return __atomic_add_fetch(&c->next_seq, 1, __ATOMIC_RELAXED);
+}
+
+/* Send one frame; frames of several threads never interleave. */
+static int client_send(mb_client *c, const Mb__Msg *msg) {
+        int r;
+
+        pthread_mutex_lock(&c->send_lock);
+        r = conn_send(c->conn, msg);
+        pthread_mutex_unlock(&c->send_lock);
+        return r;
+}
+
 static int client_call(mb_client *c, const Mb__Msg *req, uint32_t seq, Mb__Msg **ret);
 
+/*
+ * Send Uncharge frames for @pages (sorted in place, coalesced into extents,
+ * at most UNCHARGE_MAX_EXTENTS per frame).  With @wait, wait for each Ack
+ * (conn_lock held: the application's slow paths); without, the Acks are
+ * dropped when they arrive (any thread).  With @has_reply_to the last frame
+ * answers the daemon's request @reply_to (always at least one frame then,
+ * possibly without extents).
+ */
 static int client_uncharge_locked(mb_client *c, void **pages, size_t n, Mb__UnchargeReason reason,
                                   bool wait, bool has_reply_to, uint32_t reply_to) {
         _cleanup_(freep) Mb__Extent *ext = NULL;
@@ -493,7 +604,7 @@ static int client_uncharge_locked(mb_client *c, void **pages, size_t n, Mb__Unch
                         i++;
                 }
 
-                un.seq = ++c->next_seq;
+                un.seq = client_next_seq(c);
                 un.n_extents = next;
                 un.extents = extp;
                 un.has_reason = true;
@@ -506,7 +617,7 @@ static int client_uncharge_locked(mb_client *c, void **pages, size_t n, Mb__Unch
                 msg.uncharge = &un;
 
                 if (!wait) {
-                        r = conn_send(c->conn, &msg);
+                        r = client_send(c, &msg);
                         if (r < 0)
                                 return client_break(c, r);
                         continue;
@@ -521,59 +632,6 @@ static int client_uncharge_locked(mb_client *c, void **pages, size_t n, Mb__Unch
                 mb__msg__free_unpacked(reply, NULL);
         } while (i < n);
         return 0;
-}
-
-/*
- * Answer the daemon's Reclaim (@max_pages) or Drain (all) with the pages of
- * the stocks, as drain_all_stock() does in the kernel.  conn_lock held; the
- * Uncharge is not waited for (we may be inside another exchange).
- *
- * TODO(pressure issue): a Reclaim that the stocks do not cover should call
- * the registered shrinkers -- outside conn_lock, since a shrinker frees with
- * mb_page_free() -- and return what they freed; the background thread
- * (MB_CONNECT_NO_THREAD off) will run that work.
- */
-static int client_answer_reclaim(mb_client *c, uint32_t reply_to, uint64_t max_pages,
-                                 Mb__UnchargeReason reason) {
-        _cleanup_(freep) void **pages = NULL;
-        size_t want = (size_t) MB_MIN(max_pages, (uint64_t) c->ncpus * (2u * c->charge_batch + 1u));
-        size_t got = 0;
-
-        if (want > 0) {
-                pages = malloc(want * sizeof(void *));
-                if (pages)
-                        got = stocks_take_all(c, pages, want);
-        }
-        return client_uncharge_locked(c, pages, got, reason, false, true, reply_to);
-}
-
-/* A message nobody waits for: daemon requests, and the Acks of Uncharges
- * sent without waiting.  conn_lock held. */
-static int client_handle_unsolicited(mb_client *c, const Mb__Msg *m) {
-        switch (m->body_case) {
-        case MB__MSG__BODY_ACK:
-                return 0;
-        case MB__MSG__BODY_RECLAIM:
-                return client_answer_reclaim(c, m->reclaim->seq, m->reclaim->pages,
-                                             MB__UNCHARGE_REASON__UNCHARGE_RECLAIM);
-        case MB__MSG__BODY_DRAIN:
-                return client_answer_reclaim(c, m->drain->seq, UINT64_MAX,
-                                             MB__UNCHARGE_REASON__UNCHARGE_DRAIN);
-        case MB__MSG__BODY_EVENT:
-                client_queue_event(c, m->event->event, m->event->count);
-                return 0;
-        case MB__MSG__BODY_ERROR:
-                /* Not the reply to a request we wait for: fatal, the daemon
-                 * closes the connection after it. */
-                mb_set_error("%s", m->error->reason);
-                return client_break(c, m->error->code > 0 ? -m->error->code : -EPROTO);
-        default: {
-                char what[128];
-
-                snprintf(what, sizeof(what), "unexpected %s message from membrokerd", wire_msg_name(m));
-                return client_protocol_error(c, what);
-        }
-        }
 }
 
 static bool reply_seq(const Mb__Msg *m, uint32_t *ret) {
@@ -592,70 +650,387 @@ static bool reply_seq(const Mb__Msg *m, uint32_t *ret) {
         }
 }
 
-/* The daemon closed the connection while we sent: look for the Error it
- * may have sent before closing, for its code and reason.  Returns that code,
- * else @err.  conn_lock held. */
-static int client_read_last_words(mb_client *c, int err) {
-        for (;;) {
-                Mb__Msg *m;
+static void client_queue_request(mb_client *c, uint32_t seq, uint64_t pages) {
+        if (c->nrequests == c->requests_alloc) {
+                size_t a = MB_MAX(c->requests_alloc * 2, (size_t) 4);
+                struct daemon_request *v = realloc(c->requests, a * sizeof(*v));
 
-                if (conn_recv(c->conn, false, &m) < 0) {
-                        if (err == -ECONNRESET)
-                                mb_set_error("membrokerd closed the connection");
-                        return err;
+                if (!v) {
+                        /* Unanswered, the daemon skips us after its timeout. */
+                        return;
                 }
-                if (m->body_case == MB__MSG__BODY_ERROR) {
-                        mb_set_error("%s", m->error->reason);
-                        err = m->error->code > 0 ? -m->error->code : -EPROTO;
-                        mb__msg__free_unpacked(m, NULL);
-                        return err;
-                }
-                mb__msg__free_unpacked(m, NULL);
+                c->requests = v;
+                c->requests_alloc = a;
         }
+        c->requests[c->nrequests++] = (struct daemon_request) { .seq = seq, .pages = pages };
+}
+
+/* Hand one frame from the daemon to whom it concerns.  io_lock held; takes
+ * @m. */
+static void client_dispatch_locked(mb_client *c, Mb__Msg *m) {
+        uint32_t seq;
+
+        switch (m->body_case) {
+        case MB__MSG__BODY_GRANT:
+        case MB__MSG__BODY_ACK:
+        case MB__MSG__BODY_ERROR:
+                if (reply_seq(m, &seq))
+                        for (struct waiter *w = c->waiters; w; w = w->next)
+                                if (!w->done && w->seq == seq) {
+                                        w->reply = m;
+                                        w->done = true;
+                                        pthread_cond_broadcast(&c->io_cond);
+                                        return;
+                                }
+                if (m->body_case == MB__MSG__BODY_ACK)
+                        break; /* of an Uncharge nobody waits for */
+                if (m->body_case == MB__MSG__BODY_ERROR)
+                        /* Not the reply to a request anybody waits for:
+                         * fatal, the daemon closes the connection after it. */
+                        client_break_locked(c, m->error->code > 0 ? -m->error->code : -EPROTO, m->error->reason);
+                else
+                        client_break_locked(c, -EPROTO, "protocol error: a Grant for no request");
+                break;
+        case MB__MSG__BODY_RECLAIM:
+                client_queue_request(c, m->reclaim->seq, m->reclaim->pages);
+                pthread_cond_broadcast(&c->io_cond);
+                break;
+        case MB__MSG__BODY_DRAIN:
+                client_queue_request(c, m->drain->seq, UINT64_MAX);
+                pthread_cond_broadcast(&c->io_cond);
+                break;
+        case MB__MSG__BODY_EVENT:
+                client_queue_event(c, m->event->event, m->event->count);
+                pthread_cond_broadcast(&c->io_cond);
+                break;
+        default: {
+                char what[128];
+
+                snprintf(what, sizeof(what), "protocol error: unexpected %s message from membrokerd",
+                         wire_msg_name(m));
+                client_break_locked(c, -EPROTO, what);
+        }
+        }
+        mb__msg__free_unpacked(m, NULL);
 }
 
 /*
- * Send @req and wait for the reply carrying @seq, handling whatever the
- * daemon sends in between.  Returns 0 and *@ret (a Grant or an Ack), or
- * -errno: an Error reply gives its code and reason (ENOMEM, the only one
- * after which the session goes on; any other ends it, as the daemon closes).
- * conn_lock held.
+ * Be the reader (c->reading set by the caller, io_lock not held): dispatch
+ * the frames that arrived.  With @until, stop right after the frame that
+ * completes that waiter, leaving the rest for the next reader.  With
+ * @block, wait until at least one frame came (and with @wake, return early
+ * when c->wake_fd is readable).  Returns the number of frames, or a
+ * negative errno when the session is lost (mb_last_error() says why).
  */
-static int client_call(mb_client *c, const Mb__Msg *req, uint32_t seq, Mb__Msg **ret) {
-        int r;
+static int client_read(mb_client *c, bool block, bool wake, const struct waiter *until) {
+        int n = 0;
 
-        r = conn_send(c->conn, req);
-        if (r == -ECONNRESET)
-                /* The daemon may have said why before it closed. */
-                return client_break(c, client_read_last_words(c, r));
-        if (r < 0)
-                return client_break(c, r);
         for (;;) {
                 Mb__Msg *m;
-                uint32_t s;
+                bool done;
+                int r;
 
-                r = conn_recv(c->conn, true, &m);
+                r = conn_recv(c->conn, false, &m);
+                if (r == -EAGAIN) {
+                        struct pollfd p[2] = {
+                                { .fd = c->conn->fd, .events = POLLIN },
+                                { .fd = wake ? c->wake_fd : -1, .events = POLLIN },
+                        };
+
+                        if (!block || n > 0)
+                                return n;
+                        if (poll(p, 2, -1) < 0 && errno != EINTR) {
+                                r = negative_errno();
+                                mb_set_error("cannot wait for membrokerd: %s", strerror(-r));
+                                return r;
+                        }
+                        if (p[1].revents) {
+                                eventfd_t v;
+
+                                (void) eventfd_read(c->wake_fd, &v);
+                                return n;
+                        }
+                        continue;
+                }
                 if (r < 0)
-                        return client_break(c, r);
+                        return r;
                 if (c->conn->nfds > 0)
                         conn_close_fds(c->conn); /* only the Welcome carries descriptors */
 
-                if (reply_seq(m, &s) && s == seq) {
-                        if (m->body_case == MB__MSG__BODY_ERROR) {
-                                int code = m->error->code > 0 ? m->error->code : EPROTO;
-
-                                mb_set_error("%s", m->error->reason);
-                                mb__msg__free_unpacked(m, NULL);
-                                return code == ENOMEM ? -ENOMEM : client_break(c, -code);
-                        }
-                        *ret = m;
-                        return 0;
-                }
-                r = client_handle_unsolicited(c, m);
-                mb__msg__free_unpacked(m, NULL);
-                if (r < 0)
-                        return r;
+                pthread_mutex_lock(&c->io_lock);
+                client_dispatch_locked(c, m);
+                done = until && until->done;
+                pthread_mutex_unlock(&c->io_lock);
+                n++;
+                if (done)
+                        return n;
         }
+}
+
+/* The reader is done (io_lock held): let the next one in, and with
+ * MB_CONNECT_NO_THREAD make mb_get_fd() readable while a whole frame or a
+ * request waits, since the socket alone would not say so. */
+static void client_reader_done_locked(mb_client *c) {
+        if (!c->thread_started && c->notify_fd >= 0 && (conn_has_frame(c->conn) || c->nrequests > 0))
+                (void) eventfd_write(c->notify_fd, 1);
+        c->reading = false;
+        pthread_cond_broadcast(&c->io_cond);
+}
+
+static void client_answer(mb_client *c, const struct daemon_request *rq);
+
+/* Answer the queued daemon requests, in order.  No lock held. */
+static void client_run_requests(mb_client *c) {
+        for (;;) {
+                struct daemon_request rq;
+
+                pthread_mutex_lock(&c->io_lock);
+                if (c->nrequests == 0 || c->broken) {
+                        pthread_mutex_unlock(&c->io_lock);
+                        return;
+                }
+                rq = c->requests[0];
+                memmove(c->requests, c->requests + 1, (c->nrequests - 1) * sizeof(*c->requests));
+                c->nrequests--;
+                pthread_mutex_unlock(&c->io_lock);
+                client_answer(c, &rq);
+        }
+}
+
+static void waiter_unlink_locked(mb_client *c, struct waiter *w) {
+        for (struct waiter **p = &c->waiters; *p; p = &(*p)->next)
+                if (*p == w) {
+                        *p = w->next;
+                        return;
+                }
+}
+
+/*
+ * Send @req and wait for the reply carrying @seq.  Returns 0 and *@ret (a
+ * Grant or an Ack), or -errno: an Error reply gives its code and reason
+ * (ENOMEM, the only one after which the session goes on; any other ends
+ * it, as the daemon closes).  conn_lock held (the application's slow paths).
+ */
+static int client_call(mb_client *c, const Mb__Msg *req, uint32_t seq, Mb__Msg **ret) {
+        struct waiter w = { .seq = seq };
+        Mb__Msg *m;
+        int r;
+
+        pthread_mutex_lock(&c->io_lock);
+        if (c->broken) {
+                pthread_mutex_unlock(&c->io_lock);
+                return client_lost(c);
+        }
+        /* Registered before sending: the reply cannot come too early. */
+        w.next = c->waiters;
+        c->waiters = &w;
+        pthread_mutex_unlock(&c->io_lock);
+
+        r = client_send(c, req);
+
+        pthread_mutex_lock(&c->io_lock);
+        if (r < 0) {
+                char reason[ERROR_MESSAGE_BYTES];
+                struct timespec deadline;
+
+                waiter_unlink_locked(c, &w);
+                snprintf(reason, sizeof(reason), "%s", mb_last_error());
+                /* The daemon may have said why before it closed. */
+                if (!c->reading) {
+                        c->reading = true;
+                        pthread_mutex_unlock(&c->io_lock);
+                        (void) client_read(c, false, false, NULL);
+                        pthread_mutex_lock(&c->io_lock);
+                        client_reader_done_locked(c);
+                } else {
+                        clock_gettime(CLOCK_MONOTONIC, &deadline);
+                        deadline.tv_sec += 1;
+                        while (!c->broken && pthread_cond_timedwait(&c->io_cond, &c->io_lock, &deadline) == 0)
+                                ;
+                }
+                client_break_locked(c, r, reason);
+                mb_set_error("%s", c->broken_reason);
+                r = c->broken;
+                pthread_mutex_unlock(&c->io_lock);
+                return r;
+        }
+
+        while (!w.done && !c->broken) {
+                if (c->reading) {
+                        pthread_cond_wait(&c->io_cond, &c->io_lock);
+                        continue;
+                }
+                c->reading = true;
+                pthread_mutex_unlock(&c->io_lock);
+                r = client_read(c, true, false, &w);
+                pthread_mutex_lock(&c->io_lock);
+                if (r < 0)
+                        client_break_locked(c, r, mb_last_error());
+                client_reader_done_locked(c);
+                if (!c->thread_started && c->nrequests > 0 && !w.done && !c->broken) {
+                        /* Nobody else will answer: direct reclaim. */
+                        pthread_mutex_unlock(&c->io_lock);
+                        client_run_requests(c);
+                        pthread_mutex_lock(&c->io_lock);
+                }
+        }
+        waiter_unlink_locked(c, &w);
+        if (!w.done) {
+                /* The session broke while we waited: its reason is ours. */
+                mb_set_error("%s", c->broken_reason ? c->broken_reason : "the connection to membrokerd is lost");
+                r = c->broken;
+                pthread_mutex_unlock(&c->io_lock);
+                return r;
+        }
+        pthread_mutex_unlock(&c->io_lock);
+
+        m = w.reply;
+        if (m->body_case == MB__MSG__BODY_ERROR) {
+                int code = m->error->code > 0 ? m->error->code : EPROTO;
+
+                mb_set_error("%s", m->error->reason);
+                mb__msg__free_unpacked(m, NULL);
+                return code == ENOMEM ? -ENOMEM : client_break(c, -code);
+        }
+        *ret = m;
+        return 0;
+}
+
+/* ---- answering Reclaim and Drain ---- */
+
+static int reclaim_ctx_add(struct reclaim_ctx *ctx, void **pages, size_t n) {
+        if (ctx->n + n > ctx->alloc) {
+                size_t a = MB_MAX(ctx->alloc * 2, ctx->n + n);
+                void **v = realloc(ctx->pages, MB_MAX(a, (size_t) 64) * sizeof(void *));
+
+                if (!v)
+                        return -ENOMEM;
+                ctx->pages = v;
+                ctx->alloc = MB_MAX(a, (size_t) 64);
+        }
+        memcpy(ctx->pages + ctx->n, pages, n * sizeof(void *));
+        ctx->n += n;
+        return 0;
+}
+
+/*
+ * Ask the shrinkers for @want pages, each in proportion to what its count()
+ * says it could free (do_shrink_slab()'s share of the scan).  Returns how
+ * many they freed.  The shrinkers run with no library lock held except
+ * shrinker_lock for reading, so they may free pages (not allocate them).
+ */
+static unsigned long client_shrink(mb_client *c, unsigned long want) {
+        unsigned long total = 0, freed = 0;
+        _cleanup_(freep) unsigned long *counts = NULL;
+
+        pthread_rwlock_rdlock(&c->shrinker_lock);
+        if (c->nshrinkers == 0)
+                goto out;
+        counts = calloc(c->nshrinkers, sizeof(*counts));
+        if (!counts)
+                goto out;
+        for (size_t i = 0; i < c->nshrinkers; i++) {
+                counts[i] = c->shrinkers[i]->count(c->shrinkers[i]->userdata);
+                total += counts[i];
+        }
+        for (size_t i = 0; i < c->nshrinkers && total > 0 && freed < want; i++) {
+                unsigned long nr;
+
+                if (counts[i] == 0)
+                        continue;
+                /* Rounded up, so that a small request still reaches a
+                 * shrinker with little to give. */
+                nr = (unsigned long) (((unsigned __int128) want * counts[i] + total - 1) / total);
+                nr = MB_MIN(nr, MB_MIN(counts[i], want - freed));
+                freed += c->shrinkers[i]->scan(c->shrinkers[i]->userdata, nr);
+        }
+out:
+        pthread_rwlock_unlock(&c->shrinker_lock);
+        return freed;
+}
+
+/*
+ * Answer one Reclaim of @rq->pages (or Drain, pages UINT64_MAX): unused
+ * stocked pages first (from every CPU, like drain_all_stock()), then the
+ * shrinkers; what they freed goes back with the rest in one
+ * Uncharge{reply_to}, never more than asked (an excess goes back on its
+ * own).  No library lock held; never waits for the daemon.
+ */
+static void client_answer(mb_client *c, const struct daemon_request *rq) {
+        struct reclaim_ctx ctx = { .c = c }, *prev = reclaim_ctx;
+        bool drain = rq->pages == UINT64_MAX;
+        size_t room = (size_t) c->ncpus * (2u * c->charge_batch + 1u);
+        size_t want = drain ? room : (size_t) MB_MIN(rq->pages, (uint64_t) SIZE_MAX / 2);
+        size_t cap = MB_MIN(want, room), got = 0, nanswer;
+        _cleanup_(freep) void **buf = NULL;
+        Mb__UnchargeReason reason = drain ? MB__UNCHARGE_REASON__UNCHARGE_DRAIN : MB__UNCHARGE_REASON__UNCHARGE_RECLAIM;
+
+        if (client_broken(c))
+                return;
+        buf = malloc(MB_MAX(2 * cap, (size_t) 1) * sizeof(void *));
+        if (buf)
+                got = stocks_take_all(c, buf, cap);
+        if (!drain && buf && got < want) {
+                reclaim_ctx = &ctx;
+                (void) client_shrink(c, want - got);
+                reclaim_ctx = prev;
+                /* What the shrinkers freed went to the stocks (or to ctx
+                 * when a stock was full). */
+                if (ctx.n < want - got)
+                        got += stocks_take_all(c, buf + got, MB_MIN(want - got - ctx.n, 2 * cap - got));
+        }
+        nanswer = MB_MIN(ctx.n, want - got);
+        if (nanswer > 0) {
+                void **all = malloc((got + nanswer) * sizeof(void *));
+
+                if (all) {
+                        memcpy(all, buf, got * sizeof(void *));
+                        memcpy(all + got, ctx.pages, nanswer * sizeof(void *));
+                        free(buf);
+                        buf = all;
+                        got += nanswer;
+                        memmove(ctx.pages, ctx.pages + nanswer, (ctx.n - nanswer) * sizeof(void *));
+                        ctx.n -= nanswer;
+                }
+        }
+        (void) client_uncharge_locked(c, buf, got, reason, false, true, rq->seq);
+        /* Shrinkers freed more than asked, past the stocks: home too. */
+        if (ctx.n > 0)
+                (void) client_uncharge_locked(c, ctx.pages, ctx.n, MB__UNCHARGE_REASON__UNCHARGE_FREE, false, false, 0);
+        free(ctx.pages);
+}
+
+/* The library's thread (unless MB_CONNECT_NO_THREAD): reads the socket
+ * whenever no other thread does, answers Reclaim and Drain, calls the event
+ * callback. */
+static void *client_thread(void *userdata) {
+        mb_client *c = userdata;
+
+        pthread_mutex_lock(&c->io_lock);
+        while (!c->closing) {
+                int r;
+
+                if (c->nrequests > 0 || __atomic_load_n(&c->events_pending, __ATOMIC_ACQUIRE)) {
+                        pthread_mutex_unlock(&c->io_lock);
+                        client_run_requests(c);
+                        client_dispatch_events(c);
+                        pthread_mutex_lock(&c->io_lock);
+                        continue;
+                }
+                if (c->reading || c->broken) {
+                        pthread_cond_wait(&c->io_cond, &c->io_lock);
+                        continue;
+                }
+                c->reading = true;
+                pthread_mutex_unlock(&c->io_lock);
+                r = client_read(c, true, true, NULL);
+                pthread_mutex_lock(&c->io_lock);
+                if (r < 0)
+                        client_break_locked(c, r, mb_last_error());
+                client_reader_done_locked(c);
+        }
+        pthread_mutex_unlock(&c->io_lock);
+        return NULL;
 }
 
 /* Charge exactly @n (<= CHARGE_MAX_PAGES) pages; their addresses into @out.
@@ -790,9 +1165,14 @@ static int client_alloc_slow(mb_client *c, void **out, size_t n) {
 
         if (c->forked)
                 return client_lost(c);
+        if (reclaim_ctx && reclaim_ctx->c == c) {
+                /* conn_lock may be ours already (direct reclaim). */
+                mb_set_error("a shrinker must not allocate broker pages beyond the stock");
+                return -EDEADLK;
+        }
 
         pthread_mutex_lock(&c->conn_lock);
-        if (c->broken) {
+        if (client_broken(c)) {
                 r = client_lost(c);
                 goto out;
         }
@@ -818,7 +1198,7 @@ static int client_alloc_slow(mb_client *c, void **out, size_t n) {
 
                 /* All or nothing: what we took goes back, the reason stays. */
                 snprintf(reason, sizeof(reason), "%s", mb_last_error());
-                if (!c->broken)
+                if (!client_broken(c))
                         (void) client_stock_put_locked(c, out, got, 0);
                 mb_set_error("%s", reason);
                 if (r == 0)
@@ -843,8 +1223,23 @@ static int client_free_slow(mb_client *c, void **pages, size_t n) {
 
         if (c->forked)
                 return client_lost(c);
+        if (reclaim_ctx && reclaim_ctx->c == c) {
+                /* A shrinker frees while this thread answers a Reclaim: the
+                 * pages join the answer (client_answer()). */
+                struct stock *s;
+
+                if (reclaim_ctx_add(reclaim_ctx, pages, n) < 0)
+                        return client_uncharge_locked(c, pages, n, MB__UNCHARGE_REASON__UNCHARGE_FREE, false, false,
+                                                      0);
+                s = client_stock_lock(c);
+                stock_slot_add(s->slot, MB_STAT_PAGES, -(int64_t) n);
+                stock_slot_add(s->slot, MB_STAT_PGFREE, (int64_t) n);
+                stock_slot_updated(s->slot);
+                stock_unlock(s);
+                return 0;
+        }
         pthread_mutex_lock(&c->conn_lock);
-        if (c->broken)
+        if (client_broken(c))
                 r = client_lost(c);
         else
                 r = client_stock_put_locked(c, pages, n, n);
@@ -1079,6 +1474,13 @@ static void client_free(mb_client *c) {
         if (!c)
                 return;
         conn_free(c->conn);
+        if (c->wake_fd >= 0)
+                close(c->wake_fd);
+        if (c->notify_fd >= 0)
+                close(c->notify_fd);
+        if (c->poll_fd >= 0)
+                close(c->poll_fd);
+        free(c->requests);
         if (c->base)
                 munmap(c->base, c->arena_bytes);
         if (c->stats)
@@ -1095,11 +1497,53 @@ static void client_free(mb_client *c) {
                 /* A child may inherit these locked by a thread it lacks. */
                 pthread_mutex_destroy(&c->conn_lock);
                 pthread_mutex_destroy(&c->cb_lock);
+                pthread_mutex_destroy(&c->io_lock);
+                pthread_mutex_destroy(&c->send_lock);
+                pthread_cond_destroy(&c->io_cond);
+                pthread_rwlock_destroy(&c->shrinker_lock);
         }
         free(c);
 }
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(mb_client *, client_free);
+
+/* The wake-up eventfd of the thread, and mb_get_fd()'s epoll set: the
+ * socket plus an eventfd the library makes readable when work waits that
+ * the socket does not show (a frame already read into the buffer). */
+static int client_setup_fds(mb_client *c) {
+        struct epoll_event ev = { .events = EPOLLIN };
+
+        c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        c->notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        c->poll_fd = epoll_create1(EPOLL_CLOEXEC);
+        if (c->wake_fd < 0 || c->notify_fd < 0 || c->poll_fd < 0 ||
+            epoll_ctl(c->poll_fd, EPOLL_CTL_ADD, c->conn->fd, &ev) < 0 ||
+            epoll_ctl(c->poll_fd, EPOLL_CTL_ADD, c->notify_fd, &ev) < 0) {
+                int r = negative_errno();
+
+                mb_set_error("cannot set up the connection's event descriptors: %s", strerror(-r));
+                return r;
+        }
+        return 0;
+}
+
+static int client_start_thread(mb_client *c) {
+        sigset_t all, old;
+        int r;
+
+        /* The thread takes no signal: they stay the application's. */
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        r = -pthread_create(&c->thread, NULL, client_thread, c);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (r < 0) {
+                mb_set_error("cannot start the library's thread: %s", strerror(-r));
+                return r;
+        }
+        (void) pthread_setname_np(c->thread, "membroker");
+        c->thread_started = true;
+        return 0;
+}
 
 int mb_connect_ex(const char *socket_path, const char *tenant, unsigned flags, mb_client **ret) {
         _cleanup_(client_freep) mb_client *c = NULL;
@@ -1127,12 +1571,27 @@ int mb_connect_ex(const char *socket_path, const char *tenant, unsigned flags, m
                 return -ENOMEM;
         pthread_mutex_init(&c->conn_lock, NULL);
         pthread_mutex_init(&c->cb_lock, NULL);
+        pthread_mutex_init(&c->io_lock, NULL);
+        pthread_mutex_init(&c->send_lock, NULL);
+        pthread_rwlock_init(&c->shrinker_lock, NULL);
+        {
+                pthread_condattr_t ca;
+
+                pthread_condattr_init(&ca);
+                pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+                pthread_cond_init(&c->io_cond, &ca);
+                pthread_condattr_destroy(&ca);
+        }
+        c->wake_fd = c->notify_fd = c->poll_fd = -1;
         c->flags = flags;
         c->rseq_offset = cpu_rseq_offset();
         c->rseq_area = __rseq_offset;
         c->rseq_lock = rseq_lock_available();
 
         r = conn_open(socket_path, &c->conn);
+        if (r < 0)
+                return r;
+        r = client_setup_fds(c);
         if (r < 0)
                 return r;
 
@@ -1169,9 +1628,11 @@ int mb_connect_ex(const char *socket_path, const char *tenant, unsigned flags, m
         if (r < 0)
                 return r;
 
-        /* TODO(pressure issue): unless MB_CONNECT_NO_THREAD, start the
-         * background thread that waits on the socket and answers Reclaim,
-         * Drain and Event (mb_process() does it on demand until then). */
+        if (!(flags & MB_CONNECT_NO_THREAD)) {
+                r = client_start_thread(c);
+                if (r < 0)
+                        return r;
+        }
         registry_add(c);
         *ret = TAKE_PTR(c);
         return 0;
@@ -1214,8 +1675,17 @@ void mb_close(mb_client *c) {
                 return;
         registry_remove(c);
         if (!c->forked) {
+                pthread_mutex_lock(&c->io_lock);
+                c->closing = true;
+                pthread_cond_broadcast(&c->io_cond);
+                pthread_mutex_unlock(&c->io_lock);
+                if (c->thread_started) {
+                        (void) eventfd_write(c->wake_fd, 1);
+                        pthread_join(c->thread, NULL);
+                        c->thread_started = false;
+                }
                 pthread_mutex_lock(&c->conn_lock);
-                if (!c->broken)
+                if (!client_broken(c))
                         client_hangup(c);
                 pthread_mutex_unlock(&c->conn_lock);
         }
@@ -1227,40 +1697,33 @@ void mb_close(mb_client *c) {
 int mb_get_fd(mb_client *c) {
         if (c->forked)
                 return client_lost(c);
-        return c->conn->fd;
+        return c->poll_fd;
 }
 
 int mb_process(mb_client *c) {
-        int r = 0, n = 0;
+        eventfd_t v;
+        int r = 0;
 
         if (c->forked)
                 return client_lost(c);
-        /* Another thread in an exchange reads (and handles) what arrives. */
-        if (pthread_mutex_trylock(&c->conn_lock) != 0)
-                return 0;
-        if (c->broken)
-                r = client_lost(c);
-        while (r == 0) {
-                Mb__Msg *m;
-
-                r = conn_recv(c->conn, false, &m);
-                if (r == -EAGAIN) {
-                        r = 0;
-                        break;
-                }
-                if (r < 0) {
-                        r = client_break(c, r);
-                        break;
-                }
-                if (c->conn->nfds > 0)
-                        conn_close_fds(c->conn);
-                r = client_handle_unsolicited(c, m);
-                mb__msg__free_unpacked(m, NULL);
-                n++;
+        (void) eventfd_read(c->notify_fd, &v);
+        pthread_mutex_lock(&c->io_lock);
+        if (!c->broken && !c->reading) {
+                c->reading = true;
+                pthread_mutex_unlock(&c->io_lock);
+                r = client_read(c, false, false, NULL);
+                pthread_mutex_lock(&c->io_lock);
+                if (r < 0)
+                        client_break_locked(c, r, mb_last_error());
+                client_reader_done_locked(c);
         }
-        pthread_mutex_unlock(&c->conn_lock);
+        pthread_mutex_unlock(&c->io_lock);
+        /* Another thread may be reading: then it handles what comes. */
+        client_run_requests(c);
         client_dispatch_events(c);
-        return r < 0 ? r : n;
+        if (client_broken(c))
+                return client_lost(c);
+        return r;
 }
 
 int mb_register_shrinker(mb_client *c, const struct mb_shrinker *s) {
@@ -1270,35 +1733,37 @@ int mb_register_shrinker(mb_client *c, const struct mb_shrinker *s) {
                 mb_set_error("mb_register_shrinker: a shrinker needs count() and scan()");
                 return -EINVAL;
         }
-        pthread_mutex_lock(&c->cb_lock);
+        pthread_rwlock_wrlock(&c->shrinker_lock);
         for (size_t i = 0; i < c->nshrinkers; i++)
                 if (c->shrinkers[i] == s) {
-                        pthread_mutex_unlock(&c->cb_lock);
+                        pthread_rwlock_unlock(&c->shrinker_lock);
                         mb_set_error("mb_register_shrinker: already registered");
                         return -EEXIST;
                 }
         v = realloc(c->shrinkers, (c->nshrinkers + 1) * sizeof(*v));
         if (!v) {
-                pthread_mutex_unlock(&c->cb_lock);
+                pthread_rwlock_unlock(&c->shrinker_lock);
                 return -ENOMEM;
         }
         c->shrinkers = v;
         c->shrinkers[c->nshrinkers++] = s;
-        pthread_mutex_unlock(&c->cb_lock);
+        pthread_rwlock_unlock(&c->shrinker_lock);
         return 0;
 }
 
 int mb_unregister_shrinker(mb_client *c, const struct mb_shrinker *s) {
-        pthread_mutex_lock(&c->cb_lock);
+        /* Waits for a reclaim that is running the shrinkers (like the
+         * kernel's unregister_shrinker()). */
+        pthread_rwlock_wrlock(&c->shrinker_lock);
         for (size_t i = 0; i < c->nshrinkers; i++)
                 if (c->shrinkers[i] == s) {
                         memmove(c->shrinkers + i, c->shrinkers + i + 1,
                                 (c->nshrinkers - i - 1) * sizeof(*c->shrinkers));
                         c->nshrinkers--;
-                        pthread_mutex_unlock(&c->cb_lock);
+                        pthread_rwlock_unlock(&c->shrinker_lock);
                         return 0;
                 }
-        pthread_mutex_unlock(&c->cb_lock);
+        pthread_rwlock_unlock(&c->shrinker_lock);
         mb_set_error("mb_unregister_shrinker: not registered");
         return -ENOENT;
 }

@@ -201,3 +201,9 @@ int conn_take_fds(struct conn *c, int *ret, size_t n) {
         c->nfds = 0;
         return 0;
 }
+
+bool conn_has_frame(const struct conn *c) {
+        uint32_t payload;
+
+        return wire_frame_length(c->rbuf, c->rlen, &payload) == 0 && c->rlen >= WIRE_HEADER_BYTES + payload;
+}

@@ -55,5 +55,9 @@ int conn_recv(struct conn *c, bool block, Mb__Msg **ret);
  */
 int conn_take_fds(struct conn *c, int *ret, size_t n);
 
+/* True when a whole frame waits in the receive buffer (conn_recv() would
+ * return it without reading the socket). */
+bool conn_has_frame(const struct conn *c);
+
 /* Close every stashed descriptor (they arrived with a frame that takes none). */
 void conn_close_fds(struct conn *c);

@@ -7,7 +7,10 @@
  * Threads each allocate their share of --hold and write into every page a
  * pattern derived from (client, page handle, generation); --churn frees and
  * reallocates pages at the given total rate, checking each page before it
- * goes; --cache pages sit behind a shrinker the daemon may call on.  At the
+ * goes; --cache pages sit behind a shrinker the daemon may call on (the
+ * oldest go first, like an LRU; the cache fills up to --cache, or to what
+ * the tenant's limits leave once the daemon starts taking cache pages back,
+ * and with --churn it grows back at the churn rate).  At the
  * end every page still held is verified and one line is printed:
  *
  *   held=BYTES cache=BYTES allocs=N frees=N errors=N verify=ok|FAILED
@@ -68,11 +71,13 @@ struct load {
         pthread_cond_t fill_cond;
         unsigned nfilled;
 
-        /* the cache, behind a shrinker */
+        /* the cache, behind a shrinker: a ring, oldest at cache_head */
         pthread_mutex_t cache_lock;
         struct page_rec *cache;
-        size_t ncache, cache_cap;
+        size_t ncache, cache_cap, cache_head;
         uint64_t cache_gen;
+        uint64_t cache_target;   /* pages */
+        uint64_t cache_evicted;  /* pages the shrinker gave back */
 };
 
 struct worker {
@@ -236,15 +241,21 @@ static unsigned long cache_count(void *userdata) {
         return n;
 }
 
+/* The shrinker: free the oldest cache pages, as an LRU would.  It may run
+ * on the library's thread while other threads allocate, so nobody holds
+ * cache_lock while allocating. */
 static unsigned long cache_scan(void *userdata, unsigned long nr_to_scan) {
         struct load *l = userdata;
         unsigned long freed = 0;
 
         pthread_mutex_lock(&l->cache_lock);
         while (freed < nr_to_scan && l->ncache > 0) {
-                load_free(l, &l->cache[--l->ncache]);
+                load_free(l, &l->cache[l->cache_head]);
+                l->cache_head = (l->cache_head + 1) % l->cache_cap;
+                l->ncache--;
                 freed++;
         }
+        l->cache_evicted += freed;
         pthread_mutex_unlock(&l->cache_lock);
         return freed;
 }
@@ -254,21 +265,48 @@ static const struct mb_shrinker cache_shrinker_template = {
         .scan = cache_scan,
 };
 
-static void cache_fill(struct load *l, uint64_t pages) {
+/*
+ * Put up to @max_pages more pages into the cache, up to its target.  Stops
+ * early when the daemon took cache pages back meanwhile: the cache is then
+ * as large as the tenant's limits let it be, and filling on would only
+ * evict its own older pages.  Returns the pages added.
+ */
+static uint64_t cache_fill(struct load *l, uint64_t max_pages) {
+        uint64_t evicted, added = 0;
+
         pthread_mutex_lock(&l->cache_lock);
-        while (l->ncache < pages && !atomic_load(&l->stop) && !atomic_load(&l->limit_hit) &&
-               !atomic_load(&l->other_error)) {
-                if (!load_alloc(l, &l->cache[l->ncache], l->cache_gen))
-                        break;
-                l->ncache++;
-        }
+        evicted = l->cache_evicted;
         pthread_mutex_unlock(&l->cache_lock);
+
+        while (added < max_pages && !atomic_load(&l->stop) && !atomic_load(&l->limit_hit) &&
+               !atomic_load(&l->other_error)) {
+                struct page_rec rec;
+                bool full;
+
+                pthread_mutex_lock(&l->cache_lock);
+                full = l->ncache >= l->cache_target || l->cache_evicted != evicted;
+                pthread_mutex_unlock(&l->cache_lock);
+                if (full)
+                        break;
+                /* Allocated without the lock: the shrinker may run now. */
+                if (!load_alloc(l, &rec, l->cache_gen))
+                        break;
+                pthread_mutex_lock(&l->cache_lock);
+                l->cache[(l->cache_head + l->ncache) % l->cache_cap] = rec;
+                l->ncache++;
+                pthread_mutex_unlock(&l->cache_lock);
+                added++;
+        }
+        return added;
 }
 
 static void cache_verify(struct load *l) {
         pthread_mutex_lock(&l->cache_lock);
-        for (size_t i = 0; i < l->ncache; i++)
-                pattern_check(l, l->cache[i].page, l->cache[i].gen);
+        for (size_t i = 0; i < l->ncache; i++) {
+                const struct page_rec *r = &l->cache[(l->cache_head + i) % l->cache_cap];
+
+                pattern_check(l, r->page, r->gen);
+        }
         pthread_mutex_unlock(&l->cache_lock);
 }
 
@@ -452,6 +490,10 @@ static void main_wait(struct load *l, const sigset_t *sigs) {
                         return;
                 if (sig == SIGUSR1)
                         print_result(l);
+                /* With --churn the cache grows back at the churn rate, as
+                 * an application re-reads what was evicted. */
+                if (l->churn_per_sec > 0 && l->cache_target > 0)
+                        (void) cache_fill(l, MB_MAX(l->churn_per_sec * MAIN_TICK_NSEC / 1000000000L, (uint64_t) 1));
                 r = mb_process(l->client);
                 if (r < 0 && r != -ECHILD) {
                         if (!atomic_exchange(&l->other_error, true))
@@ -500,7 +542,9 @@ int main(int argc, char **argv) {
         cache_pages = DIV_ROUND_UP(l.cache_bytes, l.page_size);
 
         shrinker.userdata = &l;
-        l.cache = calloc(cache_pages ? cache_pages : 1, sizeof(*l.cache));
+        l.cache_cap = cache_pages ? cache_pages : 1;
+        l.cache_target = cache_pages;
+        l.cache = calloc(l.cache_cap, sizeof(*l.cache));
         workers = calloc(l.nthreads, sizeof(*workers));
         if (!l.cache || !workers) {
                 fprintf(stderr, "membroker-load: out of memory\n");
@@ -538,7 +582,7 @@ int main(int argc, char **argv) {
                 pthread_cond_wait(&l.fill_cond, &l.fill_lock);
         pthread_mutex_unlock(&l.fill_lock);
         if (started == l.nthreads) {
-                cache_fill(&l, cache_pages);
+                (void) cache_fill(&l, cache_pages);
                 if (!l.quiet)
                         fprintf(stderr,
                                 "membroker-load: tenant %s, client %" PRIu64 ": holding %" PRIu64

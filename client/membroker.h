@@ -118,10 +118,28 @@ uint64_t mb_client_id(const mb_client *c);
 const char *mb_last_error(void);
 
 /* ---- Pressure (cooperative reclaim) ----
- * Shaped like kernel shrinkers: count() says how many pages could be freed,
- * scan() frees up to @nr_to_scan and returns how many it freed (through
- * mb_page_free()).  The library answers the daemon's Reclaim by returning
- * stocked pages first, then calling shrinkers. */
+ * When the tenant (or an ancestor, or the whole broker) is at its max, above
+ * its high, asked to reclaim (membrokerctl reclaim) or the host is under
+ * memory pressure, the daemon asks the tenant's clients for pages back
+ * (Reclaim), or for all their stocked pages (Drain).  The library answers a
+ * Reclaim of N pages with unused stocked pages first (every CPU's), then
+ * calls the registered shrinkers, and returns what they freed -- never more
+ * than N.  A client that does not answer within the broker's
+ * ReclaimTimeoutMSec= is skipped; a tenant whose clients cannot give enough
+ * gets ENOMEM (or, with OOMPolicy=kill, its largest client is killed).
+ *
+ * Shrinkers are shaped like kernel shrinkers: count() says how many pages
+ * could be freed, scan() frees up to @nr_to_scan pages (with mb_page_free())
+ * and returns how many it freed.  Several shrinkers are asked in proportion
+ * to their count().  A shrinker runs on the library's thread, or with
+ * MB_CONNECT_NO_THREAD in mb_process() or in a thread of the client that is
+ * waiting for the daemon (as an allocating task runs direct reclaim in the
+ * kernel), and may run concurrently with the application's threads and
+ * with itself.  So, as with the kernel's GFP_NOFS rule: a shrinker must not
+ * wait for a lock that the application holds while it allocates broker
+ * pages (never allocate while holding a lock your shrinker takes), and must
+ * not allocate broker pages itself (mb_page_alloc() beyond the stock fails
+ * with EDEADLK there). */
 struct mb_shrinker {
         unsigned long (*count)(void *userdata);
         unsigned long (*scan)(void *userdata, unsigned long nr_to_scan);
@@ -129,29 +147,37 @@ struct mb_shrinker {
 };
 /* @s must stay valid until unregistered.  -EEXIST when registered twice,
  * -EINVAL without count() and scan(); -ENOENT when unregistering an unknown
- * shrinker. */
+ * shrinker.  Unregistering waits until no reclaim runs the shrinkers (so it
+ * must not be called from a shrinker). */
 int mb_register_shrinker(mb_client *c, const struct mb_shrinker *s);
 int mb_unregister_shrinker(mb_client *c, const struct mb_shrinker *s);
 
-/* Tenant events ("high", "max", "oom", ...) delivered to a callback; it is
- * called without library locks held and may call into the library. */
+/* Tenant events ("low", "high", "max", "oom", "oom_kill": memory.events of
+ * the client's tenant and of the ancestors where they happen, with the
+ * tenant's hierarchical count) delivered to a callback; it is called
+ * without library locks held (from the library's thread, or with
+ * MB_CONNECT_NO_THREAD from mb_process() and the end of a call that talked
+ * to the daemon) and may call into the library. */
 typedef void (*mb_event_fn)(mb_client *c, const char *event, uint64_t count, void *userdata);
 int mb_set_event_callback(mb_client *c, mb_event_fn fn, void *userdata);
 
-/* Daemon-initiated messages are handled by a background thread by default.
- * Applications with their own event loop pass MB_CONNECT_NO_THREAD to
- * mb_connect_ex() and instead poll mb_get_fd() for POLLIN and call
- * mb_process().  (Until the background thread lands with cooperative
- * reclaim, both modes handle daemon messages whenever the library reads
- * from the socket: on every slow path and in mb_process().) */
+/* Daemon-initiated messages are read and handled by a thread the library
+ * starts per client (it takes no signals).  Applications with their own
+ * event loop pass MB_CONNECT_NO_THREAD to mb_connect_ex() and instead poll
+ * mb_get_fd() for POLLIN and call mb_process() when it is readable (like
+ * sd_bus_get_fd()/sd_bus_process()); a Reclaim that arrives while one of
+ * their threads waits for the daemon is answered by that thread.  mb_close()
+ * joins the library's thread: do not call it from a callback or shrinker. */
 #define MB_CONNECT_NO_THREAD 0x1u
 int mb_connect_ex(const char *socket_path, const char *tenant, unsigned flags, mb_client **ret);
-/* The connection's socket, to poll for POLLIN. */
+/* A descriptor to poll for POLLIN (an epoll set of the connection's socket
+ * and of an eventfd the library makes readable when a message it already
+ * read waits for mb_process()). */
 int mb_get_fd(mb_client *c);
 /* Read and handle what the daemon sent, without blocking: answers Reclaim
  * and Drain, calls the event callback.  Returns the number of messages
- * handled (0 when none, or when another thread is talking to the daemon and
- * handles them), or -errno when the session is lost. */
+ * read (0 when none, or when another thread is reading and handles them),
+ * or -errno when the session is lost. */
 int mb_process(mb_client *c);
 
 /* ---- Slab caches on broker pages ----

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "macros.h"
 #include "manager.h"
+#include "reclaim.h"
 #include "tenant_state.h"
 #include "worker.h"
 
@@ -29,6 +30,9 @@
 #define CONN_HELLO_TIMEOUT_SEC 30
 /* After a fatal Error, give the peer this long to take it before closing. */
 #define CONN_CLOSE_TIMEOUT_SEC 5
+/* Charges a client may send while one waits for reclaim or its throttle;
+ * beyond that the daemon stops reading from it until the queue drains. */
+#define CONN_QUEUED_CHARGES_MAX 64u
 /* Stop reading from a client whose replies pile up unread. */
 #define CONN_OUTPUT_HIGH_BYTES (1024u * 1024u)
 #define CONN_NAME_MAX_BYTES 64
@@ -64,10 +68,27 @@ struct conn {
         size_t stats_bytes;
         struct rstat_source *stats_src;
 
+        /* Pressure (daemon/reclaim.c).  A Charge that needs reclaim (at a
+         * max) or a throttle (over a high) is parked here and completed
+         * later by the reclaimer, without blocking the worker; Charges that
+         * come meanwhile wait behind it, in order. */
+        struct reclaim_client *rc;
+        bool charge_parked;
+        bool parked_charged;  /* its pages are charged (the high path) */
+        uint32_t parked_seq, parked_pages;
+        uint64_t parked_throttle_usec;
+        struct event *throttle_timer;
+        struct conn_queued_charge {
+                uint32_t seq, pages;
+        } *queued;
+        size_t nqueued, queued_head, queued_alloc;
+
         struct conn *prev, *next;
 };
 
 static void conn_read_cb(struct bufferevent *bev, void *userdata);
+static void conn_process_input(struct conn *c);
+static bool conn_maybe_finish(struct conn *c);
 static void conn_write_cb(struct bufferevent *bev, void *userdata);
 static void conn_event_cb(struct bufferevent *bev, short what, void *userdata);
 
@@ -407,6 +428,11 @@ static void conn_hello(struct conn *c, const Mb__Hello *hello) {
         if (r < 0)
                 return conn_fail(c, false, 0, -r, "cannot attach the stats region: %s", strerror(-r));
 
+        /* The reclaimer's handle: from now on Reclaim/Drain may reach it. */
+        r = reclaim_client_attach(m, c->w, c, t, c->client_id, c->name, c->peer.pid, c->peer.pidfd, &c->rc);
+        if (r < 0)
+                return conn_fail(c, false, 0, -r, "cannot register the client for reclaim: %s", strerror(-r));
+
         welcome.version = WIRE_PROTOCOL_VERSION;
         welcome.tenant = t->path;
         welcome.page_size = m->page_size;
@@ -441,59 +467,26 @@ static struct tenant *tenant_of_counter(struct page_counter *pc) {
         return (struct tenant *) ((char *) pc - offsetof(struct tenant, memory));
 }
 
-static void conn_charge(struct conn *c, const Mb__Charge *charge) {
+static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n);
+
+/* Grant @n charged pages: pick them in the arena, record them, reply. */
+static void conn_grant(struct conn *c, uint32_t seq, uint32_t n, uint64_t throttle_usec) {
         struct tenant *t = c->tenant;
-        struct page_counter *fail = NULL;
         struct worker *w = c->w;
         Mb__Msg msg = MB__MSG__INIT;
         Mb__Grant grant = MB__GRANT__INIT;
-        uint32_t n = charge->pages;
         int nextents;
-
-        if (n < 1 || n > WIRE_MAX_CHARGE_PAGES)
-                return conn_fail(c, true, charge->seq, EINVAL, "charge of %u pages is outside 1..%u", n,
-                                 WIRE_MAX_CHARGE_PAGES);
-
-        conn_daemon_stat(c, MB_STAT_CHARGE_REQUESTS, 1);
-
-        /* try_charge_memcg(): lock-free, hierarchical. */
-        if (!page_counter_try_charge(&t->memory, n, &fail)) {
-                struct tenant *over = tenant_of_counter(fail);
-                char reason[CONN_REASON_MAX_BYTES];
-
-                /* HOOK (pressure issue): before failing, drain the stocks of
-                 * over's subtree and reclaim cooperatively in it, retrying up
-                 * to MAX_RECLAIM_RETRIES times, as try_charge_memcg() does
-                 * (drain_all_stock(), try_to_free_mem_cgroup_pages()). */
-
-                /* Then count the failure at the level that hit its limit. */
-                conn_memory_event(c, over, MB_EVENT_MAX);
-                conn_memory_event(c, over, MB_EVENT_OOM);
-                snprintf(reason, sizeof(reason),
-                         "charge of %u pages to %s failed: %s at max (usage %lu pages, max %lu pages)", n, t->path,
-                         over->path, page_counter_read(&over->memory), page_counter_get_max(&over->memory));
-                log_debug("client %" PRIu64 ": %s", c->client_id, reason);
-                conn_send_error(c, true, charge->seq, ENOMEM, reason);
-                return;
-        }
-
-        /* Over memory.high somewhere up the tree: count a `high` event where
-         * it is exceeded, as reclaim_high() does.
-         * HOOK (pressure issue): reclaim the overage asynchronously and
-         * throttle this client by high_delay_throttle_usec(). */
-        for (struct tenant *x = t; x; x = x->parent)
-                if (page_counter_read(&x->memory) > page_counter_get_high(&x->memory))
-                        conn_memory_event(c, x, MB_EVENT_HIGH);
 
         nextents = arena_alloc(c->arena, c->owner, n, w->extents, WORKER_MAX_GRANT_EXTENTS);
         if (nextents < 0) {
                 page_counter_uncharge(&t->memory, n);
                 log_warning("tenant %s: its arena cannot supply %u more pages (%" PRIu64 " of %" PRIu64 " in use)",
                             t->path, n, arena_used(c->arena), c->arena->npages);
-                conn_send_error(c, true, charge->seq, ENOMEM, "the arena of the tenant is full");
+                conn_send_error(c, true, seq, ENOMEM, "the arena of the tenant is full");
                 return;
         }
         c->held += n;
+        reclaim_client_set_held(c->rc, c->held);
 
         for (int i = 0; i < nextents; i++) {
                 mb__extent__init(&w->pb_extents[i]);
@@ -501,13 +494,226 @@ static void conn_charge(struct conn *c, const Mb__Charge *charge) {
                 w->pb_extents[i].count = w->extents[i].count;
                 w->pb_extent_ptrs[i] = &w->pb_extents[i];
         }
-        grant.seq = charge->seq;
+        grant.seq = seq;
         grant.n_extents = (size_t) nextents;
         grant.extents = w->pb_extent_ptrs;
+        grant.has_throttle_usec = throttle_usec > 0;
+        grant.throttle_usec = throttle_usec;
         msg.body_case = MB__MSG__BODY_GRANT;
         msg.grant = &grant;
         if (conn_send(c, &msg) < 0)
-                conn_fail(c, true, charge->seq, ENOMEM, "cannot queue the Grant");
+                conn_fail(c, true, seq, ENOMEM, "cannot queue the Grant");
+}
+
+static void conn_park(struct conn *c, uint32_t seq, uint32_t n, bool charged) {
+        c->charge_parked = true;
+        c->parked_charged = charged;
+        c->parked_seq = seq;
+        c->parked_pages = n;
+        c->parked_throttle_usec = 0;
+}
+
+/* The parked charge is done: run the Charges that queued up behind it. */
+static void conn_charge_next(struct conn *c) {
+        c->charge_parked = false;
+        c->parked_charged = false;
+        while (!c->charge_parked && c->nqueued > 0 && c->state == CONN_READY) {
+                struct conn_queued_charge q = c->queued[c->queued_head];
+
+                c->queued_head = (c->queued_head + 1) % c->queued_alloc;
+                c->nqueued--;
+                conn_charge_start(c, q.seq, q.pages);
+        }
+        /* Last: this may end the connection (and free @c). */
+        if (c->reading_paused && c->nqueued < CONN_QUEUED_CHARGES_MAX && c->state == CONN_READY) {
+                c->reading_paused = false;
+                bufferevent_enable(c->bev, EV_READ);
+                conn_process_input(c);
+                (void) conn_maybe_finish(c);
+        }
+}
+
+/* The pages are charged.  mem_cgroup_handle_over_high(): when the charge
+ * left the tenant or an ancestor above its high, count `high` where it is
+ * exceeded (as reclaim_high() walks the hierarchy), and hold the Grant
+ * while the reclaimer takes the overage back and computes the throttle. */
+static void conn_charge_charged(struct conn *c, uint32_t seq, uint32_t n) {
+        bool over_high = false;
+
+        for (struct tenant *x = c->tenant; x; x = x->parent)
+                if (page_counter_read(&x->memory) > page_counter_get_high(&x->memory)) {
+                        conn_memory_event(c, x, MB_EVENT_HIGH);
+                        over_high = true;
+                }
+        if (over_high) {
+                conn_park(c, seq, n, true);
+                reclaim_charge_over_high(c->rc, seq, n);
+                return;
+        }
+        conn_grant(c, seq, n, 0);
+}
+
+static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n) {
+        struct tenant *t = c->tenant;
+        struct page_counter *fail = NULL;
+
+        conn_daemon_stat(c, MB_STAT_CHARGE_REQUESTS, 1);
+
+        /* try_charge_memcg(): lock-free, hierarchical. */
+        if (!page_counter_try_charge(&t->memory, n, &fail)) {
+                struct tenant *over = tenant_of_counter(fail);
+
+                /* memcg_memory_event(mem_over_limit, MEMCG_MAX), then the
+                 * reclaimer drains the stocks of over's subtree, reclaims
+                 * there and retries (drain_all_stock(),
+                 * try_to_free_mem_cgroup_pages(), MAX_RECLAIM_RETRIES); the
+                 * reply comes from conn_charge_resume(). */
+                conn_memory_event(c, over, MB_EVENT_MAX);
+                conn_park(c, seq, n, false);
+                reclaim_charge_failed(c->rc, seq, n);
+                return;
+        }
+        conn_charge_charged(c, seq, n);
+}
+
+static void conn_charge(struct conn *c, const Mb__Charge *charge) {
+        uint32_t n = charge->pages;
+
+        if (n < 1 || n > WIRE_MAX_CHARGE_PAGES)
+                return conn_fail(c, true, charge->seq, EINVAL, "charge of %u pages is outside 1..%u", n,
+                                 WIRE_MAX_CHARGE_PAGES);
+
+        if (c->charge_parked) {
+                /* Replies keep their order: wait behind the parked one. */
+                if (c->nqueued == c->queued_alloc) {
+                        size_t a = MB_MAX(c->queued_alloc * 2, (size_t) 4);
+                        struct conn_queued_charge *q = malloc(a * sizeof(*q));
+
+                        if (!q)
+                                return conn_fail(c, true, charge->seq, ENOMEM, "out of memory");
+                        for (size_t i = 0; i < c->nqueued; i++)
+                                q[i] = c->queued[(c->queued_head + i) % c->queued_alloc];
+                        free(c->queued);
+                        c->queued = q;
+                        c->queued_alloc = a;
+                        c->queued_head = 0;
+                }
+                c->queued[(c->queued_head + c->nqueued) % c->queued_alloc] =
+                        (struct conn_queued_charge) { .seq = charge->seq, .pages = n };
+                c->nqueued++;
+                return;
+        }
+        conn_charge_start(c, charge->seq, n);
+}
+
+/* ---- the reclaimer's side (reclaim.h) ---- */
+
+void conn_charge_resume(struct conn *c, uint32_t seq, uint32_t pages, int error, const char *reason) {
+        if (!c->charge_parked || c->parked_charged || c->parked_seq != seq || c->parked_pages != pages) {
+                log_error("client %" PRIu64 ": the reclaimer completed charge %u, which is not waiting", c->client_id,
+                          seq);
+                if (error == 0)
+                        page_counter_uncharge(&c->tenant->memory, pages);
+                return;
+        }
+        if (c->state != CONN_READY) {
+                if (error == 0)
+                        page_counter_uncharge(&c->tenant->memory, pages);
+                c->charge_parked = false;
+                return;
+        }
+        if (error != 0) {
+                log_debug("client %" PRIu64 ": %s", c->client_id, reason ? reason : strerror(error));
+                conn_send_error(c, true, seq, error, reason ? reason : strerror(error));
+                conn_charge_next(c);
+                return;
+        }
+        c->charge_parked = false;
+        conn_charge_charged(c, seq, pages);
+        if (!c->charge_parked)
+                conn_charge_next(c);
+}
+
+static void conn_throttle_cb(evutil_socket_t fd, short what, void *userdata) {
+        struct conn *c = userdata;
+        uint32_t seq = c->parked_seq, n = c->parked_pages;
+        uint64_t throttle = c->parked_throttle_usec;
+
+        c->charge_parked = false;
+        c->parked_charged = false;
+        if (c->state != CONN_READY) {
+                page_counter_uncharge(&c->tenant->memory, n);
+                return;
+        }
+        conn_grant(c, seq, n, throttle);
+        conn_charge_next(c);
+}
+
+void conn_charge_grant_later(struct conn *c, uint32_t seq, uint64_t delay_usec) {
+        struct timeval tv = { .tv_sec = (time_t) (delay_usec / 1000000), .tv_usec = (suseconds_t) (delay_usec % 1000000) };
+
+        if (!c->charge_parked || !c->parked_charged || c->parked_seq != seq) {
+                log_error("client %" PRIu64 ": the reclaimer released charge %u, which is not waiting", c->client_id,
+                          seq);
+                return;
+        }
+        c->parked_throttle_usec = delay_usec;
+        if (delay_usec == 0) {
+                conn_throttle_cb(-1, 0, c);
+                return;
+        }
+        /* mem_cgroup_handle_over_high(): the penalty, slept by the
+         * charging client only (its Grant waits; nobody else does). */
+        conn_daemon_stat(c, MB_STAT_THROTTLE_USEC, (int64_t) delay_usec);
+        if (!c->throttle_timer)
+                c->throttle_timer = evtimer_new(c->w->base, conn_throttle_cb, c);
+        if (!c->throttle_timer || evtimer_add(c->throttle_timer, &tv) < 0)
+                conn_throttle_cb(-1, 0, c);
+}
+
+void conn_reclaim_request(struct conn *c, uint32_t seq, uint32_t pages) {
+        Mb__Msg msg = MB__MSG__INIT;
+        Mb__Reclaim rq = MB__RECLAIM__INIT;
+
+        if (c->state != CONN_READY)
+                return;
+        rq.seq = seq;
+        rq.pages = pages;
+        msg.body_case = MB__MSG__BODY_RECLAIM;
+        msg.reclaim = &rq;
+        /* pgscan: pages asked for. */
+        conn_daemon_stat(c, MB_STAT_PGSCAN, pages);
+        if (conn_send(c, &msg) < 0)
+                conn_fail(c, false, 0, ENOMEM, "cannot queue a Reclaim");
+}
+
+void conn_drain_request(struct conn *c, uint32_t seq) {
+        Mb__Msg msg = MB__MSG__INIT;
+        Mb__Drain d = MB__DRAIN__INIT;
+
+        if (c->state != CONN_READY)
+                return;
+        d.seq = seq;
+        msg.body_case = MB__MSG__BODY_DRAIN;
+        msg.drain = &d;
+        if (conn_send(c, &msg) < 0)
+                conn_fail(c, false, 0, ENOMEM, "cannot queue a Drain");
+}
+
+void conn_send_event(struct conn *c, const char *event, uint64_t count, const char *tenant) {
+        Mb__Msg msg = MB__MSG__INIT;
+        Mb__Event e = MB__EVENT__INIT;
+
+        /* Events are advisory: a client that does not read gets none. */
+        if (c->state != CONN_READY ||
+            evbuffer_get_length(bufferevent_get_output(c->bev)) > RECLAIM_EVENT_OUTPUT_MAX_BYTES)
+                return;
+        e.event = (char *) event;
+        e.count = count;
+        e.tenant = (char *) tenant;
+        msg.body_case = MB__MSG__BODY_EVENT;
+        msg.event = &e;
+        (void) conn_send(c, &msg);
 }
 
 /* ---- Uncharge ---- */
@@ -551,11 +757,16 @@ static void conn_uncharge(struct conn *c, const Mb__Uncharge *u) {
         if (u->n_extents > 0) {
                 released = arena_release(c->arena, c->owner, w->extents, u->n_extents);
                 c->held -= released;
+                reclaim_client_set_held(c->rc, c->held);
                 page_counter_uncharge(&c->tenant->memory, released);
         }
 
-        /* HOOK (pressure issue): u->reason RECLAIM/DRAIN with u->reply_to
-         * completes a Reclaim/Drain this daemon sent. */
+        /* The answer to a Reclaim (pgsteal: pages got back) or a Drain. */
+        if (u->has_reply_to && u->reason != MB__UNCHARGE_REASON__UNCHARGE_FREE) {
+                if (u->reason == MB__UNCHARGE_REASON__UNCHARGE_RECLAIM)
+                        conn_daemon_stat(c, MB_STAT_PGSTEAL, (int64_t) released);
+                reclaim_answered(c->rc, u->reply_to, released);
+        }
 
         ack.seq = u->seq;
         ack.pages = released;
@@ -609,7 +820,7 @@ static void conn_process_input(struct conn *c) {
 
                 if (avail < WIRE_HEADER_BYTES)
                         break;
-                if (evbuffer_get_length(out) > CONN_OUTPUT_HIGH_BYTES) {
+                if (evbuffer_get_length(out) > CONN_OUTPUT_HIGH_BYTES || c->nqueued >= CONN_QUEUED_CHARGES_MAX) {
                         /* The client does not read its replies: wait until
                          * they drained (conn_write_cb resumes). */
                         bufferevent_disable(c->bev, EV_READ);
@@ -665,7 +876,7 @@ static void conn_write_cb(struct bufferevent *bev, void *userdata) {
 
         if (conn_maybe_finish(c))
                 return;
-        if (c->reading_paused) {
+        if (c->reading_paused && c->nqueued < CONN_QUEUED_CHARGES_MAX) {
                 c->reading_paused = false;
                 bufferevent_enable(c->bev, EV_READ);
                 conn_process_input(c);
@@ -756,6 +967,11 @@ void conn_free(struct conn *c) {
                 struct tenant *t = c->tenant;
                 uint64_t released = 0;
 
+                /* A parked charge that was charged already (over high). */
+                if (c->charge_parked && c->parked_charged)
+                        page_counter_uncharge(&t->memory, c->parked_pages);
+                c->charge_parked = false;
+
                 /* Everything the client held goes back at once: hole-punched,
                  * freed and uncharged. */
                 if (c->held > 0) {
@@ -767,6 +983,8 @@ void conn_free(struct conn *c) {
                                           c->client_id, t->path, c->held, released);
                 }
                 arena_owner_free(c->arena, c->owner);
+                /* The reclaimer learns it is gone (after its pages are). */
+                reclaim_client_detach(TAKE_PTR(c->rc));
 
                 if (c->stats_src) {
                         pthread_mutex_lock(&m->stats_lock);
@@ -779,6 +997,9 @@ void conn_free(struct conn *c) {
                 atomic_fetch_sub(&t->nclients, 1);
                 atomic_fetch_sub(&m->nclients, 1);
         }
+        if (c->throttle_timer)
+                event_free(c->throttle_timer);
+        free(c->queued);
         if (c->stats)
                 munmap(c->stats, c->stats_bytes);
         auth_peer_done(&c->peer);

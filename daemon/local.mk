@@ -11,6 +11,8 @@ daemon_libmbbroker_la_SOURCES = \
 	%reldir%/conn.c %reldir%/conn.h \
 	%reldir%/worker.c %reldir%/worker.h \
 	%reldir%/manager.c %reldir%/manager.h \
+	%reldir%/reclaim.c %reldir%/reclaim.h \
+	%reldir%/pressure.c %reldir%/pressure.h \
 	%reldir%/tenant_state.h
 daemon_libmbbroker_la_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(CGROUP_CFLAGS) \
 	$(SYSTEMD_CFLAGS)

@@ -35,6 +35,11 @@ static void help(void) {
                "  --user             serve the D-Bus API on the user's session bus\n"
                "  --address ADDRESS  serve the D-Bus API on the bus at ADDRESS\n"
                "  --no-bus           no D-Bus API (tests of the broker alone)\n"
+               "  --pressure-file PATH  with PressureReclaim=yes: the PSI file to watch\n"
+               "                     (default /proc/pressure/memory, else the daemon's\n"
+               "                     cgroup's memory.pressure), or a FIFO whose every\n"
+               "                     write counts as one pressure event (tests)\n"
+               "  --pressure-trigger SPEC  the PSI trigger (default \"some 150000 2000000\")\n"
                "  --help             show this help\n"
                "  --version          show the version\n"
                "\n"
@@ -63,6 +68,8 @@ static int parse_argv(int argc, char *argv[], struct manager *m) {
                 ARG_USER,
                 ARG_ADDRESS,
                 ARG_NO_BUS,
+                ARG_PRESSURE_FILE,
+                ARG_PRESSURE_TRIGGER,
                 ARG_VERSION,
         };
         static const struct option options[] = {
@@ -73,6 +80,8 @@ static int parse_argv(int argc, char *argv[], struct manager *m) {
                 { "user", no_argument, NULL, ARG_USER },
                 { "address", required_argument, NULL, ARG_ADDRESS },
                 { "no-bus", no_argument, NULL, ARG_NO_BUS },
+                { "pressure-file", required_argument, NULL, ARG_PRESSURE_FILE },
+                { "pressure-trigger", required_argument, NULL, ARG_PRESSURE_TRIGGER },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 {}
@@ -102,6 +111,12 @@ static int parse_argv(int argc, char *argv[], struct manager *m) {
                         break;
                 case ARG_NO_BUS:
                         m->bus_kind = MANAGER_BUS_NONE;
+                        break;
+                case ARG_PRESSURE_FILE:
+                        r = set_string(&m->pressure_path, optarg);
+                        break;
+                case ARG_PRESSURE_TRIGGER:
+                        r = set_string(&m->pressure_trigger, optarg);
                         break;
                 case 'h':
                         help();

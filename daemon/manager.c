@@ -16,6 +16,8 @@
 #include "log.h"
 #include "macros.h"
 #include "manager.h"
+#include "pressure.h"
+#include "reclaim.h"
 #include "tenant_state.h"
 #include "worker.h"
 
@@ -145,6 +147,8 @@ static void manager_deliver_events(evutil_socket_t fd, short what, void *userdat
                         count = atomic_load(&t->events[events[i].event]);
                 }
                 bus_emit_memory_event(m, events[i].path, events[i].event, count);
+                if (t)
+                        reclaim_deliver_event(m->reclaimer, t, events[i].event, count);
                 free(events[i].path);
         }
         free(events);
@@ -288,19 +292,23 @@ static int log_state_cb(struct tenant *t, void *userdata) {
         fmt_limit(max, sizeof(max), page_counter_get_max(&t->memory));
         fmt_limit(high, sizeof(high), page_counter_get_high(&t->memory));
         log_info("state: tenant=%s usage=%lu max=%s high=%s low=%lu min=%lu peak=%lu clients=%u children=%u "
-                 "events=low:%" PRIu64 ",high:%" PRIu64 ",max:%" PRIu64 ",oom:%" PRIu64 " "
-                 "events_local=low:%" PRIu64 ",high:%" PRIu64 ",max:%" PRIu64 ",oom:%" PRIu64 " "
+                 "events=low:%" PRIu64 ",high:%" PRIu64 ",max:%" PRIu64 ",oom:%" PRIu64 ",oom_kill:%" PRIu64 " "
+                 "events_local=low:%" PRIu64 ",high:%" PRIu64 ",max:%" PRIu64 ",oom:%" PRIu64 ",oom_kill:%" PRIu64 " "
                  "pages=%" PRId64 " stock=%" PRId64 " charge_requests=%" PRId64 " uncharge_requests=%" PRId64
-                 " arena_used=%" PRIu64 " unaccounted=%" PRIu64,
+                 " arena_used=%" PRIu64 " unaccounted=%" PRIu64 " pgscan=%" PRId64 " pgsteal=%" PRId64
+                 " throttle_usec=%" PRId64,
                  t->path, page_counter_read(&t->memory), max, high, page_counter_get_low(&t->memory),
                  page_counter_get_min(&t->memory), atomic_load(&t->memory.watermark), atomic_load(&t->nclients),
                  t->nchildren, atomic_load(&t->events[MB_EVENT_LOW]), atomic_load(&t->events[MB_EVENT_HIGH]),
                  atomic_load(&t->events[MB_EVENT_MAX]), atomic_load(&t->events[MB_EVENT_OOM]),
+                 atomic_load(&t->events[MB_EVENT_OOM_KILL]),
                  atomic_load(&t->events_local[MB_EVENT_LOW]), atomic_load(&t->events_local[MB_EVENT_HIGH]),
                  atomic_load(&t->events_local[MB_EVENT_MAX]), atomic_load(&t->events_local[MB_EVENT_OOM]),
+                 atomic_load(&t->events_local[MB_EVENT_OOM_KILL]),
                  t->rstat.value[MB_STAT_PAGES], t->rstat.value[MB_STAT_STOCK],
                  t->rstat.value[MB_STAT_CHARGE_REQUESTS], t->rstat.value[MB_STAT_UNCHARGE_REQUESTS],
-                 ts && ts->arena ? arena_used(ts->arena) : 0, manager_tenant_unaccounted(m, t));
+                 ts && ts->arena ? arena_used(ts->arena) : 0, manager_tenant_unaccounted(m, t),
+                 t->rstat.value[MB_STAT_PGSCAN], t->rstat.value[MB_STAT_PGSTEAL], t->rstat.value[MB_STAT_THROTTLE_USEC]);
         return 0;
 }
 
@@ -311,6 +319,15 @@ void manager_log_state(struct manager *m) {
         log_info("state: dump %" PRIu64 " begin: %u tenants, %u clients, page size %" PRIu64, n,
                  m->tree->ntenants, manager_nclients(m), m->page_size);
         (void) tenant_walk(m->tree->root, log_state_cb, m);
+        {
+                struct reclaim_stats rs;
+
+                reclaim_get_stats(m->reclaimer, &rs);
+                log_info("state: reclaim jobs=%" PRIu64 " rounds=%" PRIu64 " requests=%" PRIu64 " timeouts=%" PRIu64
+                         " late_answers=%" PRIu64 " pressure_events=%" PRIu64 " oom_kills=%" PRIu64,
+                         rs.jobs, rs.rounds, rs.requests, rs.timeouts, rs.late_answers, rs.pressure_events,
+                         rs.oom_kills);
+        }
         log_info("state: dump %" PRIu64 " end", n);
 }
 
@@ -372,6 +389,8 @@ int manager_tenant_set_limits(struct manager *m, struct tenant *t, const struct 
         if (r < 0)
                 return r;
         bus_emit_limits_changed(m, t);
+        /* memory_max_write(), memory_high_write(): reclaim the excess. */
+        reclaim_enforce_limits(m->reclaimer, t);
         return 0;
 }
 
@@ -466,39 +485,11 @@ int manager_tenant_remove(struct manager *m, struct tenant *t) {
         return 0;
 }
 
-/* ---- reclaim (issue 6) ---- */
-
-struct reclaim_call {
-        struct manager *m;
-        manager_reclaim_cb cb;
-        void *userdata;
-};
-
-static void reclaim_done_cb(evutil_socket_t fd, short what, void *userdata) {
-        struct reclaim_call *rc = userdata;
-
-        rc->cb(rc->m, 0, rc->userdata);
-        free(rc);
-}
+/* ---- reclaim (daemon/reclaim.c) ---- */
 
 int manager_reclaim(struct manager *m, struct tenant *t, uint64_t bytes, manager_reclaim_cb cb, void *userdata) {
-        static const struct timeval now = { 0, 0 };
-        struct reclaim_call *rc;
-
-        /* HOOK (pressure issue): ask the clients of @t's subtree to give
-         * @bytes back (memory.reclaim); until then nothing is reclaimed.
-         * The callback still runs on the main thread, after we return. */
-        if (!cb)
-                return 0;
-        rc = malloc(sizeof(*rc));
-        if (!rc)
-                return -ENOMEM;
-        *rc = (struct reclaim_call) { .m = m, .cb = cb, .userdata = userdata };
-        if (event_base_once(m->base, -1, EV_TIMEOUT, reclaim_done_cb, rc, &now) < 0) {
-                free(rc);
-                return -ENOMEM;
-        }
-        return 0;
+        /* memory_reclaim(): bytes rounded down to pages. */
+        return reclaim_proactive(m->reclaimer, t, bytes / m->page_size, cb, userdata);
 }
 
 /* ---- reload ---- */
@@ -686,8 +677,11 @@ int manager_reload(struct manager *m, char **ret_error) {
                 if (tenant_path_normalize(c->tenants[i].path, &norm) < 0)
                         continue;
                 t = tenant_lookup(m->tree, norm);
-                if (t)
-                        bus_emit_limits_changed(m, t);
+                if (!t)
+                        continue;
+                bus_emit_limits_changed(m, t);
+                /* A lower max or high reclaims the excess (daemon/reclaim.c). */
+                reclaim_enforce_limits(m->reclaimer, t);
         }
         log_info("configuration reloaded: %u tenants", m->tree->ntenants);
         return 0;
@@ -917,9 +911,21 @@ int manager_start(struct manager *m, char **ret_error) {
                         return log_error_errno(r, "cannot start worker %u: %m", i);
         }
 
+        r = reclaimer_new(m, &m->reclaimer);
+        if (r < 0)
+                return log_error_errno(r, "cannot set up reclaim: %m");
+
         r = manager_listen(m);
         if (r < 0)
                 return r;
+
+        if (m->config->broker.pressure_reclaim) {
+                /* Not fatal: the broker works without; the reason is logged. */
+                r = pressure_new(m, m->pressure_path, m->pressure_trigger, &m->pressure);
+                if (r < 0)
+                        log_warning("PressureReclaim=yes, but host memory pressure cannot be watched; "
+                                    "reclaiming only at the limits");
+        }
 
         r = manager_add_signal(m, SIGINT, &m->sigint);
         if (r >= 0)
@@ -959,6 +965,12 @@ void manager_free(struct manager *m) {
         if (!m)
                 return;
 
+        /* No more reclaim (requests in flight are dropped, proactive
+         * callers get what was reclaimed so far). */
+        pressure_free(m->pressure);
+        m->pressure = NULL;
+        reclaimer_shutdown(m->reclaimer);
+
         /* No new clients, then every client's pages go back. */
         if (m->listener)
                 evconnlistener_free(m->listener);
@@ -969,6 +981,8 @@ void manager_free(struct manager *m) {
         for (unsigned i = 0; m->workers && i < m->nworkers; i++)
                 worker_free(m->workers[i]);
         free(m->workers);
+        reclaimer_free(m->reclaimer);
+        m->reclaimer = NULL;
 
         bus_free(m);
 
@@ -1007,5 +1021,7 @@ void manager_free(struct manager *m) {
         free(m->socket_path);
         free(m->state_dir);
         free(m->bus_address);
+        free(m->pressure_path);
+        free(m->pressure_trigger);
         free(m);
 }

@@ -32,6 +32,8 @@ struct worker;
 struct bus_state;
 struct tenant_state;
 struct manager_event;
+struct reclaimer;
+struct pressure;
 
 enum manager_bus_kind {
         MANAGER_BUS_NONE = 0, /* --no-bus: tests of the broker alone */
@@ -74,6 +76,12 @@ struct manager {
         uint64_t state_dumps;
         struct tenant_state *active; /* tenants with stats sources (stats_lock) */
 
+        /* Added by the pressure work (daemon/reclaim.c, daemon/pressure.c). */
+        struct reclaimer *reclaimer; /* cooperative reclaim (main thread) */
+        struct pressure *pressure;   /* PSI trigger, with PressureReclaim=yes */
+        char *pressure_path;         /* --pressure-file */
+        char *pressure_trigger;      /* --pressure-trigger */
+
         pthread_mutex_t event_lock; /* protects the queue below */
         struct manager_event *events;
         size_t nevents, events_alloc;
@@ -99,8 +107,10 @@ int manager_tenant_create(struct manager *m, const char *path, const struct mb_l
 int manager_tenant_remove(struct manager *m, struct tenant *t);
 /* SetTenantLimits: applies at once to charging; -EINVAL on a bad value. */
 int manager_tenant_set_limits(struct manager *m, struct tenant *t, const struct mb_limits *limits);
-/* Reclaim(path, bytes) -> bytes reclaimed (issue 6; until then 0).  The
- * callback runs on the main thread when reclaim completes. */
+/* Reclaim(path, bytes) -> bytes reclaimed, never more than asked
+ * (memory_reclaim(): @t's own protection does not shield it, its
+ * descendants' does; see daemon/reclaim.h).  The callback runs on the main
+ * thread when reclaim completes, after this returns.  -ENOMEM. */
 typedef void (*manager_reclaim_cb)(struct manager *m, uint64_t reclaimed_bytes, void *userdata);
 int manager_reclaim(struct manager *m, struct tenant *t, uint64_t bytes, manager_reclaim_cb cb, void *userdata);
 /* Reload(): re-read the configuration; on error *ret_error = "file:line: ..." */

@@ -58,7 +58,7 @@ static void pressure_cb(evutil_socket_t fd, short what, void *userdata) {
                         return;
                 }
         }
-        log_debug("memory pressure reported by %s", p->path);
+        log_info("memory pressure reported by %s: reclaiming from the tenants above their effective low", p->path);
         reclaim_pressure(p->m->reclaimer);
 }
 

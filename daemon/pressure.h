@@ -28,8 +28,9 @@ struct manager;
 struct pressure;
 
 /* The trigger written when none is given: 150 ms of "some" stall within
- * any 1 s window. */
-#define PRESSURE_DEFAULT_TRIGGER "some 150000 1000000"
+ * any 2 s window (a process without CAP_SYS_RESOURCE may only use windows
+ * that are multiples of 2 s). */
+#define PRESSURE_DEFAULT_TRIGGER "some 150000 2000000"
 #define PRESSURE_DEFAULT_PATH "/proc/pressure/memory"
 
 /**

@@ -19,6 +19,8 @@
 #include "rstat.h"
 #include "tenant.h"
 
+struct reclaim_client;
+
 struct tenant_state {
         struct tenant *tenant;
 
@@ -31,6 +33,10 @@ struct tenant_state {
         struct mb_stat_slot *daemon_slots;
         unsigned ndaemon_slots;
         struct rstat_source *daemon_src;
+
+        /* The attached clients (daemon/reclaim.h), under `lock`: whom the
+         * reclaimer asks to give pages back. */
+        struct reclaim_client *clients;
 
         /* On manager->active while it has stats sources (stats_lock): the
          * periodic flush and manager_stats_refresh() poll only these. */

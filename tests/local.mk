@@ -17,3 +17,4 @@ include tests/bus.mk
 include tests/slab.mk
 include tests/bench.mk
 include tests/service.mk
+include tests/pressure.mk

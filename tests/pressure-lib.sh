@@ -65,24 +65,20 @@ usage_pages() {
 # leak_check WHAT : nothing leaks: Σ leaves' usage = root usage = pages the
 # daemon records as held by clients = pages + stock the clients count.
 leak_check() {
-        local what=$1 root leaves=0 held=0 pages stock line
+        local what=$1 sums
         mb_dump_state
-        root=$(mb_state / usage)
-        while read -r line; do
-                local u a c
-                c=$(printf '%s\n' "$line" | tr ' ' '\n' | sed -n 's/^children=//p')
-                [ "$c" = 0 ] || continue
-                u=$(printf '%s\n' "$line" | tr ' ' '\n' | sed -n 's/^usage=//p')
-                a=$(printf '%s\n' "$line" | tr ' ' '\n' | sed -n 's/^arena_used=//p')
-                leaves=$((leaves + u))
-                held=$((held + a))
-        done < <(grep '^state: tenant=' "$MB_TMP/state.dump" | grep -v '^state: tenant=/ ')
-        pages=$(mb_state / pages)
-        stock=$(mb_state / stock)
-        [ "$leaves" = "$root" ] || fail "$what: leaves use $leaves pages, the root $root"
-        [ "$held" = "$root" ] || fail "$what: clients hold $held pages in the arenas, the root uses $root"
-        [ $((pages + stock)) = "$root" ] || fail "$what: clients count $pages + $stock pages, the root uses $root"
-        pass "$what: no leak (root usage $root pages = leaves = arenas = clients' pages + stock)"
+        sums=$(awk '/^state: tenant=/ {
+                        delete f
+                        for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+                        if (f["tenant"] == "/") { root = f["usage"]; pages = f["pages"]; stock = f["stock"] }
+                        else if (f["children"] == 0) { leaves += f["usage"]; held += f["arena_used"] }
+                }
+                END { printf "%d %d %d %d %d", root, leaves, held, pages, stock }' "$MB_TMP/state.dump")
+        set -- $sums
+        [ "$2" = "$1" ] || fail "$what: leaves use $2 pages, the root $1"
+        [ "$3" = "$1" ] || fail "$what: clients hold $3 pages in the arenas, the root uses $1"
+        [ $(($4 + $5)) = "$1" ] || fail "$what: clients count $4 + $5 pages, the root uses $1"
+        pass "$what: no leak (root usage $1 pages = leaves = arenas = clients' pages + stock)"
 }
 
 # settle : let the clients' stats reach the daemon
