@@ -807,7 +807,7 @@ static void round_arm_timer(struct reclaim_job *j) {
 
 /* Send the requests of @p; true when the round waits for answers. */
 static bool round_send(struct reclaim_job *j, struct plan *p) {
-        bool counted_low = false;
+        struct tenant *low_counted = NULL;
 
         for (size_t i = 0; i < p->ntargets; i++) {
                 struct target *tg = &p->targets[i];
@@ -818,16 +818,12 @@ static bool round_send(struct reclaim_job *j, struct plan *p) {
                         (void) req_subscribe(j, tg->rc->outstanding);
                         continue;
                 }
-                if (tg->low && !counted_low) {
+                if (tg->low && tg->t != low_counted) {
                         /* shrink_node_memcgs(): reclaiming below low is an
-                         * event of the tenant (once per tenant and round). */
-                        bool seen = false;
-
-                        for (size_t k = 0; k < i; k++)
-                                if (p->targets[k].t == tg->t && p->targets[k].low && p->targets[k].ask > 0)
-                                        seen = true;
-                        if (!seen)
-                                reclaimer_memory_event(j->r, tg->t, MB_EVENT_LOW);
+                         * event of the tenant, once per round (a tenant's
+                         * clients are next to each other in the plan). */
+                        reclaimer_memory_event(j->r, tg->t, MB_EVENT_LOW);
+                        low_counted = tg->t;
                 }
                 if (req_send(j, tg->rc, p->drain ? 0 : (uint32_t) MB_MIN(tg->ask, (uint64_t) UINT32_MAX), p->drain) < 0)
                         log_error("reclaim: out of memory, client %" PRIu64 " is not asked", tg->rc->client_id);
@@ -898,8 +894,9 @@ static bool job_start_reclaim(struct reclaim_job *j, struct tenant *root, uint64
         return true;
 }
 
-/* The round is over: every answer is in, or the timeout passed. */
-static void round_finish(struct reclaim_job *j, bool timed_out) {
+/* The round is over: every answer is in, or the timeout passed (then the
+ * requests still unanswered are the clients skipped). */
+static void round_finish(struct reclaim_job *j) {
         struct reclaimer *r = j->r;
         unsigned ms = r->m->config ? r->m->config->broker.reclaim_timeout_msec : 250;
 
@@ -926,7 +923,6 @@ static void round_finish(struct reclaim_job *j, bool timed_out) {
 
                 (void) ptr_remove((void **) req->waiters, &req->nwaiters, j);
         }
-        (void) timed_out;
         j->pending = 0;
         j->state = JOB_IDLE;
         j->rounds++;
@@ -1228,7 +1224,7 @@ static void job_kick_cb(evutil_socket_t fd, short what, void *userdata) {
                 break;
         case JOB_ROUND:
                 if (j->pending == 0)
-                        round_finish(j, false);
+                        round_finish(j);
                 break;
         case JOB_WAIT_VICTIM:
                 if (j->victim && atomic_load(&j->victim->gone)) {
@@ -1247,7 +1243,7 @@ static void job_timer_cb(evutil_socket_t fd, short what, void *userdata) {
 
         switch (j->state) {
         case JOB_ROUND:
-                round_finish(j, true);
+                round_finish(j);
                 break;
         case JOB_WAIT_VICTIM:
                 log_warning("client %" PRIu64 " (pid %d) did not exit within %llu ms of SIGKILL",
