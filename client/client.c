@@ -51,6 +51,7 @@
 #include <linux/membarrier.h>
 
 #include "conn.h"
+#include "reconnect.h"
 #include "cpu.h"
 #include "macros.h"
 #include "mb_internal.h"
@@ -103,6 +104,14 @@ struct mb_client {
         struct conn *conn;             /* read by the reader only (io_lock) */
         uint32_t next_seq;             /* atomic */
         bool forked;                   /* this copy lives in a fork() child */
+        /* Surviving a restart of the daemon (reconnect.h): the pages charged
+         * to this client (held_lock), its token, its arena's identity, where
+         * to go. */
+        struct reconnect_held held;
+        uint64_t token;
+        dev_t arena_dev;
+        ino_t arena_ino;
+        char *socket_path;
 
         /* io_lock guards who reads the socket, the threads waiting for
          * replies, the daemon's queued requests and the session state;
@@ -117,6 +126,8 @@ struct mb_client {
         char *broken_reason;
         bool closing;
         pthread_mutex_t send_lock;     /* one frame at a time on the socket */
+        uint64_t conn_gen;             /* connections so far: moves on at a reconnection */
+        pthread_mutex_t held_lock;     /* the held bitmap (reconnect.h) */
         pthread_t thread;              /* the library's thread ... */
         bool thread_started;           /* ... unless MB_CONNECT_NO_THREAD */
         int wake_fd;                   /* eventfd: wakes the thread from poll() */
@@ -544,14 +555,157 @@ static uint32_t client_next_seq(mb_client *c) {
         return __atomic_add_fetch(&c->next_seq, 1, __ATOMIC_RELAXED);
 }
 
-/* Send one frame; frames of several threads never interleave. */
+/*
+ * Send one frame; frames of several threads never interleave.  The pages of
+ * an Uncharge stop being ours to re-claim after a daemon restart as it goes
+ * out (under send_lock, which a reconnection holds: reconnect.h).
+ */
 static int client_send(mb_client *c, const Mb__Msg *msg) {
         int r;
 
         pthread_mutex_lock(&c->send_lock);
+        if (msg->body_case == MB__MSG__BODY_UNCHARGE && c->held.bits) {
+                pthread_mutex_lock(&c->held_lock);
+                for (size_t i = 0; i < msg->uncharge->n_extents; i++)
+                        reconnect_held_clear(&c->held, msg->uncharge->extents[i]->start, msg->uncharge->extents[i]->count);
+                pthread_mutex_unlock(&c->held_lock);
+        }
         r = conn_send(c->conn, msg);
         pthread_mutex_unlock(&c->send_lock);
         return r;
+}
+
+/* ---- surviving a daemon restart (reconnect.h) ---- */
+
+/* The end of the connection without an Error: the daemon went away (a
+ * restart).  Can this session be carried over? */
+static bool client_can_reconnect(const mb_client *c, int err) {
+        return err == -ECONNRESET && c->token != 0 && !c->forked && client_broken(c) == 0 && c->held.bits &&
+               !c->closing;
+}
+
+/*
+ * Connect again and re-claim every charged page (reconnect.h).  Called by
+ * the reader that saw the end of the connection, with no lock held; holds
+ * send_lock throughout, so that no Uncharge changes the held bitmap or goes
+ * out meanwhile.  On success the session goes on with the same arena
+ * mapping, a new connection and a new stats region, seeded with the old
+ * slots so that the figures carry over; conn_gen moves on, so threads
+ * waiting for a reply know their request was lost (client_call()).  Returns
+ * 0, or the error that ends the session (with mb_set_error()).
+ */
+static int client_reconnect(mb_client *c) {
+        struct reconnect_info info = {
+                .socket_path = c->socket_path,
+                .tenant = c->tenant,
+                .client_name = program_invocation_short_name,
+                .token = c->token,
+                .arena_dev = c->arena_dev,
+                .arena_ino = c->arena_ino,
+                .timeout_sec = reconnect_timeout_sec(),
+        };
+        struct epoll_event ev = { .events = EPOLLIN };
+        struct mb_stats_region *stats, *old = c->stats;
+        struct conn *conn = NULL, *old_conn;
+        Mb__Msg *msg = NULL;
+        int stats_fd = -1, arena_fd = -1, r;
+
+        pthread_mutex_lock(&c->send_lock);
+        r = reconnect_session(&info, &c->held, &conn, &msg, &stats_fd, &arena_fd);
+        if (r < 0)
+                goto out;
+        if (arena_fd >= 0) {
+                /* The daemon came back without our memory, and we hold no
+                 * page: map its new arena in place of the old one (same
+                 * address, so nothing that reads c->base races). */
+                struct stat st;
+                void *p = MAP_FAILED;
+
+                if (msg->welcome->arena_pages == c->arena_pages && msg->welcome->page_size == c->page_size &&
+                    fstat(arena_fd, &st) == 0)
+                        p = mmap(c->base, c->arena_bytes, PROT_READ | PROT_WRITE,
+                                 MAP_SHARED | MAP_NORESERVE | MAP_FIXED, arena_fd, 0);
+                close(arena_fd);
+                if (p == MAP_FAILED) {
+                        close(stats_fd);
+                        conn_free(conn);
+                        mb__msg__free_unpacked(msg, NULL);
+                        mb_set_error("membrokerd came back with a different arena for tenant %s", c->tenant);
+                        r = -ESTALE;
+                        goto out;
+                }
+                c->arena_dev = st.st_dev;
+                c->arena_ino = st.st_ino;
+        }
+        if (msg->welcome->stats_slots != c->ncpus) {
+                close(stats_fd);
+                conn_free(conn);
+                mb_set_error("membrokerd came back with %u stats slots instead of %u", msg->welcome->stats_slots,
+                             c->ncpus);
+                mb__msg__free_unpacked(msg, NULL);
+                r = -EPROTO;
+                goto out;
+        }
+        stats = mmap(NULL, c->stats_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, stats_fd, 0);
+        close(stats_fd);
+        if (stats == MAP_FAILED) {
+                r = negative_errno();
+                conn_free(conn);
+                mb__msg__free_unpacked(msg, NULL);
+                mb_set_error("cannot map the new stats region: %s", strerror(-r));
+                goto out;
+        }
+        /* Every CPU's counters move to the new region, under its lock. */
+        for (unsigned i = 0; i < c->ncpus; i++) {
+                struct stock *s = client_stock_lock_cpu(c, i);
+
+                stats->slot[i] = old->slot[i];
+                s->slot = &stats->slot[i];
+                stock_unlock(s);
+        }
+        c->stats = stats;
+        munmap(old, c->stats_bytes);
+
+        pthread_mutex_lock(&c->io_lock);
+        old_conn = c->conn;
+        (void) epoll_ctl(c->poll_fd, EPOLL_CTL_DEL, old_conn->fd, NULL);
+        c->conn = conn;
+        (void) epoll_ctl(c->poll_fd, EPOLL_CTL_ADD, conn->fd, &ev);
+        c->conn_gen++;
+        c->client_id = msg->welcome->client_id;
+        pthread_cond_broadcast(&c->io_cond);
+        pthread_mutex_unlock(&c->io_lock);
+        conn_free(old_conn);
+        mb__msg__free_unpacked(msg, NULL);
+        r = 0;
+out:
+        pthread_mutex_unlock(&c->send_lock);
+        return r;
+}
+
+/* An Ack for an Uncharge lost with the previous daemon: its pages are not
+ * re-claimed, so the next daemon returns them anyway. */
+static int client_lost_ack(uint32_t seq, Mb__Msg **ret) {
+        Mb__Msg m = MB__MSG__INIT;
+        Mb__Ack ack = MB__ACK__INIT;
+        uint8_t buf[64];
+        size_t n;
+
+        ack.seq = seq;
+        m.body_case = MB__MSG__BODY_ACK;
+        m.ack = &ack;
+        n = mb__msg__pack(&m, buf);
+        *ret = mb__msg__unpack(NULL, n, buf);
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* The reader's read failed with @r (the reader role still ours, no lock
+ * held): carry the session over to a restarted daemon when it can be.
+ * Returns 0 when the session goes on, else the error to end it with. */
+static int client_read_failed(mb_client *c, int r) {
+        if (!client_can_reconnect(c, r))
+                return r;
+        return client_reconnect(c);
 }
 
 static int client_call(mb_client *c, const Mb__Msg *req, uint32_t seq, Mb__Msg **ret);
@@ -618,7 +772,9 @@ static int client_uncharge_locked(mb_client *c, void **pages, size_t n, Mb__Unch
 
                 if (!wait) {
                         r = client_send(c, &msg);
-                        if (r < 0)
+                        /* Lost with a daemon that restarted: these pages are
+                         * not re-claimed, so it returns them anyway. */
+                        if (r < 0 && !client_can_reconnect(c, r))
                                 return client_break(c, r);
                         continue;
                 }
@@ -677,6 +833,15 @@ static void client_dispatch_locked(mb_client *c, Mb__Msg *m) {
                 if (reply_seq(m, &seq))
                         for (struct waiter *w = c->waiters; w; w = w->next)
                                 if (!w->done && w->seq == seq) {
+                                        if (m->body_case == MB__MSG__BODY_GRANT && c->held.bits) {
+                                                /* Ours to re-claim after a restart from the
+                                                 * moment they arrive (reconnect.h). */
+                                                pthread_mutex_lock(&c->held_lock);
+                                                for (size_t i = 0; i < m->grant->n_extents; i++)
+                                                        reconnect_held_set(&c->held, m->grant->extents[i]->start,
+                                                                    m->grant->extents[i]->count);
+                                                pthread_mutex_unlock(&c->held_lock);
+                                        }
                                         w->reply = m;
                                         w->done = true;
                                         pthread_cond_broadcast(&c->io_cond);
@@ -809,10 +974,15 @@ static void waiter_unlink_locked(mb_client *c, struct waiter *w) {
  * Send @req and wait for the reply carrying @seq.  Returns 0 and *@ret (a
  * Grant or an Ack), or -errno: an Error reply gives its code and reason
  * (ENOMEM, the only one after which the session goes on; any other ends
- * it, as the daemon closes).  conn_lock held (the application's slow paths).
+ * it, as the daemon closes).  When the daemon restarts meanwhile and the
+ * session is carried over (reconnect.h), a lost Charge is sent again (pages
+ * it may have been granted are not re-claimed, so the daemon returns them)
+ * and a lost Uncharge is done, for the same reason.  conn_lock held (the
+ * application's slow paths).
  */
 static int client_call(mb_client *c, const Mb__Msg *req, uint32_t seq, Mb__Msg **ret) {
         struct waiter w = { .seq = seq };
+        uint64_t gen;
         Mb__Msg *m;
         int r;
 
@@ -824,12 +994,14 @@ static int client_call(mb_client *c, const Mb__Msg *req, uint32_t seq, Mb__Msg *
         /* Registered before sending: the reply cannot come too early. */
         w.next = c->waiters;
         c->waiters = &w;
+resend:
+        gen = c->conn_gen;
         pthread_mutex_unlock(&c->io_lock);
 
         r = client_send(c, req);
 
         pthread_mutex_lock(&c->io_lock);
-        if (r < 0) {
+        if (r < 0 && !client_can_reconnect(c, r)) {
                 char reason[ERROR_MESSAGE_BYTES];
                 struct timespec deadline;
 
@@ -854,8 +1026,19 @@ static int client_call(mb_client *c, const Mb__Msg *req, uint32_t seq, Mb__Msg *
                 pthread_mutex_unlock(&c->io_lock);
                 return r;
         }
+        /* A failed send on a connection that can be carried over: the
+         * reader finds its end, reconnects, and conn_gen moves on. */
 
         while (!w.done && !c->broken) {
+                if (c->conn_gen != gen) {
+                        /* Lost with the daemon that went away. */
+                        if (req->body_case == MB__MSG__BODY_UNCHARGE) {
+                                waiter_unlink_locked(c, &w);
+                                pthread_mutex_unlock(&c->io_lock);
+                                return client_lost_ack(seq, ret);
+                        }
+                        goto resend;
+                }
                 if (c->reading) {
                         pthread_cond_wait(&c->io_cond, &c->io_lock);
                         continue;
@@ -863,6 +1046,8 @@ static int client_call(mb_client *c, const Mb__Msg *req, uint32_t seq, Mb__Msg *
                 c->reading = true;
                 pthread_mutex_unlock(&c->io_lock);
                 r = client_read(c, true, false, &w);
+                if (r < 0)
+                        r = client_read_failed(c, r);
                 pthread_mutex_lock(&c->io_lock);
                 if (r < 0)
                         client_break_locked(c, r, mb_last_error());
@@ -1024,6 +1209,8 @@ static void *client_thread(void *userdata) {
                 c->reading = true;
                 pthread_mutex_unlock(&c->io_lock);
                 r = client_read(c, true, true, NULL);
+                if (r < 0)
+                        r = client_read_failed(c, r);
                 pthread_mutex_lock(&c->io_lock);
                 if (r < 0)
                         client_break_locked(c, r, mb_last_error());
@@ -1461,6 +1648,21 @@ static int client_welcome(mb_client *c, const Mb__Welcome *w) {
         c->client_id = w->client_id;
         c->unlimited = w->has_unlimited && w->unlimited;
 
+        /* What a reconnection after a daemon restart needs (reconnect.h);
+         * without a token the session ends with the connection. */
+        {
+                struct stat st;
+
+                c->token = w->has_client_token ? w->client_token : 0;
+                if (fstat(fds[0], &st) == 0) {
+                        c->arena_dev = st.st_dev;
+                        c->arena_ino = st.st_ino;
+                } else
+                        c->token = 0;
+                if (c->token != 0 && reconnect_held_init(&c->held, c->arena_pages) < 0)
+                        c->token = 0;
+        }
+
         r = client_map(c, w, fds[0], fds[1]);
         /* The mappings keep the memory; the descriptors are not needed. */
         close(fds[0]);
@@ -1488,6 +1690,8 @@ static void client_free(mb_client *c) {
         free(c->stocks);
         free(c->stock_pages);
         free(c->tenant);
+        free(c->socket_path);
+        reconnect_held_done(&c->held);
         free(c->broken_reason);
         for (size_t i = 0; i < c->nevents; i++)
                 free(c->events[i].name);
@@ -1499,6 +1703,7 @@ static void client_free(mb_client *c) {
                 pthread_mutex_destroy(&c->cb_lock);
                 pthread_mutex_destroy(&c->io_lock);
                 pthread_mutex_destroy(&c->send_lock);
+                pthread_mutex_destroy(&c->held_lock);
                 pthread_cond_destroy(&c->io_cond);
                 pthread_rwlock_destroy(&c->shrinker_lock);
         }
@@ -1573,6 +1778,7 @@ int mb_connect_ex(const char *socket_path, const char *tenant, unsigned flags, m
         pthread_mutex_init(&c->cb_lock, NULL);
         pthread_mutex_init(&c->io_lock, NULL);
         pthread_mutex_init(&c->send_lock, NULL);
+        pthread_mutex_init(&c->held_lock, NULL);
         pthread_rwlock_init(&c->shrinker_lock, NULL);
         {
                 pthread_condattr_t ca;
@@ -1588,6 +1794,9 @@ int mb_connect_ex(const char *socket_path, const char *tenant, unsigned flags, m
         c->rseq_area = __rseq_offset;
         c->rseq_lock = rseq_lock_available();
 
+        c->socket_path = strdup(socket_path);
+        if (!c->socket_path)
+                return -ENOMEM;
         r = conn_open(socket_path, &c->conn);
         if (r < 0)
                 return r;

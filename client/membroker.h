@@ -44,10 +44,21 @@
  * parent's; their memory stays mapped in the child (MAP_SHARED), and a child
  * that connects to the same tenant can reach them by handle.
  *
- * Losing the daemon: when the connection breaks (the daemon exited or closed
- * the session after a protocol error), the daemon frees every page the
- * client held; calls that need the daemon then fail with the reason in
- * mb_last_error(), and pages still held must no longer be used.
+ * A restart of the daemon: when the connection ends without an error (the
+ * daemon exited, was killed or restarted), the library reconnects by
+ * itself, with backoff, for up to $MEMBROKER_RECONNECT_TIMEOUT_SEC seconds
+ * (default 60; 0 turns reconnecting off), and re-claims every page it holds
+ * (those the application holds and those in the stocks).  A daemon that kept
+ * its memory over the restart (systemd's fd store, membrokerd(8)) gives the
+ * same arena back: pointers stay valid, contents intact, usage unchanged;
+ * the calls that needed the daemon meanwhile wait (a Charge lost with the
+ * old daemon is sent again).  Fast paths never wait.
+ *
+ * Losing the daemon: when the session cannot go on (the daemon closed it
+ * after a protocol error, came back without this client's memory, or did
+ * not come back in time), the daemon frees every page the client held;
+ * calls that need the daemon then fail with the reason in mb_last_error(),
+ * and pages still held must no longer be used.
  */
 #ifndef MEMBROKER_H
 #define MEMBROKER_H

@@ -27,12 +27,88 @@ static size_t round_up8(size_t n) {
         return (n + 7) & ~(size_t) 7;
 }
 
-int arena_new(const char *name, uint64_t npages, uint64_t page_size, struct arena **ret) {
+/* Bits past the end are permanently "used" so they are never picked. */
+static void mark_tail(struct arena *a) {
+        uint64_t tail = a->npages % BITS_PER_WORD;
+
+        if (tail != 0)
+                a->used[a->nwords - 1] = ~((UINT64_C(1) << tail) - 1);
+        tail = a->nwords % BITS_PER_WORD;
+        if (tail != 0)
+                a->full[a->nfull_words - 1] = ~((UINT64_C(1) << tail) - 1);
+}
+
+/* The metadata of an arena of @npages pages; owner[] anonymous (@owner_fd
+ * < 0) or shared from @owner_fd at @owner_offset.  Does not touch a->fd. */
+static int arena_alloc_meta(uint64_t npages, uint64_t page_size, int owner_fd, uint64_t owner_offset,
+                            struct arena **ret) {
+        struct arena *a;
+        size_t owner_bytes, used_bytes, full_bytes;
+        int r;
+
+        if (npages == 0 || page_size == 0 || npages > UINT64_MAX / page_size || npages > (uint64_t) SIZE_MAX / 8)
+                return -EINVAL;
+
+        a = calloc(1, sizeof(*a));
+        if (!a)
+                return -ENOMEM;
+        a->fd = -1;
+        a->owner_fd = -1;
+        a->npages = npages;
+        a->page_size = page_size;
+        a->nwords = DIV_ROUND_UP(npages, BITS_PER_WORD);
+        a->nfull_words = DIV_ROUND_UP(a->nwords, BITS_PER_WORD);
+        a->next_owner = 1;
+
+        owner_bytes = round_up8((size_t) npages * sizeof(uint32_t));
+        used_bytes = (size_t) a->nwords * sizeof(uint64_t);
+        full_bytes = (size_t) a->nfull_words * sizeof(uint64_t);
+        if (owner_fd >= 0) {
+                /* owner[] in the caller's memfd; used/full stay private. */
+                a->owner_map_bytes = owner_bytes;
+                a->owner_map = mmap(NULL, owner_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, owner_fd,
+                                    (off_t) owner_offset);
+                if (a->owner_map == MAP_FAILED) {
+                        r = -errno;
+                        free(a);
+                        return r;
+                }
+                owner_bytes = 0;
+        }
+        a->meta_bytes = owner_bytes + used_bytes + full_bytes;
+        /* Anonymous and NORESERVE: untouched parts stay unbacked zero pages,
+         * so a large arena with few pages in use costs what it uses. */
+        a->meta = mmap(NULL, a->meta_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                       -1, 0);
+        if (a->meta == MAP_FAILED) {
+                r = -errno;
+                if (a->owner_map)
+                        munmap(a->owner_map, a->owner_map_bytes);
+                free(a);
+                return r;
+        }
+        a->owner = a->owner_map ? a->owner_map : a->meta;
+        a->used = (uint64_t *) ((char *) a->meta + owner_bytes);
+        a->full = (uint64_t *) ((char *) a->meta + owner_bytes + used_bytes);
+        mark_tail(a);
+
+        r = pthread_mutex_init(&a->lock, NULL);
+        if (r != 0) {
+                munmap(a->meta, a->meta_bytes);
+                if (a->owner_map)
+                        munmap(a->owner_map, a->owner_map_bytes);
+                free(a);
+                return -r;
+        }
+        *ret = a;
+        return 0;
+}
+
+static int arena_create(const char *name, uint64_t npages, uint64_t page_size, int owner_fd, uint64_t owner_offset,
+                        struct arena **ret) {
         _cleanup_(closep) int fd = -1;
         char memfd_name[ARENA_NAME_MAX_BYTES];
         struct arena *a;
-        size_t owner_bytes, used_bytes, full_bytes;
-        uint64_t tail;
         int r;
 
         if (npages == 0 || page_size == 0 || npages > UINT64_MAX / page_size || npages > (uint64_t) SIZE_MAX / 8)
@@ -49,49 +125,23 @@ int arena_new(const char *name, uint64_t npages, uint64_t page_size, struct aren
         if (fcntl(fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0)
                 return -errno;
 
-        a = calloc(1, sizeof(*a));
-        if (!a)
-                return -ENOMEM;
-        a->npages = npages;
-        a->page_size = page_size;
-        a->nwords = DIV_ROUND_UP(npages, BITS_PER_WORD);
-        a->nfull_words = DIV_ROUND_UP(a->nwords, BITS_PER_WORD);
-        a->next_owner = 1;
-
-        owner_bytes = round_up8((size_t) npages * sizeof(uint32_t));
-        used_bytes = (size_t) a->nwords * sizeof(uint64_t);
-        full_bytes = (size_t) a->nfull_words * sizeof(uint64_t);
-        a->meta_bytes = owner_bytes + used_bytes + full_bytes;
-        /* Anonymous and NORESERVE: untouched parts stay unbacked zero pages,
-         * so a large arena with few pages in use costs what it uses. */
-        a->meta = mmap(NULL, a->meta_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                       -1, 0);
-        if (a->meta == MAP_FAILED) {
-                r = -errno;
-                free(a);
+        r = arena_alloc_meta(npages, page_size, owner_fd, owner_offset, &a);
+        if (r < 0)
                 return r;
-        }
-        a->owner = a->meta;
-        a->used = (uint64_t *) ((char *) a->meta + owner_bytes);
-        a->full = (uint64_t *) ((char *) a->meta + owner_bytes + used_bytes);
-
-        /* Bits past the end are permanently "used" so they are never picked. */
-        tail = npages % BITS_PER_WORD;
-        if (tail != 0)
-                a->used[a->nwords - 1] = ~((UINT64_C(1) << tail) - 1);
-        tail = a->nwords % BITS_PER_WORD;
-        if (tail != 0)
-                a->full[a->nfull_words - 1] = ~((UINT64_C(1) << tail) - 1);
-
-        r = pthread_mutex_init(&a->lock, NULL);
-        if (r != 0) {
-                munmap(a->meta, a->meta_bytes);
-                free(a);
-                return -r;
-        }
         a->fd = TAKE_FD(fd);
         *ret = a;
         return 0;
+}
+
+int arena_new(const char *name, uint64_t npages, uint64_t page_size, struct arena **ret) {
+        return arena_create(name, npages, page_size, -1, 0, ret);
+}
+
+int arena_new_shared(const char *name, uint64_t npages, uint64_t page_size, int owner_fd, uint64_t owner_offset,
+                     struct arena **ret) {
+        if (owner_fd < 0)
+                return -EBADF;
+        return arena_create(name, npages, page_size, owner_fd, owner_offset, ret);
 }
 
 void arena_free(struct arena *a) {
@@ -99,8 +149,12 @@ void arena_free(struct arena *a) {
                 return;
         if (a->fd >= 0)
                 close(a->fd);
+        if (a->owner_fd >= 0)
+                close(a->owner_fd);
         if (a->meta && a->meta != MAP_FAILED)
                 munmap(a->meta, a->meta_bytes);
+        if (a->owner_map)
+                munmap(a->owner_map, a->owner_map_bytes);
         pthread_mutex_destroy(&a->lock);
         free(a->free_owners);
         free(a);
@@ -423,5 +477,166 @@ int arena_backed_bytes(const struct arena *a, uint64_t *ret) {
         if (fstat(a->fd, &st) < 0)
                 return -errno;
         *ret = (uint64_t) st.st_blocks * 512;
+        return 0;
+}
+
+/* ---- restart (restart.h) ---- */
+
+/* Punch the free pages in [start, end) (page indices).  Single-threaded. */
+static void punch_free_in(struct arena *a, uint64_t start, uint64_t end) {
+        uint64_t p = start;
+
+        while (p < end) {
+                uint64_t q;
+
+                if (a->used[p / BITS_PER_WORD] & (UINT64_C(1) << (p % BITS_PER_WORD))) {
+                        p++;
+                        continue;
+                }
+                for (q = p + 1; q < end && !(a->used[q / BITS_PER_WORD] & (UINT64_C(1) << (q % BITS_PER_WORD))); q++)
+                        ;
+                punch(a, p, q - p);
+                p = q;
+        }
+}
+
+int arena_restore(int fd, uint64_t page_size, int owner_fd, uint64_t owner_offset, const char *name,
+                  struct arena **ret) {
+        _cleanup_(freep) uint8_t *seen = NULL;
+        struct arena *a;
+        struct stat st;
+        uint32_t max_owner = 0;
+        off_t pos;
+        int r;
+
+        (void) name;
+        if (owner_fd < 0 || page_size == 0)
+                return -EBADF;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (st.st_size <= 0 || (uint64_t) st.st_size % page_size != 0)
+                return -EINVAL;
+        r = arena_alloc_meta((uint64_t) st.st_size / page_size, page_size, owner_fd, owner_offset, &a);
+        if (r < 0)
+                return r;
+
+        /* owner[] is the truth (used[] was private to the previous daemon):
+         * read only its backed parts, holes are all ARENA_OWNER_NONE. */
+        pos = (off_t) owner_offset;
+        for (;;) {
+                off_t data = lseek(owner_fd, pos, SEEK_DATA), hole;
+                uint64_t first, last;
+
+                if (data < 0)
+                        break; /* ENXIO: no more data */
+                hole = lseek(owner_fd, data, SEEK_HOLE);
+                if (hole < 0)
+                        hole = (off_t) (owner_offset + a->npages * sizeof(uint32_t));
+                first = ((uint64_t) data - owner_offset) / sizeof(uint32_t);
+                last = MB_MIN(DIV_ROUND_UP((uint64_t) hole - owner_offset, sizeof(uint32_t)), a->npages);
+                for (uint64_t p = first; p < last; p++) {
+                        uint32_t o = owner_load(a, p);
+
+                        if (o == ARENA_OWNER_NONE)
+                                continue;
+                        if (o > ARENA_OWNER_MAX) {
+                                /* Being checked or returned when the daemon
+                                 * died: the client gave it up. */
+                                owner_store(a, p, ARENA_OWNER_NONE);
+                                continue;
+                        }
+                        a->used[p / BITS_PER_WORD] |= UINT64_C(1) << (p % BITS_PER_WORD);
+                        a->nused++;
+                        a->top = p + 1;
+                        max_owner = MB_MAX(max_owner, o);
+                }
+                if ((uint64_t) hole >= owner_offset + a->npages * sizeof(uint32_t))
+                        break;
+                pos = hole;
+        }
+        for (uint64_t w = 0; w < a->nwords; w++)
+                if (a->used[w] == ~UINT64_C(0))
+                        a->full[w / BITS_PER_WORD] |= UINT64_C(1) << (w % BITS_PER_WORD);
+
+        /* Ids in use: those holding pages; the others are free again. */
+        a->next_owner = max_owner + 1;
+        if (max_owner > 0) {
+                seen = calloc((size_t) max_owner + 1, 1);
+                if (!seen) {
+                        arena_free(a);
+                        return -ENOMEM;
+                }
+                for (uint64_t p = 0; p < a->top; p++)
+                        if (a->used[p / BITS_PER_WORD] & (UINT64_C(1) << (p % BITS_PER_WORD)))
+                                seen[owner_load(a, p)] = 1;
+                for (uint32_t o = max_owner; o >= 1; o--)
+                        if (!seen[o])
+                                arena_owner_free(a, o);
+        }
+
+        /* Memory nobody holds goes back: walk the backed parts of the arena.
+         * From here on nothing fails: the arena owns @fd. */
+        a->fd = fd;
+        pos = 0;
+        for (;;) {
+                off_t data = lseek(fd, pos, SEEK_DATA), hole;
+                uint64_t first, last;
+
+                if (data < 0)
+                        break;
+                hole = lseek(fd, data, SEEK_HOLE);
+                if (hole < 0)
+                        hole = st.st_size;
+                first = (uint64_t) data / page_size;
+                last = MB_MIN(DIV_ROUND_UP((uint64_t) hole, page_size), a->npages);
+                punch_free_in(a, first, last);
+                if (hole >= st.st_size)
+                        break;
+                pos = hole;
+        }
+
+        *ret = a;
+        return 0;
+}
+
+int arena_transfer(struct arena *a, const uint32_t *from, size_t nfrom, uint32_t to,
+                   const struct arena_extent *extents, size_t n, uint64_t *ret_moved, uint64_t *ret_bad_page) {
+        uint64_t prev_end = 0;
+
+        if (to == ARENA_OWNER_NONE || to > ARENA_OWNER_MAX)
+                return -EINVAL;
+        for (size_t j = 0; j < nfrom; j++)
+                ret_moved[j] = 0;
+
+        /* Check everything first. */
+        for (size_t i = 0; i < n; i++) {
+                if (!extent_in_range(a, &extents[i]) || (i > 0 && extents[i].start < prev_end)) {
+                        *ret_bad_page = extents[i].start;
+                        return -EINVAL;
+                }
+                prev_end = extents[i].start + extents[i].count;
+                for (uint64_t p = extents[i].start; p < prev_end; p++) {
+                        uint32_t o = owner_load(a, p);
+                        bool ok = false;
+
+                        for (size_t j = 0; j < nfrom && !ok; j++)
+                                ok = o == from[j];
+                        if (!ok) {
+                                *ret_bad_page = p;
+                                return -EINVAL;
+                        }
+                }
+        }
+        for (size_t i = 0; i < n; i++)
+                for (uint64_t p = extents[i].start; p < extents[i].start + extents[i].count; p++) {
+                        uint32_t o = owner_load(a, p);
+
+                        for (size_t j = 0; j < nfrom; j++)
+                                if (o == from[j]) {
+                                        ret_moved[j]++;
+                                        break;
+                                }
+                        owner_store(a, p, to);
+                }
         return 0;
 }

@@ -40,6 +40,10 @@ struct arena_extent {
 
 struct arena {
         int fd;              /* the memfd; CLOEXEC, sealed grow/shrink/seal */
+        int owner_fd;        /* memfd holding owner[] so that it survives the
+                              * daemon (arena_new_shared(), restart.h), -1
+                              * when owner[] is anonymous; closed by
+                              * arena_free() */
         uint64_t npages;     /* arena size in pages */
         uint64_t page_size;  /* bytes */
 
@@ -53,8 +57,11 @@ struct arena {
         uint32_t *owner;
         uint64_t *used;
         uint64_t *full;
-        void *meta;          /* the mapping holding owner/used/full */
+        void *meta;          /* the mapping holding owner/used/full (used/full
+                              * only when owner[] is shared) */
         size_t meta_bytes;
+        void *owner_map;     /* owner[]'s own shared mapping, or NULL */
+        size_t owner_map_bytes;
 
         /* arena-local client ids: next never-used id, and a stack of freed ones */
         uint32_t next_owner;
@@ -68,6 +75,41 @@ struct arena {
  * are used.  Returns 0 or a negative errno.
  */
 int arena_new(const char *name, uint64_t npages, uint64_t page_size, struct arena **ret);
+
+/**
+ * arena_new_shared - like arena_new(), but owner[] lives in @owner_fd (a
+ * memfd the caller made at least @owner_offset + 4 * @npages bytes long;
+ * @owner_offset a multiple of the system page size), mapped shared, so
+ * that the page owners survive the daemon (restart.h).  The caller keeps
+ * @owner_fd; setting a->owner_fd hands it to the arena (closed by
+ * arena_free()).
+ */
+int arena_new_shared(const char *name, uint64_t npages, uint64_t page_size, int owner_fd, uint64_t owner_offset,
+                     struct arena **ret);
+
+/**
+ * arena_restore - rebuild an arena from the memfd @fd of a previous daemon
+ * and the owner table it kept in @owner_fd (arena_new_shared(), same
+ * @owner_offset): the arena size comes from @fd, the used pages, their
+ * count and the owner ids in use from owner[] (an id without pages is
+ * free again).  Pages a previous daemon left half-returned, and any backed
+ * page nobody holds, are hole-punched.  On success the arena owns @fd (not
+ * @owner_fd).  -EINVAL when @fd is not a whole number of pages.
+ */
+int arena_restore(int fd, uint64_t page_size, int owner_fd, uint64_t owner_offset, const char *name,
+                  struct arena **ret);
+
+/**
+ * arena_transfer - move the pages of @n extents from their owners to @to: a
+ * client re-claiming after a restart.  Every page must be held by one of
+ * the @nfrom ids in @from, and the extents must be in increasing order
+ * without overlap (checked before anything changes); else -EINVAL with
+ * *@ret_bad_page.  @ret_moved[i] (an array of @nfrom) gets the pages taken
+ * from @from[i].  The caller serialises transfers with anything else that
+ * changes the owners of these pages.
+ */
+int arena_transfer(struct arena *a, const uint32_t *from, size_t nfrom, uint32_t to,
+                   const struct arena_extent *extents, size_t n, uint64_t *ret_moved, uint64_t *ret_bad_page);
 
 /* Close the memfd and free the metadata.  No client may hold pages. */
 void arena_free(struct arena *a);

@@ -300,13 +300,19 @@ int bus_tenant_method_set_limits(sd_bus_message *msg, struct manager *m, struct 
         r = bus_read_limits(msg, &l, error);
         if (r < 0)
                 return r;
-        /* runtime=false asks for persistence: written by the state/service
-         * work; accepted (and applied at run time) meanwhile. */
+        /* runtime=false persists the change under the state directory,
+         * runtime=true keeps it until the service stops (daemon/state.h). */
         r = sd_bus_message_read(msg, "b", &runtime);
         if (r < 0)
                 return r;
 
-        r = manager_tenant_set_limits(m, t, &l);
+        r = manager_tenant_set_limits_layer(m, t, &l, runtime);
+        if (r < 0 && !runtime && r != -EINVAL && r != -ERANGE && r != -ENOMEM)
+                /* The limits apply; only writing them down failed. */
+                return sd_bus_error_set_errnof(error, r,
+                                               "The limits of '%s' apply, but could not be persisted "
+                                               "(they hold until the next reload or restart): %s",
+                                               t->path, strerror(-r));
         if (r < 0)
                 return bus_error_from_errno(error, r, "Cannot set the limits of", t->path);
 

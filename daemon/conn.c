@@ -21,6 +21,7 @@
 #include "macros.h"
 #include "manager.h"
 #include "reclaim.h"
+#include "restart.h"
 #include "tenant_state.h"
 #include "worker.h"
 
@@ -63,6 +64,8 @@ struct conn {
         struct arena *arena;
         uint32_t owner;   /* arena-local id */
         uint64_t held;    /* pages this client holds */
+        uint64_t token;   /* identity across a daemon restart (restart.h) */
+        bool claiming;    /* re-claiming after a restart: Claim messages follow */
 
         struct mb_stats_region *stats; /* read-only mapping */
         size_t stats_bytes;
@@ -237,7 +240,8 @@ static int tenant_state_prepare(struct manager *m, struct tenant_state *ts) {
         if (!ts->arena) {
                 unsigned long pages = page_counter_get_max(&m->tree->root->memory);
 
-                r = arena_new(ts->tenant->path, pages, m->page_size, &ts->arena);
+                /* With its owner table in a memfd, both in the fd store. */
+                r = restart_arena_new(m, ts, pages, &ts->arena);
                 if (r < 0)
                         log_error_errno(r, "cannot create the arena of tenant %s (%lu pages): %m", ts->tenant->path,
                                         pages);
@@ -319,6 +323,60 @@ static int conn_send_welcome(struct conn *c, const Mb__Msg *msg, int arena_fd, i
         return 0;
 }
 
+/* Re-claim pages held before a daemon restart (Hello.held, Claim): they move
+ * to this session (restart_claim()).  False after conn_fail(). */
+static bool conn_claim(struct conn *c, Mb__Extent *const *extents, size_t n, bool more, uint64_t *ret_pages) {
+        struct arena_extent *e = c->w->extents;
+        uint64_t bad = 0;
+        int r;
+
+        if (n > WORKER_MAX_UNCHARGE_EXTENTS) {
+                conn_fail(c, false, 0, EINVAL, "too many extents");
+                return false;
+        }
+        for (size_t i = 0; i < n; i++)
+                e[i] = (struct arena_extent) { .start = extents[i]->start, .count = extents[i]->count };
+        r = restart_claim(c->m, c->ts, c->token, c->owner, e, n, more, ret_pages, &bad);
+        if (r == -ESTALE) {
+                conn_fail(c, false, 0, ESTALE,
+                          "membrokerd has no record of the pages of this client in tenant %s (it restarted without "
+                          "its fd store, or the grace period is over)",
+                          c->tenant->path);
+                return false;
+        }
+        if (r == -EINVAL) {
+                conn_fail(c, false, 0, EINVAL, "page %" PRIu64 " is not held by this client", bad);
+                return false;
+        }
+        if (r < 0) {
+                conn_fail(c, false, 0, -r, "cannot re-claim the pages: %s", strerror(-r));
+                return false;
+        }
+        c->held += *ret_pages;
+        if (c->rc)
+                reclaim_client_set_held(c->rc, c->held);
+        c->claiming = more;
+        return true;
+}
+
+/* Claim{seq, extents, more}: the rest of a re-claim (Hello.held_more). */
+static void conn_claim_more(struct conn *c, const Mb__Claim *claim) {
+        Mb__Msg msg = MB__MSG__INIT;
+        Mb__Ack ack = MB__ACK__INIT;
+        uint64_t pages = 0;
+
+        if (!c->claiming)
+                return conn_fail(c, true, claim->seq, EPROTO, "Claim without Hello.held_more");
+        if (!conn_claim(c, claim->extents, claim->n_extents, claim->has_more && claim->more, &pages))
+                return;
+        ack.seq = claim->seq;
+        ack.pages = pages;
+        msg.body_case = MB__MSG__BODY_ACK;
+        msg.ack = &ack;
+        if (conn_send(c, &msg) < 0)
+                conn_fail(c, true, claim->seq, ENOMEM, "cannot queue the Ack");
+}
+
 static void conn_hello(struct conn *c, const Mb__Hello *hello) {
         struct manager *m = c->m;
         _cleanup_(freep) char *path = NULL, *reason = NULL;
@@ -338,9 +396,6 @@ static void conn_hello(struct conn *c, const Mb__Hello *hello) {
         if (hello->version != WIRE_PROTOCOL_VERSION)
                 return conn_fail(c, false, 0, EPROTO, "protocol version %u is not supported (membrokerd speaks %u)",
                                  hello->version, WIRE_PROTOCOL_VERSION);
-        if (hello->n_held > 0)
-                return conn_fail(c, false, 0, EOPNOTSUPP,
-                                 "re-claiming held pages after a daemon restart is not supported yet");
 
         is_auto = strcmp(hello->tenant, "auto") == 0;
         if (is_auto) {
@@ -407,6 +462,19 @@ static void conn_hello(struct conn *c, const Mb__Hello *hello) {
         unlimited = tenant_is_unlimited(t);
         pthread_rwlock_unlock(&m->tree_lock);
 
+        /* Its identity, kept in the owner table; after a daemon restart the
+         * client brings it back with the pages it holds. */
+        c->token = restart_client_attach(m, c->arena, c->owner, hello->has_client_token ? hello->client_token : 0);
+        if (hello->has_client_token || hello->n_held > 0) {
+                uint64_t pages = 0;
+
+                if (!conn_claim(c, hello->held, hello->n_held, hello->has_held_more && hello->held_more, &pages))
+                        return;
+                log_info("client %" PRIu64 " (%s, pid %d) is back after a restart and re-claimed %" PRIu64
+                         " pages of tenant %s",
+                         c->client_id, c->name, (int) c->peer.pid, pages, t->path);
+        }
+
         r = stats_region_new(m->stats_slots, &stats_fd, &c->stats, &c->stats_bytes);
         if (r < 0)
                 return conn_fail(c, false, 0, -r, "cannot create the stats region: %s", strerror(-r));
@@ -432,6 +500,7 @@ static void conn_hello(struct conn *c, const Mb__Hello *hello) {
         r = reclaim_client_attach(m, c->w, c, t, c->client_id, c->name, c->peer.pid, c->peer.pidfd, &c->rc);
         if (r < 0)
                 return conn_fail(c, false, 0, -r, "cannot register the client for reclaim: %s", strerror(-r));
+        reclaim_client_set_held(c->rc, c->held); /* pages re-claimed after a restart */
 
         welcome.version = WIRE_PROTOCOL_VERSION;
         welcome.tenant = t->path;
@@ -442,6 +511,8 @@ static void conn_hello(struct conn *c, const Mb__Hello *hello) {
         welcome.client_id = c->client_id;
         welcome.has_unlimited = true;
         welcome.unlimited = unlimited;
+        welcome.has_client_token = true;
+        welcome.client_token = c->token;
         msg.body_case = MB__MSG__BODY_WELCOME;
         msg.welcome = &welcome;
 
@@ -791,6 +862,8 @@ static void conn_dispatch(struct conn *c, const Mb__Msg *msg) {
                         return conn_charge(c, msg->charge);
                 case MB__MSG__BODY_UNCHARGE:
                         return conn_uncharge(c, msg->uncharge);
+                case MB__MSG__BODY_CLAIM:
+                        return conn_claim_more(c, msg->claim);
                 case MB__MSG__BODY_HELLO:
                         return conn_fail(c, false, 0, EPROTO, "second Hello");
                 default:
@@ -973,8 +1046,12 @@ void conn_free(struct conn *c) {
                 c->charge_parked = false;
 
                 /* Everything the client held goes back at once: hole-punched,
-                 * freed and uncharged. */
-                if (c->held > 0) {
+                 * freed and uncharged -- unless the daemon stops with its
+                 * memory in the fd store: then the pages wait for the next
+                 * daemon and the client (restart.h). */
+                if (restart_preserving(m)) {
+                        released = 0;
+                } else if (c->held > 0) {
                         released = arena_release_owner(c->arena, c->owner, c->held);
                         page_counter_uncharge(&t->memory, released);
                         if (released != c->held)
@@ -982,7 +1059,10 @@ void conn_free(struct conn *c) {
                                           " pages but %" PRIu64 " were found",
                                           c->client_id, t->path, c->held, released);
                 }
-                arena_owner_free(c->arena, c->owner);
+                if (!restart_preserving(m)) {
+                        restart_client_detach(m, c->arena, c->owner);
+                        arena_owner_free(c->arena, c->owner);
+                }
                 /* The reclaimer learns it is gone (after its pages are). */
                 reclaim_client_detach(TAKE_PTR(c->rc));
 

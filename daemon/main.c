@@ -17,6 +17,7 @@
 #include "auth.h"
 #include "log.h"
 #include "macros.h"
+#include "manager-service.h"
 #include "manager.h"
 
 #define EXIT_USAGE 2
@@ -213,7 +214,14 @@ int main(int argc, char *argv[]) {
                 return EXIT_FAILURE;
         }
 
-        (void) sd_notifyf(false, "READY=1\nSTATUS=Serving %u tenants on %s", m->tree->ntenants, m->socket_path);
+        /* The socket listens and the bus name is ours: READY=1, the
+         * watchdog, and the grace period of pages kept over a restart. */
+        r = manager_service_ready(m);
+        if (r < 0) {
+                log_error_errno(r, "cannot start the watchdog: %m");
+                manager_free(m);
+                return EXIT_FAILURE;
+        }
         r = manager_run(m);
         (void) sd_notify(false, "STOPPING=1");
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -15,9 +16,13 @@
 #include "bus.h"
 #include "log.h"
 #include "macros.h"
+#include "manager-service.h"
 #include "manager.h"
 #include "pressure.h"
 #include "reclaim.h"
+#include "restart.h"
+#include "service.h"
+#include "state.h"
 #include "tenant_state.h"
 #include "worker.h"
 
@@ -273,6 +278,7 @@ static void manager_flush_timer_cb(evutil_socket_t fd, short what, void *userdat
         /* The periodic flush bounds how stale a lazily read figure can be. */
         manager_stats_refresh(m, m->tree->root, true);
         manager_audit(m);
+        manager_update_status(m);
 }
 
 /* ---- state dump (SIGUSR1) ---- */
@@ -444,6 +450,18 @@ out:
         for (size_t i = nadded; i > 0; i--)
                 bus_emit_tenant_added(m, added[i - 1]);
         log_info("tenant %s created", t->path);
+        /* A run-time tenant (restart.h keeps it across a restart), with its
+         * limits in the runtime layer over what was persisted for it. */
+        if (m->state) {
+                struct mb_limits l;
+
+                (void) state_set_created(m->state, t->path, true);
+                if (limits)
+                        (void) state_set_limits(m->state, t->path, limits, true);
+                if (state_overlay(m->state, t->path, &l))
+                        (void) manager_tenant_set_limits(m, t, &l);
+                restart_state_changed(m);
+        }
         if (ret)
                 *ret = t;
         return 0;
@@ -457,7 +475,11 @@ static int tenant_remove_locked(struct manager *m, struct tenant *t) {
                 return -EPERM;
         if (t->nchildren > 0 || atomic_load(&t->nclients) > 0)
                 return -EBUSY;
+        /* Pages restored after a restart wait for their clients. */
+        if (page_counter_read(&t->memory) > 0)
+                return -EBUSY;
 
+        restart_arena_forget(m, tenant_state_of(t));
         pthread_mutex_lock(&m->stats_lock);
         tenant_state_free_locked(m, tenant_state_of(t));
         r = tenant_remove(m->tree, t);
@@ -482,6 +504,13 @@ int manager_tenant_remove(struct manager *m, struct tenant *t) {
                 return r;
         log_info("tenant %s removed", path);
         bus_emit_tenant_removed(m, path);
+        /* RemoveTenant forgets what was set over D-Bus for it. */
+        if (m->state) {
+                r = state_forget(m->state, path);
+                if (r < 0)
+                        log_warning_errno(r, "cannot update the persisted limits after removing %s: %m", path);
+                restart_state_changed(m);
+        }
         return 0;
 }
 
@@ -577,6 +606,21 @@ int manager_reload(struct manager *m, char **ret_error) {
             strcmp(c->broker.socket_path, m->config->broker.socket_path) != 0)
                 log_warning("Socket= takes effect at the next start");
 
+        /* The persisted limits are re-read too (an admin may edit them). */
+        if (m->state) {
+                r = state_load_persisted(m->state, &error);
+                if (r < 0) {
+                        mb_config_free(c);
+                        log_error("reload failed, keeping the running configuration: %s",
+                                  error ? error : strerror(-r));
+                        if (ret_error)
+                                *ret_error = error;
+                        else
+                                free(error);
+                        return r;
+                }
+        }
+
         pthread_rwlock_wrlock(&m->tree_lock);
 
         /* Check first, so that a configuration that cannot be applied changes
@@ -664,6 +708,9 @@ int manager_reload(struct manager *m, char **ret_error) {
         mb_config_free(m->config);
         m->config = c;
         pthread_rwlock_unlock(&m->tree_lock);
+
+        /* What was set over D-Bus stays over the files (state.h). */
+        manager_apply_layers(m);
 
         for (size_t i = 0; i < nremoved; i++) {
                 bus_emit_tenant_removed(m, removed[i]);
@@ -760,6 +807,16 @@ static int manager_listen(struct manager *m) {
                 return log_error_errno(-ENAMETOOLONG, "socket path %s is too long", path);
         strcpy(sa.sun_path, path);
 
+        /* After a restart: the socket the previous daemon listened on, kept
+         * in the fd store; clients that connected meanwhile wait in its
+         * backlog. */
+        fd = restart_take_listener(m, path);
+        if (fd >= 0) {
+                (void) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+                log_info("listening on %s with the socket kept in the fd store", path);
+                goto listen;
+        }
+
         r = mkdir_parents(path, 0755);
         if (r < 0)
                 return log_error_errno(r, "cannot create the directory of %s: %m", path);
@@ -785,7 +842,9 @@ static int manager_listen(struct manager *m) {
         /* World-connectable: admission is per tenant (design.md §5). */
         if (chmod(path, 0666) < 0)
                 return log_error_errno(-errno, "cannot chmod %s: %m", path);
+        restart_store_listener(m, fd);
 
+listen:
         m->listener = evconnlistener_new(m->base, manager_accept_cb, m,
                                          LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, MANAGER_LISTEN_BACKLOG, fd);
         if (!m->listener)
@@ -805,11 +864,14 @@ static void manager_signal_cb(evutil_socket_t sig, short what, void *userdata) {
         case SIGINT:
         case SIGTERM:
                 log_info("received %s, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+                /* With the fd store, every page stays for the next daemon. */
+                restart_prepare_exit(m);
                 event_base_loopexit(m->base, NULL);
                 break;
         case SIGHUP:
                 log_info("received SIGHUP, reloading the configuration");
-                (void) manager_reload(m, NULL);
+                manager_notify_reloading(m);
+                manager_notify_reloaded(m, manager_reload(m, NULL) >= 0);
                 break;
         case SIGUSR1:
                 manager_log_state(m);
@@ -877,6 +939,11 @@ int manager_start(struct manager *m, char **ret_error) {
         capacity_pages = page_counter_get_max(&m->tree->root->memory);
         if (capacity_pages == 0)
                 return log_error_errno(-EINVAL, "Capacity= is less than one page");
+
+        /* Limits set over D-Bus, and what the fd store kept over a restart. */
+        r = manager_service_setup(m, ret_error);
+        if (r < 0)
+                return r;
 
         if (!m->socket_path) {
                 m->socket_path = strdup(m->config->broker.socket_path ? m->config->broker.socket_path
@@ -975,7 +1042,10 @@ void manager_free(struct manager *m) {
         if (m->listener)
                 evconnlistener_free(m->listener);
         if (m->listening) {
-                (void) unlink(m->socket_path);
+                /* Handing over to the next daemon: the socket stays, kept
+                 * listening in the fd store. */
+                if (!restart_preserving(m))
+                        (void) unlink(m->socket_path);
                 m->listening = false;
         }
         for (unsigned i = 0; m->workers && i < m->nworkers; i++)
@@ -1003,6 +1073,10 @@ void manager_free(struct manager *m) {
                 event_free(m->flush_timer);
         if (m->event_wakeup)
                 event_free(m->event_wakeup);
+        if (m->watchdog)
+                event_free(m->watchdog);
+        restart_free(m->restart); /* its timer belongs to the base */
+        state_free(m->state);
 
         if (m->tree) {
                 pthread_mutex_lock(&m->stats_lock);

@@ -34,6 +34,8 @@ struct tenant_state;
 struct manager_event;
 struct reclaimer;
 struct pressure;
+struct state;
+struct restart;
 
 enum manager_bus_kind {
         MANAGER_BUS_NONE = 0, /* --no-bus: tests of the broker alone */
@@ -85,6 +87,12 @@ struct manager {
         pthread_mutex_t event_lock; /* protects the queue below */
         struct manager_event *events;
         size_t nevents, events_alloc;
+
+        /* Added by the service work (daemon/service.c, state.c, restart.c). */
+        struct state *state;       /* limits layered over the files (main thread) */
+        struct restart *restart;   /* the fd-store restart */
+        struct event *watchdog;    /* WATCHDOG=1 timer, NULL without a watchdog */
+        unsigned status_tenants, status_clients; /* last STATUS= sent */
 };
 
 /* Limits as the bus and the configuration express them (bytes, UINT64_MAX =
@@ -107,6 +115,12 @@ int manager_tenant_create(struct manager *m, const char *path, const struct mb_l
 int manager_tenant_remove(struct manager *m, struct tenant *t);
 /* SetTenantLimits: applies at once to charging; -EINVAL on a bad value. */
 int manager_tenant_set_limits(struct manager *m, struct tenant *t, const struct mb_limits *limits);
+/* SetTenantLimits(..., runtime): apply as manager_tenant_set_limits(), then
+ * record the change in the runtime layer (@runtime) or the persisted layer
+ * (written to STATE_DIR/limits.conf) of daemon/state.h.  A failure to
+ * write is returned (the change stays applied until the next reload). */
+int manager_tenant_set_limits_layer(struct manager *m, struct tenant *t, const struct mb_limits *limits,
+                                    bool runtime);
 /* Reclaim(path, bytes) -> bytes reclaimed, never more than asked
  * (memory_reclaim(): @t's own protection does not shield it, its
  * descendants' does; see daemon/reclaim.h).  The callback runs on the main

@@ -74,6 +74,7 @@ const char *wire_msg_name(const Mb__Msg *msg) {
         case MB__MSG__BODY_RECLAIM: return "reclaim";
         case MB__MSG__BODY_DRAIN: return "drain";
         case MB__MSG__BODY_EVENT: return "event";
+        case MB__MSG__BODY_CLAIM: return "claim";
         default: return "unknown";
         }
 }

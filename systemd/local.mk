@@ -6,7 +6,9 @@
 # that keeps every arena and page ownership (restart.c).
 daemon_libmbbroker_la_SOURCES += \
 	daemon/service.c daemon/service.h \
-	daemon/state.c daemon/state.h
+	daemon/state.c daemon/state.h \
+	daemon/restart.c daemon/restart.h \
+	daemon/manager-service.c daemon/manager-service.h
 
 dist_man8_MANS = daemon/membrokerd.8
 
@@ -26,3 +28,6 @@ systemd/membroker.service: $(top_srcdir)/systemd/membroker.service.in Makefile
 systemd/org.membroker1.service: $(top_srcdir)/systemd/org.membroker1.service.in Makefile
 	$(AM_V_GEN)$(MKDIR_P) systemd && \
 	$(mb_unit_subst) $(top_srcdir)/systemd/org.membroker1.service.in >$@
+
+# libmembroker's side of the restart: reconnect and re-claim (client/reconnect.h).
+client_libmembroker_la_SOURCES += client/reconnect.c client/reconnect.h

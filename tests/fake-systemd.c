@@ -20,7 +20,8 @@
  *     default) when it exits, at most N times (Restart=always);
  *   - --notify-access-all accepts notifications from any process
  *     (NotifyAccess=all), for a daemon started through a wrapper;
- *   - --on-ready CMD runs "sh -c CMD" synchronously when READY=1 arrives and
+ *   - --on-ready CMD runs "sh -c CMD" synchronously when the first READY=1 of
+ *     each start arrives (not after reloads) and
  *     logs its exit status: tests check there that the socket and the bus
  *     are really up when the daemon says it is ready.
  *
@@ -80,6 +81,7 @@ static size_t nstore;
 
 static pid_t main_pid;
 static uint64_t last_ping_usec;
+static bool ready_seen; /* since the last start */
 
 static uint64_t now_usec(void) {
         struct timespec ts;
@@ -265,8 +267,12 @@ static void handle_notify(int sock) {
             msg_get(buf, "FDNAME", name, sizeof(name)))
                 store_remove(name);
 
-        if (msg_get(buf, "READY", name, sizeof(name)) && strcmp(name, "1") == 0)
+        /* The check runs at the first READY=1 of each start (the readiness
+         * systemd waits for), not after reloads. */
+        if (msg_get(buf, "READY", name, sizeof(name)) && strcmp(name, "1") == 0 && !ready_seen) {
+                ready_seen = true;
                 run_on_ready();
+        }
 }
 
 /* ---- the service ---- */
@@ -329,6 +335,7 @@ static pid_t start(char **argv, const char *notify_path, unsigned n) {
         }
         (void) setpgid(pid, pid); /* also here: no window before the child's own call */
         main_pid = pid;
+        ready_seen = false;
         last_ping_usec = now_usec();
         logf_("start n=%u pid=%d listen_fds=%zu names=%s", n, (int) pid, nstore, names);
         if (pidfile) {
@@ -438,10 +445,21 @@ int main(int argc, char *argv[]) {
 
         for (;;) {
                 struct pollfd p[2] = { { .fd = sock, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
-                uint64_t now = now_usec();
-                int timeout = 100;
                 struct signalfd_siginfo si;
+                uint64_t now;
 
+                if (poll(p, 2, 100) < 0 && errno != EINTR)
+                        die("poll");
+                /* Everything queued first (pings sent while --on-ready ran
+                 * included), then the clocks. */
+                if (p[0].revents & POLLIN)
+                        for (int i = 0; i < 1024; i++) {
+                                struct pollfd q = { .fd = sock, .events = POLLIN };
+                                if (poll(&q, 1, 0) <= 0)
+                                        break;
+                                handle_notify(sock);
+                        }
+                now = now_usec();
                 if (watchdog_usec > 0 && main_pid > 0 && !stopping && now - last_ping_usec > watchdog_usec) {
                         logf_("watchdog-timeout pid=%d", (int) main_pid);
                         kill(main_pid, SIGABRT);
@@ -456,10 +474,6 @@ int main(int argc, char *argv[]) {
                         start(argv + optind, notify_path, ++starts);
                 }
 
-                if (poll(p, 2, timeout) < 0 && errno != EINTR)
-                        die("poll");
-                if (p[0].revents & POLLIN)
-                        handle_notify(sock);
                 if (!(p[1].revents & POLLIN))
                         continue;
                 while (read(sfd, &si, sizeof(si)) == (ssize_t) sizeof(si)) {

@@ -8,6 +8,16 @@ MB_SD_LOG="$MB_TMP/systemd.log"
 MB_SD_PIDFILE="$MB_TMP/main.pid"
 : >"$MB_SD_LOG"
 
+# On failure, what the harness saw too (without the watchdog pings).
+fail() {
+        echo "FAIL: $*" >&2
+        if [ -s "$MB_SD_LOG" ]; then
+                echo "--- fake-systemd log (last 30 lines, without WATCHDOG=1) ---"
+                grep -v '^notify pid=[0-9]* fds=0 WATCHDOG=1$' "$MB_SD_LOG" | tail -30
+        fi
+        exit 1
+}
+
 # mb_sd_start [FAKE-SYSTEMD-OPTIONS...] [-- DAEMON-ARGS...] : membrokerd under
 # fake-systemd (on the private bus when one was started, else --no-bus);
 # waits for READY=1.  The harness pid is $MB_DAEMON_PID, so that lib.sh's
@@ -29,9 +39,12 @@ mb_sd_start() {
 # mb_sd_count PATTERN : how many lines of the harness log match PATTERN
 mb_sd_count() { grep -c -- "$1" "$MB_SD_LOG" || true; }
 
+# mb_sd_at_least N PATTERN : at least N lines of the harness log match
+mb_sd_at_least() { [ "$(mb_sd_count "$2")" -ge "$1" ]; }
+
 # mb_sd_wait_ready N : wait until READY=1 arrived N times in all
 mb_sd_wait_ready() {
-        wait_for 30 test "$(mb_sd_count 'notify .*READY=1')" -ge "$1" ||
+        wait_for 30 mb_sd_at_least "$1" 'notify .*READY=1' ||
                 { cat "$MB_SD_LOG"; tail -30 "$MB_TMP/daemon.log"; fail "membrokerd did not say READY=1 (#$1)"; }
 }
 
@@ -44,15 +57,6 @@ mb_sd_stop() {
         kill -TERM "$MB_DAEMON_PID" 2>/dev/null || true
         wait "$MB_DAEMON_PID" 2>/dev/null || true
         MB_DAEMON_PID=
-}
-
-# mb_sd_dump_state : SIGUSR1 state dump of the daemon under the harness
-# (broker-lib.sh's mb_dump_state signals $MB_DAEMON_PID, the harness here)
-mb_sd_dump_state() {
-        local saved=$MB_DAEMON_PID
-        MB_DAEMON_PID=$(mb_sd_main_pid)
-        mb_dump_state
-        MB_DAEMON_PID=$saved
 }
 
 # mb_load_bg NAME ARGS... : membroker-load in the background, output in
@@ -78,7 +82,7 @@ mb_finish_load() {
         wait "$2" || rc=$?
         grep -q 'verify=ok' "$MB_TMP/$1.out" || { cat "$MB_TMP/$1.out"; fail "client $1 did not verify its pages"; }
         [ $rc -eq 0 ] || { cat "$MB_TMP/$1.out"; fail "client $1 exited with $rc"; }
-        pass "client $1: $(grep verify= "$MB_TMP/$1.out")"
+        pass "client $1: $(grep verify= "$MB_TMP/$1.out" | tail -1)"
 }
 
 # mb_usage TENANT : MemoryCurrent of TENANT in bytes, over the bus
@@ -96,6 +100,12 @@ mb_nclients() {
               sed -e 's/^o "//' -e 's/"$//')
         mb_busctl get-property org.membroker1 "$obj" org.membroker1.Tenant NClients | sed 's/^u //'
 }
+
+# mb_has_clients TENANT : true when TENANT has a client
+mb_has_clients() { [ "$(mb_nclients "$1")" -ge 1 ]; }
+
+# mb_usage_is TENANT BYTES : true when TENANT's usage is BYTES
+mb_usage_is() { [ "$(mb_usage "$1")" = "$2" ]; }
 
 # mb_restart_scenario SIGNAL : clients of three tenants hold and write
 # pages; membrokerd is killed with SIGNAL and restarted by the harness with
@@ -137,7 +147,7 @@ mb_restart_scenario() {
         pass "membrokerd restarted after SIG$sig with its fd store: $(grep '^start n=2' "$MB_SD_LOG")"
 
         for t in a b/x rt c; do
-                wait_for 30 test "$(mb_nclients "$t")" -ge 1 ||
+                wait_for 30 mb_has_clients "$t" ||
                         { tail -20 "$MB_TMP/daemon.log"; fail "the client of $t did not reconnect"; }
         done
         pass "every client reconnected by itself"
@@ -170,6 +180,6 @@ mb_restart_scenario() {
         mb_finish_load hold-b "$lb"
         mb_finish_load hold-rt "$lr"
         mb_finish_load churn-c "$lc"
-        wait_for 20 test "$(mb_usage /)" -eq 0 || fail "pages left after every client went: $(mb_usage /)"
+        wait_for 20 mb_usage_is / 0 || fail "pages left after every client went: $(mb_usage /)"
         pass "everything returned at the end"
 }

@@ -15,7 +15,21 @@ tests_test_state_LDADD = daemon/core/libmbcore.la $(TESTS_LIBS)
 
 SERVICE_TESTS = \
 	tests/test-service-install.sh \
-	tests/test-service-dbus-policy.sh
+	tests/test-service-dbus-policy.sh \
+	tests/test-service-syscalls.sh \
+	tests/test-service-notify.sh \
+	tests/test-service-persist.sh \
+	tests/test-service-restart-term.sh \
+	tests/test-service-restart-kill.sh \
+	tests/test-service-restart-grace.sh
 TESTS += $(SERVICE_TESTS)
 dist_check_SCRIPTS += $(SERVICE_TESTS)
 EXTRA_DIST += tests/service-lib.sh
+
+# The restart side of the arena: owner table in a memfd, restore, transfer.
+check_PROGRAMS += tests/test-arena-restore
+TESTS += tests/test-arena-restore
+tests_test_arena_restore_SOURCES = tests/test-arena-restore.c daemon/arena.c daemon/arena.h
+tests_test_arena_restore_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/daemon
+tests_test_arena_restore_CFLAGS = $(TESTS_CFLAGS)
+tests_test_arena_restore_LDADD = $(TESTS_LIBS)

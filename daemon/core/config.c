@@ -53,6 +53,8 @@
 #define MB_WORKERS_MAX 1024U
 #define MB_DEFAULT_RECLAIM_TIMEOUT_MSEC 250U
 #define MB_RECLAIM_TIMEOUT_MAX_MSEC 3600000U
+#define MB_DEFAULT_RESTART_GRACE_SEC 30U
+#define MB_RESTART_GRACE_MAX_SEC 86400U
 
 /* ---- small parsers ------------------------------------------------------ */
 
@@ -200,6 +202,7 @@ int mb_broker_config_defaults(struct mb_broker_config *ret) {
                 .reclaim_timeout_msec = MB_DEFAULT_RECLAIM_TIMEOUT_MSEC,
                 .pressure_reclaim = false,
                 .memory_recursiveprot = false,
+                .restart_grace_sec = MB_DEFAULT_RESTART_GRACE_SEC,
         };
         return 0;
 }
@@ -560,6 +563,9 @@ static int broker_key(struct parse_ctx *ctx, const char *key, const char *value)
         if (strcmp(key, "ReclaimTimeoutMSec") == 0)
                 return set_uint(ctx, key, value, 1, MB_RECLAIM_TIMEOUT_MAX_MSEC,
                                 MB_DEFAULT_RECLAIM_TIMEOUT_MSEC, &b->reclaim_timeout_msec);
+        if (strcmp(key, "RestartGraceSec") == 0)
+                return set_uint(ctx, key, value, 1, MB_RESTART_GRACE_MAX_SEC, MB_DEFAULT_RESTART_GRACE_SEC,
+                                &b->restart_grace_sec);
         if (strcmp(key, "PressureReclaim") == 0)
                 return set_bool(ctx, key, value, &b->pressure_reclaim);
         if (strcmp(key, "MemoryRecursiveProtection") == 0)

@@ -57,6 +57,8 @@ struct mb_broker_config {
         unsigned reclaim_timeout_msec; /* ReclaimTimeoutMSec=, default 250 */
         bool pressure_reclaim;         /* PressureReclaim=, default no */
         bool memory_recursiveprot;     /* MemoryRecursiveProtection=, default no */
+        unsigned restart_grace_sec;    /* RestartGraceSec=, default 30: how long pages kept across a
+                                        * restart wait for their client (daemon/restart.h) */
 };
 
 struct mb_tenant_config {

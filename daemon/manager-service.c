@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "log.h"
+#include "macros.h"
+#include "manager-service.h"
+#include "restart.h"
+#include "service.h"
+#include "state.h"
+
+static int apply_layer_cb(const struct state_entry *e, void *userdata) {
+        struct manager *m = userdata;
+        struct mb_limits l;
+        struct tenant *t;
+        int r;
+
+        if (!state_overlay(m->state, e->path, &l))
+                return 0;
+        t = tenant_lookup(m->tree, e->path);
+        if (!t)
+                return 0; /* applied when the tenant appears */
+        r = manager_tenant_set_limits(m, t, &l);
+        if (r < 0)
+                log_warning_errno(r, "tenant %s: cannot apply the limits set over D-Bus: %m", e->path);
+        return 0;
+}
+
+void manager_apply_layers(struct manager *m) {
+        if (m->state)
+                (void) state_foreach(m->state, apply_layer_cb, m);
+}
+
+int manager_service_setup(struct manager *m, char **ret_error) {
+        int r;
+
+        r = state_new(m->state_dir, &m->state);
+        if (r < 0)
+                return r;
+        r = state_load_persisted(m->state, ret_error);
+        if (r < 0)
+                return r;
+        r = restart_new(m, &m->restart);
+        if (r < 0)
+                return r;
+        r = restart_restore(m, ret_error);
+        if (r < 0)
+                return r;
+        manager_apply_layers(m);
+        return 0;
+}
+
+static void status_line(struct manager *m, char *buf, size_t size) {
+        uint64_t pages = 0, clients = 0;
+
+        restart_pending(m, &pages, &clients);
+        m->status_tenants = m->tree->ntenants;
+        m->status_clients = manager_nclients(m);
+        if (clients > 0)
+                snprintf(buf, size, "Serving %u tenants, %u clients on %s; waiting for %" PRIu64
+                         " clients of the previous daemon (%" PRIu64 " pages)",
+                         m->status_tenants, m->status_clients, m->socket_path, clients, pages);
+        else
+                snprintf(buf, size, "Serving %u tenants, %u clients on %s", m->status_tenants, m->status_clients,
+                         m->socket_path);
+}
+
+int manager_service_ready(struct manager *m) {
+        char status[512];
+        int r;
+
+        r = service_watchdog_start(m->base, &m->watchdog, NULL);
+        if (r < 0)
+                return r;
+        status_line(m, status, sizeof(status));
+        /* The socket listens and the bus name is ours (manager_start()). */
+        (void) service_notifyf("READY=1\nSTATUS=%s", status);
+        return restart_start_grace(m);
+}
+
+void manager_update_status(struct manager *m) {
+        char status[512];
+
+        if (!service_notify_enabled())
+                return;
+        if (m->status_tenants == m->tree->ntenants && m->status_clients == manager_nclients(m))
+                return;
+        status_line(m, status, sizeof(status));
+        service_status("%s", status);
+}
+
+void manager_notify_reloading(struct manager *m) {
+        (void) service_notify("RELOADING=1\nSTATUS=Reloading the configuration");
+}
+
+void manager_notify_reloaded(struct manager *m, bool ok) {
+        char status[512];
+
+        status_line(m, status, sizeof(status));
+        (void) service_notifyf("READY=1\nSTATUS=%s%s", ok ? "" : "Reload failed, running configuration kept; ",
+                               status);
+}
+
+int manager_tenant_set_limits_layer(struct manager *m, struct tenant *t, const struct mb_limits *limits,
+                                    bool runtime) {
+        int r;
+
+        r = manager_tenant_set_limits(m, t, limits);
+        if (r < 0)
+                return r;
+        if (!m->state)
+                return 0;
+        r = state_set_limits(m->state, t->path, limits, runtime);
+        if (r < 0)
+                return log_error_errno(r, "tenant %s: the new limits apply but cannot be saved in %s: %m", t->path,
+                                       m->state_dir ? m->state_dir : "(no state directory)");
+        restart_state_changed(m);
+        return 0;
+}

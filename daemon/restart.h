@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * restart.h - a restart of membrokerd that keeps every page (design.md §8).
+ *
+ * What the fd store holds (service.h), by FDNAME=:
+ *   mb-arena-ID    a tenant's arena memfd (the clients' memory itself);
+ *   mb-owners-ID   the same tenant's owner table: a memfd with a header
+ *                  (magic, page size, arena size, tenant path), the client
+ *                  token of every arena-local owner id, and the arena's
+ *                  owner[] array (one uint32_t per page), which the arena
+ *                  maps and updates in place (arena_new_shared());
+ *   mb-state-a/b   the runtime layer of tenant limits and the tenants made
+ *                  with CreateTenant (state.h), written alternately with a
+ *                  generation number and a checksum, so that a crash in the
+ *                  middle of a write leaves the other one valid;
+ *   mb-listen      the listening socket, so that clients that connect while
+ *                  the daemon restarts wait in its backlog.
+ * Arenas and owner tables are stored when created and removed with their
+ * tenant; everything in them is updated in place as it changes, so a
+ * SIGKILL loses nothing: the owner of every page is in owner[], the token
+ * of every owner in the table.
+ *
+ * At start the daemon takes the store back ($LISTEN_FDS), re-creates the
+ * tenants, maps the owner tables, rebuilds each arena's free-page pool from
+ * owner[] and charges every held page to its tenant again: usage is exactly
+ * what it was.  A client that reconnects sends Hello{client_token, held}
+ * (and Claim messages when its extents do not fit in one frame); the pages
+ * it names move to its new session, the pages its old session held but it
+ * no longer names (a Charge granted while the daemon died, an Uncharge sent
+ * meanwhile) are returned at once.  Pages whose client does not come back
+ * within RestartGraceSec= are hole-punched and returned.
+ *
+ * On SIGTERM, when the fd store is in use, the daemon keeps every page (it
+ * does not release what its clients hold): a restart by the service
+ * manager then looks to the clients exactly like a crash, minus the loss.
+ * Without a service manager ($NOTIFY_SOCKET unset) nothing is stored and a
+ * stop returns every page, as before.
+ *
+ * Threading: restart_client_*() and restart_claim() run on workers; the
+ * rest on the main thread.  A mutex serialises claims with the grace timer.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arena.h"
+
+struct manager;
+struct tenant_state;
+struct restart;
+
+/* Where the arena's owner[] starts in the owner-table memfd; the bytes before
+ * it hold the header and the token table. */
+#define RESTART_OWNERS_OFFSET_BYTES (1024u * 1024u)
+/* The default of RestartGraceSec=. */
+#define RESTART_DEFAULT_GRACE_SEC 30u
+
+int restart_new(struct manager *m, struct restart **ret);
+void restart_free(struct restart *r);
+
+/**
+ * restart_restore - take what the previous daemon left in the fd store
+ * ($LISTEN_FDS): the runtime state (applied to m->state and the tree: tenants
+ * made at run time are made again, runtime limits applied), then every arena
+ * with its owner table (tenants made when missing; held pages charged
+ * again).  Call after the tree and the persisted limits are in place, before
+ * listening.  Descriptors it does not know are dropped from the store.
+ * Returns 0, or a negative errno with *@ret_error set (then start-up fails).
+ */
+int restart_restore(struct manager *m, char **ret_error);
+
+/* The listening socket the previous daemon stored for @path, or -1 (the
+ * caller owns it).  Main thread, before listening. */
+int restart_take_listener(struct manager *m, const char *path);
+/* Store the listening socket (replacing a stored one). */
+void restart_store_listener(struct manager *m, int fd);
+
+/* Arm the grace timer for the restored pages (after READY=1).  Main thread. */
+int restart_start_grace(struct manager *m);
+
+/**
+ * restart_arena_new - create @ts's arena (@npages pages) with its owner
+ * table in a memfd, and hand both to the fd store.  Worker thread, with
+ * ts->lock held.  0 or a negative errno.
+ */
+int restart_arena_new(struct manager *m, struct tenant_state *ts, uint64_t npages, struct arena **ret);
+
+/* @ts is being removed: drop its arena and owner table from the fd store.
+ * Main thread. */
+void restart_arena_forget(struct manager *m, struct tenant_state *ts);
+
+/**
+ * restart_client_attach - record @token (0: make a new random one) as the
+ * identity of arena-local @owner of @a, so that it survives a crash.
+ * Returns the token.  Worker thread.
+ */
+uint64_t restart_client_attach(struct manager *m, struct arena *a, uint32_t owner, uint64_t token);
+/* @owner left (its pages are released): forget its token.  Not while
+ * preserving (restart_preserving()).  Worker thread. */
+void restart_client_detach(struct manager *m, struct arena *a, uint32_t owner);
+
+/**
+ * restart_claim - a reconnecting client with @token, now arena-local @owner
+ * of @ts's arena, claims the pages of @n extents it held before the restart.
+ * Every page must have been held by that client (checked before anything
+ * changes); they move to @owner.  When @more is false the claim is complete
+ * and every page the client held before but did not claim is returned.
+ * *@ret_pages is the number of pages moved.  Returns 0; -ESTALE when the
+ * daemon has no record of @token in @ts (it restarted without the fd store,
+ * or the grace period is over) and pages are claimed; -EINVAL with
+ * *@ret_bad_page for a page the client did not hold.  Worker thread.
+ */
+int restart_claim(struct manager *m, struct tenant_state *ts, uint64_t token, uint32_t owner,
+                  const struct arena_extent *extents, size_t n, bool more, uint64_t *ret_pages,
+                  uint64_t *ret_bad_page);
+
+/* The runtime layer of m->state changed: write it to the fd store at the end
+ * of this turn of the main loop.  Main thread. */
+void restart_state_changed(struct manager *m);
+
+/**
+ * restart_prepare_exit - the daemon stops (SIGTERM/SIGINT).  When the fd
+ * store holds its memory, write the runtime state now and start preserving:
+ * from here on no client's pages are released, so that the next daemon
+ * finds them.  Main thread.
+ */
+void restart_prepare_exit(struct manager *m);
+
+/* True while stopping with the memory handed to the fd store: disconnects
+ * do not release pages.  Any thread. */
+bool restart_preserving(const struct manager *m);
+
+/* How many pages and clients were restored at start and not yet claimed
+ * (for logs and STATUS=).  Main thread. */
+void restart_pending(struct manager *m, uint64_t *ret_pages, uint64_t *ret_clients);
