@@ -13,7 +13,8 @@ mb_dump_state() {
         local before
         before=$(grep -c '^state: dump [0-9]* end' "$MB_TMP/daemon.log" || true)
         kill -USR1 "$MB_DAEMON_PID"
-        wait_for 20 test "$(grep -c '^state: dump [0-9]* end' "$MB_TMP/daemon.log")" -gt "$before" ||
+        # eval: the count is taken again on every try
+        wait_for 20 eval '[ "$(grep -c "^state: dump [0-9]* end" "$MB_TMP/daemon.log")" -gt "$before" ]' ||
                 fail "the daemon did not log its state"
         awk '/^state: dump [0-9]* begin/ { n++; buf = "" } n > 0 { buf = buf $0 "\n" }
              /^state: dump [0-9]* end/ { last = buf } END { printf "%s", last }' \

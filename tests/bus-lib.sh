@@ -74,10 +74,15 @@ events_value() {
 # load_start NAME TENANT HOLD [ARGS...] : a membroker-load client holding
 # HOLD bytes; returns once it holds them ("holding" on its stderr).  Its pid
 # is in LOAD_PID[NAME], its output in $MB_TMP/NAME.out/.err.
+# The client runs on one CPU: the pages stocked on a CPU are charged too
+# (like the kernel's memcg_stock), so a client that migrates mid-way leaves
+# up to a batch behind on the CPU it left, and the tenant's usage is then
+# HOLD plus that batch.  One CPU makes the usage exactly HOLD (a multiple of
+# the batch), which the tests compare.
 declare -A LOAD_PID=()
 load_start() {
         local name=$1 tenant=$2 hold=$3; shift 3
-        "$MEMBROKER_LOAD" --socket "$MB_SOCK" --tenant "$tenant" --hold "$hold" "$@" \
+        taskset -c 0 "$MEMBROKER_LOAD" --socket "$MB_SOCK" --tenant "$tenant" --hold "$hold" "$@" \
                 >"$MB_TMP/$name.out" 2>"$MB_TMP/$name.err" &
         LOAD_PID[$name]=$!
         MB_CHILDREN+=($!)

@@ -49,7 +49,8 @@ pass() { echo "ok: $*"; }
 # assert_eq EXPECTED ACTUAL WHAT
 assert_eq() { [ "$1" = "$2" ] || fail "$3: expected '$1', got '$2'"; pass "$3 = $1"; }
 
-# wait_for SECONDS COMMAND... : retry COMMAND every 50 ms
+# wait_for SECONDS COMMAND... : retry COMMAND every 50 ms.  A condition on a
+# command's output must be re-evaluated each time: wait_for N eval '[ "$(cmd)" = x ]'
 wait_for() {
         local deadline=$(( $(date +%s%N) / 1000000 + $1 * 1000 )); shift
         until "$@" >/dev/null 2>&1; do

@@ -26,7 +26,8 @@ reload() {
         local before
         before=$(grep -c 'configuration reloaded\|reload failed' "$MB_TMP/daemon.log" || true)
         kill -HUP "$MB_DAEMON_PID"
-        wait_for 20 test "$(grep -c 'configuration reloaded\|reload failed' "$MB_TMP/daemon.log")" -gt "$before" ||
+        # eval: the count is taken again on every try
+        wait_for 20 eval '[ "$(grep -c -e "configuration reloaded" -e "reload failed" "$MB_TMP/daemon.log")" -gt "$before" ]' ||
                 fail "no reload logged"
 }
 

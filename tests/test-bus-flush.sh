@@ -49,7 +49,7 @@ assert_eq "$w2" "$(flush_work)" "flush work after reads with nothing pending"
 # The client leaves: its gauges are retired, the next read shows it.
 load_stop a
 assert_eq 0 "$LOAD_RC" "membroker-load exit status"
-wait_for 10 test "$(mgr_prop NClients)" = 0 || fail "the client did not detach"
+wait_for 10 eval '[ "$(mgr_prop NClients)" = 0 ]' || fail "the client did not detach"
 # Local values are settled at detach (rstat_source_detach()); the
 # hierarchical ones follow at the next flush of the subtree.
 assert_eq 0 "$(stat_value grp/a pages_local)" "pages_local after the client left"

@@ -56,7 +56,7 @@ assert_eq $((1 << 20)) "$(tenant_prop app/a EffectiveMemoryMin)" "EffectiveMemor
 # The client leaves: everything is uncharged, the peak stays.
 load_stop a
 assert_eq 0 "$LOAD_RC" "membroker-load exit status"
-wait_for 10 test "$(tenant_prop app/a NClients)" = 0 || fail "NClients did not drop to 0"
+wait_for 10 eval '[ "$(tenant_prop app/a NClients)" = 0 ]' || fail "NClients did not drop to 0"
 assert_eq 0 "$(tenant_prop app/a MemoryCurrent)" "MemoryCurrent after the client left"
 assert_eq 0 "$(mgr_prop MemoryCurrent)" "Manager MemoryCurrent after the client left"
 assert_eq "$peak" "$(tenant_prop app/a MemoryPeak)" "MemoryPeak after the client left"

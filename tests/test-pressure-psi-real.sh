@@ -59,6 +59,6 @@ for round in 1 2 3; do
 done
 grep -q "memory pressure reported by" "$MB_TMP/daemon.log" ||
         skip "the kernel reported no memory stall from the writer in $CG"
-wait_for 20 test "$(pc_field a cache)" -lt 256 || fail "no reclaim after the kernel's pressure event"
+wait_for 20 eval '[ "$(pc_field a cache)" -lt 256 ]' || fail "no reclaim after the kernel's pressure event"
 pass "the kernel's pressure event made a give back $((256 - $(pc_field a cache))) pages"
 pc_quit a
