@@ -107,6 +107,17 @@ mb_has_clients() { [ "$(mb_nclients "$1")" -ge 1 ]; }
 # mb_usage_is TENANT BYTES : true when TENANT's usage is BYTES
 mb_usage_is() { [ "$(mb_usage "$1")" = "$2" ]; }
 
+# mb_churn_report PID NAME : SIGUSR1 a membroker-load, wait for the report
+# it prints, and put its allocs= figure in MB_ALLOCS
+mb_churn_report() {
+        local n
+        n=$(grep -c 'allocs=' "$MB_TMP/$2.out" || true)
+        kill -USR1 "$1"
+        wait_for 20 eval '[ "$(grep -c allocs= "$MB_TMP/$2.out")" -gt "$n" ]' ||
+                { cat "$MB_TMP/$2.out"; fail "client $2 did not report"; }
+        MB_ALLOCS=$(grep -o 'allocs=[0-9]*' "$MB_TMP/$2.out" | tail -1 | cut -d= -f2)
+}
+
 # mb_restart_scenario SIGNAL : clients of three tenants hold and write
 # pages; membrokerd is killed with SIGNAL and restarted by the harness with
 # its fd store; the clients reconnect by themselves; usage is exactly what it
@@ -167,11 +178,9 @@ mb_restart_scenario() {
                 { cat "$MB_TMP/new.out"; fail "a new client cannot allocate after the restart"; }
         pass "a new client allocates after the restart: $(grep verify= "$MB_TMP/new.out")"
         local allocs1 allocs2
-        kill -USR1 "$lc"; sleep 0.5
-        allocs1=$(grep -o 'allocs=[0-9]*' "$MB_TMP/churn-c.out" | tail -1 | cut -d= -f2)
+        mb_churn_report "$lc" churn-c; allocs1=$MB_ALLOCS
         sleep 1
-        kill -USR1 "$lc"; sleep 0.5
-        allocs2=$(grep -o 'allocs=[0-9]*' "$MB_TMP/churn-c.out" | tail -1 | cut -d= -f2)
+        mb_churn_report "$lc" churn-c; allocs2=$MB_ALLOCS
         [ "$allocs2" -gt "$allocs1" ] || fail "the churning client does not allocate after the restart"
         pass "the churning client keeps allocating ($allocs1 -> $allocs2)"
 
