@@ -110,12 +110,13 @@ mb_usage_is() { [ "$(mb_usage "$1")" = "$2" ]; }
 # mb_churn_report PID NAME : SIGUSR1 a membroker-load, wait for the report
 # it prints, and put its allocs= figure in MB_ALLOCS
 mb_churn_report() {
-        local n
-        n=$(grep -c 'allocs=' "$MB_TMP/$2.out" || true)
+        # (locals, not $2: the eval runs inside wait_for, with its arguments)
+        local out="$MB_TMP/$2.out" n
+        n=$(grep -c 'allocs=' "$out" || true)
         kill -USR1 "$1"
-        wait_for 20 eval '[ "$(grep -c allocs= "$MB_TMP/$2.out")" -gt "$n" ]' ||
-                { cat "$MB_TMP/$2.out"; fail "client $2 did not report"; }
-        MB_ALLOCS=$(grep -o 'allocs=[0-9]*' "$MB_TMP/$2.out" | tail -1 | cut -d= -f2)
+        wait_for 20 eval '[ "$(grep -c allocs= "$out")" -gt "$n" ]' ||
+                { cat "$out"; fail "client $2 did not report"; }
+        MB_ALLOCS=$(grep -o 'allocs=[0-9]*' "$out" | tail -1 | cut -d= -f2)
 }
 
 # mb_restart_scenario SIGNAL : clients of three tenants hold and write
