@@ -730,6 +730,9 @@ int manager_reload(struct manager *m, char **ret_error) {
                 /* A lower max or high reclaims the excess (daemon/reclaim.c). */
                 reclaim_enforce_limits(m->reclaimer, t);
         }
+        /* A lower Capacity= is the root's max lowered: it reclaims across
+         * every tenant, like writing a lower memory.max at the top. */
+        reclaim_enforce_limits(m->reclaimer, m->tree->root);
         log_info("configuration reloaded: %u tenants", m->tree->ntenants);
         return 0;
 

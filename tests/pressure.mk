@@ -12,6 +12,7 @@ tests_pressure_client_LDFLAGS = $(AM_LDFLAGS) -no-install
 PRESSURE_TESTS = \
 	%reldir%/test-pressure-max-cache.sh \
 	%reldir%/test-pressure-capacity.sh \
+	%reldir%/test-pressure-capacity-reload.sh \
 	%reldir%/test-pressure-oom.sh \
 	%reldir%/test-pressure-oom-kill.sh \
 	%reldir%/test-pressure-high.sh \
