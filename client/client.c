@@ -603,6 +603,7 @@ static int client_reconnect(mb_client *c) {
                 .arena_dev = c->arena_dev,
                 .arena_ino = c->arena_ino,
                 .timeout_sec = reconnect_timeout_sec(),
+                .cancel = &c->closing,
         };
         struct epoll_event ev = { .events = EPOLLIN };
         struct mb_stats_region *stats, *old = c->stats;
@@ -1885,7 +1886,8 @@ void mb_close(mb_client *c) {
         registry_remove(c);
         if (!c->forked) {
                 pthread_mutex_lock(&c->io_lock);
-                c->closing = true;
+                /* atomic: a reconnection polls it without the lock */
+                __atomic_store_n(&c->closing, true, __ATOMIC_RELEASE);
                 pthread_cond_broadcast(&c->io_cond);
                 pthread_mutex_unlock(&c->io_lock);
                 if (c->thread_started) {

@@ -18,6 +18,7 @@
  * tenant path stays under WIRE_MAX_FRAME_BYTES. */
 #define RECONNECT_EXTENTS_PER_FRAME 3000u
 #define BITS_PER_WORD 64u
+#define RECONNECT_CANCEL_SLICE_MSEC 20u
 
 /* ---- the bitmap ---- */
 
@@ -331,7 +332,15 @@ int reconnect_session(const struct reconnect_info *info, const struct reconnect_
                         mb_set_error("membrokerd did not come back within %u s", info->timeout_sec);
                         return -ETIMEDOUT;
                 }
-                sleep_msec(delay);
+                /* Sleep in slices, so that mb_close() is not kept waiting
+                 * for the daemon to come back. */
+                for (unsigned slept = 0; slept < delay; slept += RECONNECT_CANCEL_SLICE_MSEC) {
+                        if (info->cancel && __atomic_load_n(info->cancel, __ATOMIC_ACQUIRE)) {
+                                mb_set_error("the client was closed while membrokerd was away");
+                                return -ECANCELED;
+                        }
+                        sleep_msec(MB_MIN(RECONNECT_CANCEL_SLICE_MSEC, delay - slept));
+                }
                 delay = MB_MIN(delay * 2, MB_RECONNECT_MAX_DELAY_MSEC);
         }
 }

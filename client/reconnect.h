@@ -58,6 +58,7 @@ struct reconnect_info {
         dev_t arena_dev;          /* identity of the arena memfd */
         ino_t arena_ino;
         unsigned timeout_sec;
+        const bool *cancel;       /* if set and true (read atomically): give up */
 };
 
 /* The timeout from $MEMBROKER_RECONNECT_TIMEOUT_SEC (or the default). */

@@ -18,6 +18,7 @@ tests_test_client_proto_LDFLAGS = $(AM_LDFLAGS) -no-install
 CLIENT_TESTS = \
 	%reldir%/test-client-basic.sh \
 	%reldir%/test-client-close.sh \
+	%reldir%/test-client-close-daemon-gone.sh \
 	%reldir%/test-client-handle.sh \
 	%reldir%/test-client-bulk-limit.sh \
 	%reldir%/test-client-single-limit.sh \
