@@ -605,6 +605,10 @@ int manager_reload(struct manager *m, char **ret_error) {
         if (!m->socket_path && c->broker.socket_path && m->config->broker.socket_path &&
             strcmp(c->broker.socket_path, m->config->broker.socket_path) != 0)
                 log_warning("Socket= takes effect at the next start");
+        if (c->broker.pressure_reclaim != m->config->broker.pressure_reclaim)
+                log_warning("PressureReclaim= takes effect at the next start");
+        if (c->broker.restart_grace_sec != m->config->broker.restart_grace_sec)
+                log_warning("RestartGraceSec= takes effect at the next start");
 
         /* The persisted limits are re-read too (an admin may edit them). */
         if (m->state) {

@@ -1386,7 +1386,8 @@ static const struct verb verbs[] = {
           "Change limits (MemoryMax=1G ...)",
           "Change limits of PATH at once: MemoryMax=, MemoryHigh=, MemoryLow=, MemoryMin= take bytes\n"
           "with K/M/G/T (powers of 1024), N% of the capacity, or 'infinity'; ChargeBatch= takes pages.\n"
-          "Without --runtime the change is meant to persist across restarts.  Needs uid 0.\n"
+          "Without --runtime the change is persisted in the state directory and survives restarts;\n"
+          "with --runtime it lasts until the daemon stops.  Needs uid 0.\n"
           "Options: --runtime." },
         { "reclaim", 3, 3, verb_reclaim, "reclaim PATH SIZE",
           "Reclaim memory from a subtree",
@@ -1442,6 +1443,10 @@ static void help_main(void) {
                 printf("  %-28s %s\n", verbs[i].usage, verbs[i].summary);
         printf("  %-28s %s\n", "help [VERB]", "Show this help, or the help of VERB");
         help_common();
+        printf("\nVerb options:\n"
+               "     --runtime         set: the change lasts until the daemon stops (not persisted)\n"
+               "  -n --iterations=N   top: refresh N times, then exit\n"
+               "  -d --delay=SEC      top: seconds between refreshes\n");
         printf("\nSizes are shown in powers of 1024 (K, M, G, T); 'max' means no limit.\n"
                "Exit status: 0 on success, 1 when the daemon refused or failed, 2 on a usage error.\n"
                "See '%s help VERB' or '%s VERB --help' for each verb.\n",
