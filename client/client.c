@@ -1221,9 +1221,11 @@ static void *client_thread(void *userdata) {
         return NULL;
 }
 
-/* Charge exactly @n (<= CHARGE_MAX_PAGES) pages; their addresses into @out.
- * -ENOMEM at a limit (the session goes on).  conn_lock held. */
-static int client_charge_locked(mb_client *c, uint32_t n, void **out) {
+/* Charge @n (<= CHARGE_MAX_PAGES) pages, or only @need (<= @n) of them
+ * when @n do not fit under a limit (Charge.need); their addresses into
+ * @out, their number into @ret_got.  -ENOMEM at a limit (the session goes
+ * on).  conn_lock held. */
+static int client_charge_locked(mb_client *c, uint32_t n, uint32_t need, void **out, size_t *ret_got) {
         Mb__Charge ch = MB__CHARGE__INIT;
         Mb__Msg msg = MB__MSG__INIT;
         Mb__Msg *reply = NULL;
@@ -1232,6 +1234,10 @@ static int client_charge_locked(mb_client *c, uint32_t n, void **out) {
 
         ch.seq = ++c->next_seq;
         ch.pages = n;
+        if (need < n) {
+                ch.has_need = true;
+                ch.need = need;
+        }
         msg.body_case = MB__MSG__BODY_CHARGE;
         msg.charge = &ch;
 
@@ -1254,8 +1260,9 @@ static int client_charge_locked(mb_client *c, uint32_t n, void **out) {
                         out[got++] = c->base + ((e->start + k) << c->page_shift);
         }
         mb__msg__free_unpacked(reply, NULL);
-        if (got != n)
+        if (got != n && got != need)
                 return client_protocol_error(c, "a Grant carries fewer pages than charged");
+        *ret_got = got;
         return 0;
 }
 
@@ -1316,29 +1323,28 @@ static int client_stock_put_locked(mb_client *c, void **pages, size_t n, size_t 
 /*
  * Charge @n (<= CHARGE_MAX_PAGES) pages for the application into @out.
  * Charges a whole batch when @n is smaller and stocks the rest; at a limit
- * retries with exactly @n, as try_charge() falls back from
- * MEMCG_CHARGE_BATCH to nr_pages.  conn_lock held.
+ * the daemon charges exactly @n instead (Charge.need), as try_charge()
+ * falls back from MEMCG_CHARGE_BATCH to nr_pages before counting `max`.
+ * conn_lock held.
  */
 static int client_charge_batched_locked(mb_client *c, void **out, size_t n) {
         _cleanup_(freep) void **buf = NULL;
-        size_t want = MB_MAX(n, (size_t) c->charge_batch);
+        size_t want = MB_MAX(n, (size_t) c->charge_batch), got = 0;
         int r;
 
-        if (want > n) {
-                buf = malloc(want * sizeof(void *));
-                if (!buf)
-                        return -ENOMEM;
-                r = client_charge_locked(c, (uint32_t) want, buf);
-                if (r == 0) {
-                        memcpy(out, buf, n * sizeof(void *));
-                        /* The extra pages are ours whatever happens next. */
-                        (void) client_stock_put_locked(c, buf + n, want - n, 0);
-                        return 0;
-                }
-                if (r != -ENOMEM)
-                        return r;
-        }
-        return client_charge_locked(c, (uint32_t) n, out);
+        if (want == n)
+                return client_charge_locked(c, (uint32_t) n, (uint32_t) n, out, &got);
+        buf = malloc(want * sizeof(void *));
+        if (!buf)
+                return -ENOMEM;
+        r = client_charge_locked(c, (uint32_t) want, (uint32_t) n, buf, &got);
+        if (r < 0)
+                return r;
+        memcpy(out, buf, n * sizeof(void *));
+        /* The extra pages are ours whatever happens next. */
+        if (got > n)
+                (void) client_stock_put_locked(c, buf + n, got - n, 0);
+        return 0;
 }
 
 /*

@@ -82,7 +82,7 @@ struct conn {
         uint64_t parked_throttle_usec;
         struct event *throttle_timer;
         struct conn_queued_charge {
-                uint32_t seq, pages;
+                uint32_t seq, pages, need;
         } *queued;
         size_t nqueued, queued_head, queued_alloc;
 
@@ -538,7 +538,7 @@ static struct tenant *tenant_of_counter(struct page_counter *pc) {
         return (struct tenant *) ((char *) pc - offsetof(struct tenant, memory));
 }
 
-static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n);
+static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t need);
 
 /* Grant @n charged pages: pick them in the arena, record them, reply. */
 static void conn_grant(struct conn *c, uint32_t seq, uint32_t n, uint64_t throttle_usec) {
@@ -593,7 +593,7 @@ static void conn_charge_next(struct conn *c) {
 
                 c->queued_head = (c->queued_head + 1) % c->queued_alloc;
                 c->nqueued--;
-                conn_charge_start(c, q.seq, q.pages);
+                conn_charge_start(c, q.seq, q.pages, q.need);
         }
         /* Last: this may end the connection (and free @c). */
         if (c->reading_paused && c->nqueued < CONN_QUEUED_CHARGES_MAX && c->state == CONN_READY) {
@@ -624,14 +624,22 @@ static void conn_charge_charged(struct conn *c, uint32_t seq, uint32_t n) {
         conn_grant(c, seq, n, 0);
 }
 
-static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n) {
+static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t need) {
         struct tenant *t = c->tenant;
         struct page_counter *fail = NULL;
+        bool ok;
 
         conn_daemon_stat(c, MB_STAT_CHARGE_REQUESTS, 1);
 
-        /* try_charge_memcg(): lock-free, hierarchical. */
-        if (!page_counter_try_charge(&t->memory, n, &fail)) {
+        /* try_charge_memcg(): lock-free, hierarchical; a batch that does
+         * not fit falls back to what is needed ("if (batch > nr_pages)
+         * { batch = nr_pages; goto retry; }") before anything is counted. */
+        ok = page_counter_try_charge(&t->memory, n, &fail);
+        if (!ok && need < n) {
+                n = need;
+                ok = page_counter_try_charge(&t->memory, n, &fail);
+        }
+        if (!ok) {
                 struct tenant *over = tenant_of_counter(fail);
 
                 /* memcg_memory_event(mem_over_limit, MEMCG_MAX), then the
@@ -648,11 +656,14 @@ static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n) {
 }
 
 static void conn_charge(struct conn *c, const Mb__Charge *charge) {
-        uint32_t n = charge->pages;
+        uint32_t n = charge->pages, need = charge->has_need ? charge->need : n;
 
         if (n < 1 || n > WIRE_MAX_CHARGE_PAGES)
                 return conn_fail(c, true, charge->seq, EINVAL, "charge of %u pages is outside 1..%u", n,
                                  WIRE_MAX_CHARGE_PAGES);
+        if (need < 1 || need > n)
+                return conn_fail(c, true, charge->seq, EINVAL, "charge needing %u pages is outside 1..%u", need,
+                                 n);
 
         if (c->charge_parked) {
                 /* Replies keep their order: wait behind the parked one. */
@@ -670,11 +681,11 @@ static void conn_charge(struct conn *c, const Mb__Charge *charge) {
                         c->queued_head = 0;
                 }
                 c->queued[(c->queued_head + c->nqueued) % c->queued_alloc] =
-                        (struct conn_queued_charge) { .seq = charge->seq, .pages = n };
+                        (struct conn_queued_charge) { .seq = charge->seq, .pages = n, .need = need };
                 c->nqueued++;
                 return;
         }
-        conn_charge_start(c, charge->seq, n);
+        conn_charge_start(c, charge->seq, n, need);
 }
 
 /* ---- the reclaimer's side (reclaim.h) ---- */

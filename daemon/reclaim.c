@@ -183,6 +183,10 @@ struct reclaimer {
  * level are plenty. */
 #define HIGH_MAX_ROUNDS_PER_LEVEL 4u
 #define PRESSURE_MAX_ROUNDS 4u
+/* try_to_free_mem_cgroup_pages() asks for max(nr_pages, SWAP_CLUSTER_MAX):
+ * a charge short of a page still reclaims a cluster, so that the next
+ * charges find room and the split between tenants stays proportional. */
+#define RECLAIM_CLUSTER_PAGES 32u
 
 static void job_continue(struct reclaim_job *j);
 static void job_free(struct reclaim_job *j);
@@ -1057,7 +1061,8 @@ static bool step_charge(struct reclaim_job *j) {
                         return true;
         }
         if (j->fruitless < MAX_RECLAIM_RETRIES && j->rounds < RECLAIM_MAX_ROUNDS &&
-            job_start_reclaim(j, over, j->pages > margin ? j->pages - margin : 1, true))
+            job_start_reclaim(j, over, MB_MAX(j->pages > margin ? j->pages - margin : 1, (unsigned long) RECLAIM_CLUSTER_PAGES),
+                              true))
                 return true;
 
         /* Still short: the OOM path. */

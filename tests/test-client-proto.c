@@ -533,19 +533,42 @@ END_TEST
 
 /* ---- errors ---- */
 
-static void script_enomem_then_grant(struct fake *f) {
-        for (int i = 0; i < 2; i++) {
-                /* A batch, then (try_charge's fallback) exactly one page. */
-                Mb__Msg *c = fake_expect(f, MB__MSG__BODY_CHARGE);
+/* Grant only what the Charge needs (Charge.need): what the daemon does
+ * when the batch does not fit under a limit but the need does. */
+static void fake_grant_need(struct fake *f) {
+        Mb__Msg *c = fake_expect(f, MB__MSG__BODY_CHARGE);
+        Mb__Grant g = MB__GRANT__INIT;
+        Mb__Extent e = MB__EXTENT__INIT, *ep = &e;
+        Mb__Msg m = MB__MSG__INIT;
 
-                if (!c)
-                        return;
-                if (c->charge->pages != (i == 0 ? f->batch : 1))
-                        fake_fail(f, "unexpected charge size");
-                fake_error(f, true, c->charge->seq, ENOMEM, "charge to fake/tenant failed: fake at max");
-                mb__msg__free_unpacked(c, NULL);
-        }
-        fake_grant(f);
+        if (!c)
+                return;
+        if (!c->charge->has_need || c->charge->need != 1)
+                fake_fail(f, "a charge of a batch for one page does not say it needs one");
+        e.start = f->next_page;
+        e.count = c->charge->need;
+        f->next_page += e.count;
+        g.seq = c->charge->seq;
+        g.n_extents = 1;
+        g.extents = &ep;
+        m.body_case = MB__MSG__BODY_GRANT;
+        m.grant = &g;
+        fake_send(f, &m, NULL, 0);
+        mb__msg__free_unpacked(c, NULL);
+}
+
+static void script_enomem_then_grant(struct fake *f) {
+        /* One Charge: a batch that needs one page (the daemon falls back
+         * to the need, as try_charge does); no second try by the client. */
+        Mb__Msg *c = fake_expect(f, MB__MSG__BODY_CHARGE);
+
+        if (!c)
+                return;
+        if (c->charge->pages != f->batch || !c->charge->has_need || c->charge->need != 1)
+                fake_fail(f, "unexpected charge size");
+        fake_error(f, true, c->charge->seq, ENOMEM, "charge to fake/tenant failed: fake at max");
+        mb__msg__free_unpacked(c, NULL);
+        fake_grant_need(f);
         fake_drain_until_eof(f);
 }
 
