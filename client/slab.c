@@ -39,8 +39,8 @@
  *    slabs (SLUB's calculate_min_partial(): 5..10 by object size) an empty
  *    slab is given back at once; mb_cache_shrink() gives every empty slab
  *    back (like __kmem_cache_shrink()).  Reclaimable caches register a
- *    shrinker: count = empty slabs (+ what draining the per-CPU lists would
- *    empty), scan = drain and give them back.
+ *    shrinker: count = empty slabs + the slabs that draining the per-CPU
+ *    lists would empty, scan = drain and give them back.
  *
  * Object sizes
  * ------------
@@ -1155,15 +1155,79 @@ size_t mb_cache_shrink(mb_cache *s) {
 
 /* ---- shrinker (reclaimable caches) ---- */
 
+static int slab_key_cmp(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+
+        return x < y ? -1 : x > y;
+}
+
+/*
+ * count_objects(): the empty slabs, plus the slabs that draining the per-CPU
+ * lists would empty.  Those are not simply cached / objects-per-slab: a slab
+ * whose free objects are split between its own free list (partial) and
+ * the CPU lists empties too, so that quotient undercounts, and a scan asked
+ * for "everything the count said" left empty slabs behind.  So the CPU
+ * lists are walked: their objects' slab keys are gathered (each CPU under
+ * its lock), then, under the cache lock, a slab counts when its own free
+ * objects plus those on CPU lists make all of its objects.  Racy (the lists
+ * change as soon as the locks drop), as count_objects() may be, but never
+ * dereferences a slab it did not look up under the cache lock.  Runs only
+ * when the daemon asks for pages.
+ */
 static unsigned long slab_shrinker_count(void *userdata) {
         mb_cache *s = userdata;
-        uint64_t cached = 0;
+        struct slab_ctx *ctx = s->ctx;
+        _cleanup_(freep) uint64_t *keys = NULL;
+        size_t nkeys = 0, alloc = 0;
+        uint64_t cached = 0, would_empty = 0;
+        uintptr_t base;
 
-        /* A racy estimate is what count_objects() may return: empty slabs,
-         * plus the slabs the objects parked in per-CPU lists could empty. */
-        for (unsigned cpu = 0; cpu < s->ctx->ncpus; cpu++)
+        if (slab_inherited(s))
+                return 0;
+        for (unsigned cpu = 0; cpu < ctx->ncpus; cpu++)
                 cached += __atomic_load_n(&s->cpu[cpu].count, __ATOMIC_RELAXED);
-        return (unsigned long) (__atomic_load_n(&s->nr_empty, __ATOMIC_RELAXED) + cached / s->objects);
+        if (cached == 0)
+                return (unsigned long) __atomic_load_n(&s->nr_empty, __ATOMIC_RELAXED);
+
+        pthread_mutex_lock(&s->lock);
+        base = s->base; /* known: there are objects */
+        pthread_mutex_unlock(&s->lock);
+        for (unsigned cpu = 0; cpu < ctx->ncpus; cpu++) {
+                struct slab_pcpu *p = slab_pcpu_lock_cpu(ctx, cpu);
+                struct cache_cpu *cc = &s->cpu[cpu];
+
+                if (nkeys + cc->count > alloc) {
+                        size_t a = MB_MAX(2 * alloc, nkeys + cc->count);
+                        uint64_t *k = realloc(keys, a * sizeof(*k));
+
+                        if (!k) {
+                                slab_pcpu_unlock(p);
+                                /* The lower bound, without the walk. */
+                                return (unsigned long) (__atomic_load_n(&s->nr_empty, __ATOMIC_RELAXED) +
+                                                        cached / s->objects);
+                        }
+                        keys = k;
+                        alloc = a;
+                }
+                for (void *o = cc->freelist; o; o = slab_get_fp(s, o))
+                        keys[nkeys++] = ((uintptr_t) o - base) >> ctx->page_shift;
+                slab_pcpu_unlock(p);
+        }
+        qsort(keys, nkeys, sizeof(*keys), slab_key_cmp);
+
+        pthread_mutex_lock(&s->lock);
+        for (size_t i = 0, run; i < nkeys; i += run) {
+                struct mb_slab *slab;
+
+                for (run = 1; i + run < nkeys && keys[i + run] == keys[i]; run++)
+                        ;
+                slab = slab_table_lookup(s, (void *) (base + (uintptr_t) (keys[i] << ctx->page_shift)));
+                if (slab && slab->list != SLAB_ON_EMPTY && slab->nfree + run == s->objects)
+                        would_empty++;
+        }
+        would_empty += s->nr_empty;
+        pthread_mutex_unlock(&s->lock);
+        return (unsigned long) would_empty;
 }
 
 static unsigned long slab_shrinker_scan(void *userdata, unsigned long nr_to_scan) {

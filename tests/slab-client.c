@@ -26,6 +26,9 @@
  *   hold                 keep objects live in a reclaimable and an
  *                        unreclaimable cache, print the slab_* figures the
  *                        tenant must show, wait until stdin closes
+ *   serve                a scriptable client for the reclaim tests: reads
+ *                        one command a line on stdin, answers one line on
+ *                        stdout (see "serve" below)
  *
  * Every command prints "debug=0|1": whether its caches run in debug mode
  * (MEMBROKER_SLAB_DEBUG=1 turns it on everywhere).
@@ -512,6 +515,443 @@ static int cmd_hold(void) {
         return 0;
 }
 
+/* ---- serve: a scriptable client for the reclaim tests ----
+ *
+ * Three families of caches: "r", four MB_CACHE_RECLAIMABLE caches of the
+ * sizes in small_sizes[] (the library registers their slab shrinkers), "u",
+ * four unreclaimable caches of the same sizes, and "b", one unreclaimable
+ * cache of objects above half a page (one object per slab page, so N new
+ * objects take N new pages).  Objects are spread round-robin over a
+ * family's caches and filled with a checksummed pattern.  Commands (one a
+ * line on stdin, one answer line on stdout):
+ *
+ *   fill r|u|b N  allocate N objects -> "fill ok N" | "fill ENOMEM K <reason>"
+ *   free r|u|b N  free the N most recently allocated -> "free ok N"
+ *   lru N         allocate N objects of the "r" caches onto an LRU that an
+ *                 application shrinker frees oldest first (a dentry-like
+ *                 cache: its objects are live, the shrinker frees them, and
+ *                 the slabs they empty go back) -> "lru ok N" | "lru ENOMEM ..."
+ *   pages N       allocate N whole pages, pattern-filled
+ *                 -> "pages ok N" | "pages ENOMEM K <reason>"
+ *   unpages N     free the N most recently allocated pages -> "unpages ok N"
+ *   drain         mb_slab_drain(): the slab stat becomes exact -> "drain ok"
+ *   report        -> "report KEY=VALUE ...":
+ *                 r_live, u_live, b_live, lru
+ *                                         live objects (lru: those on the LRU)
+ *                 r_bytes, u_bytes        live object bytes (what the slab
+ *                                         stat must show after a drain)
+ *                 r_slabs, u_slabs, b_slabs
+ *                                         slab pages the caches hold
+ *                 r_pinned, u_pinned      distinct slab pages that hold a live
+ *                                         object (what no shrinker can free)
+ *                 r_empty, u_empty        empty slabs on the caches' lists
+ *                 r_cpu, u_cpu            free objects on per-CPU lists
+ *                 r_freed, u_freed        slabs given back since creation
+ *                 app                     whole pages held
+ *                 pages, stock            MB_STAT_PAGES / MB_STAT_STOCK of the
+ *                                         stats region
+ *                 slab_r, slab_u          slab bytes written to the region
+ *                 lru_scans, lru_freed    application shrinker calls, objects
+ *                 max, oom                events the callback received
+ *                 verify                  ok | FAILED: every live object and
+ *                                         page still holds its pattern
+ *   quit          free everything, destroy the caches (none may report live
+ *                 objects or errors) -> "bye verify=ok|FAILED"
+ */
+#define NFAMILY 4 /* caches of a family, at most */
+static const size_t small_sizes[NFAMILY] = { 64, 192, 512, 1024 };
+static const size_t big_sizes[] = { 3000 };
+
+struct sobj {
+        uint64_t *p;
+        uint64_t tag;
+        uint32_t cache;
+};
+
+struct family {
+        char name;
+        const size_t *sizes;
+        size_t ncaches;
+        mb_cache *caches[NFAMILY];
+        struct sobj *v;
+        size_t n, alloc;
+        size_t next_cache;
+};
+
+static struct family fam_r = { .name = 'r', .sizes = small_sizes, .ncaches = ELEMENTSOF(small_sizes) },
+                     fam_u = { .name = 'u', .sizes = small_sizes, .ncaches = ELEMENTSOF(small_sizes) },
+                     fam_b = { .name = 'b', .sizes = big_sizes, .ncaches = ELEMENTSOF(big_sizes) };
+static uint64_t serve_tag = 1;
+static unsigned long verify_failures;
+
+/* The LRU: objects of fam_r's caches, oldest first; lru_lock is taken by
+ * the application shrinker (library thread), so nothing allocates broker
+ * pages while holding it. */
+static pthread_mutex_t lru_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sobj *lru;
+static size_t lru_head, lru_n, lru_alloc;
+static unsigned long lru_scans, lru_freed;
+static struct mb_shrinker lru_shrinker;
+
+static unsigned long ev_max, ev_oom;
+
+struct wpage {
+        uint64_t *p;
+        uint64_t tag;
+};
+static struct wpage *wpages;
+static size_t nwpages, wpages_alloc;
+
+
+static int sobj_push(struct sobj **v, size_t *n, size_t *alloc, struct sobj o) {
+        if (*n == *alloc) {
+                size_t a = *alloc ? *alloc * 2 : 1024;
+                struct sobj *nv = realloc(*v, a * sizeof(*nv));
+
+                if (!nv)
+                        return -ENOMEM;
+                *v = nv;
+                *alloc = a;
+        }
+        (*v)[(*n)++] = o;
+        return 0;
+}
+
+static void check_obj(const struct family *f, const struct sobj *o) {
+        if (!intact(o->p, f->sizes[o->cache], o->tag) && verify_failures++ == 0)
+                fprintf(stderr, "slab-client: object %p of %zu bytes holds the wrong data\n", (void *) o->p,
+                        f->sizes[o->cache]);
+}
+
+/* Allocate one object of @f (no lock held: may wait for the daemon). */
+static int family_alloc(struct family *f, struct sobj *ret) {
+        uint32_t k = (uint32_t) (f->next_cache++ % f->ncaches);
+        uint64_t *p = mb_cache_alloc(f->caches[k]);
+
+        if (!p)
+                return -errno;
+        *ret = (struct sobj) { .p = p, .cache = k, .tag = serve_tag++ << 20 };
+        fill(p, f->sizes[k], ret->tag);
+        return 0;
+}
+
+static void print_enomem(const char *what, size_t got) {
+        printf("%s %s %zu %s\n", what, errno == ENOMEM ? "ENOMEM" : strerror(errno), got, mb_last_error());
+}
+
+static void serve_fill(struct family *f, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                struct sobj o;
+
+                if (family_alloc(f, &o) < 0) {
+                        print_enomem("fill", i);
+                        return;
+                }
+                CHECK(sobj_push(&f->v, &f->n, &f->alloc, o) == 0, "out of memory");
+        }
+        printf("fill ok %zu\n", n);
+}
+
+static size_t family_free(struct family *f, size_t n) {
+        size_t done = 0;
+
+        for (; done < n && f->n > 0; done++) {
+                struct sobj *o = &f->v[--f->n];
+
+                check_obj(f, o);
+                mb_cache_free(f->caches[o->cache], o->p);
+        }
+        return done;
+}
+
+static void serve_lru(size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                struct sobj o;
+                int r;
+
+                if (family_alloc(&fam_r, &o) < 0) {
+                        print_enomem("lru", i);
+                        return;
+                }
+                pthread_mutex_lock(&lru_lock);
+                if (lru_head > 0 && lru_head == lru_n) /* drained: start over */
+                        lru_head = lru_n = 0;
+                r = sobj_push(&lru, &lru_n, &lru_alloc, o);
+                pthread_mutex_unlock(&lru_lock);
+                CHECK(r == 0, "out of memory");
+        }
+        printf("lru ok %zu\n", n);
+}
+
+static size_t r_objects_per_slab[NFAMILY];
+
+static size_t objects_per_slab(uint32_t cache) {
+        return r_objects_per_slab[cache];
+}
+
+/* count_objects(): the pages the LRU's objects fill. */
+static unsigned long lru_count(void *userdata) {
+        unsigned long per[NFAMILY] = {}, pages = 0;
+
+        (void) userdata;
+        pthread_mutex_lock(&lru_lock);
+        for (size_t i = lru_head; i < lru_n; i++)
+                per[lru[i].cache]++;
+        pthread_mutex_unlock(&lru_lock);
+        for (uint32_t k = 0; k < NFAMILY; k++)
+                pages += per[k] / objects_per_slab(k);
+        return pages;
+}
+
+/* scan_objects(): free the oldest objects, @nr pages' worth; the slabs they
+ * empty go back through the caches (past their empty_keep at once, the
+ * others through the slab shrinkers). */
+static unsigned long lru_scan(void *userdata, unsigned long nr) {
+        unsigned long pages = 0;
+        size_t per[NFAMILY] = {};
+
+        (void) userdata;
+        pthread_mutex_lock(&lru_lock);
+        lru_scans++;
+        while (lru_head < lru_n && pages < nr) {
+                struct sobj *o = &lru[lru_head++];
+
+                check_obj(&fam_r, o);
+                mb_cache_free(fam_r.caches[o->cache], o->p);
+                lru_freed++;
+                if (++per[o->cache] == objects_per_slab(o->cache)) {
+                        per[o->cache] = 0;
+                        pages++;
+                }
+        }
+        pthread_mutex_unlock(&lru_lock);
+        return pages;
+}
+
+static void serve_pages(size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                uint64_t *p = mb_page_alloc(client);
+
+                if (!p) {
+                        print_enomem("pages", i);
+                        return;
+                }
+                if (nwpages == wpages_alloc) {
+                        size_t a = wpages_alloc ? wpages_alloc * 2 : 256;
+                        struct wpage *v = realloc(wpages, a * sizeof(*v));
+
+                        CHECK(v, "out of memory");
+                        wpages = v;
+                        wpages_alloc = a;
+                }
+                wpages[nwpages] = (struct wpage) { .p = p, .tag = serve_tag++ << 20 };
+                fill(p, mb_page_size(client), wpages[nwpages].tag);
+                nwpages++;
+        }
+        printf("pages ok %zu\n", n);
+}
+
+static void serve_unpages(size_t n) {
+        size_t done = 0;
+
+        for (; done < n && nwpages > 0; done++) {
+                struct wpage *w = &wpages[--nwpages];
+
+                if (!intact(w->p, mb_page_size(client), w->tag) && verify_failures++ == 0)
+                        fprintf(stderr, "slab-client: page %p holds the wrong data\n", (void *) w->p);
+                CHECK(mb_page_free(client, w->p) == 0, "mb_page_free: %s", mb_last_error());
+        }
+        printf("unpages ok %zu\n", done);
+}
+
+static int uintptr_cmp(const void *a, const void *b) {
+        uintptr_t x = *(const uintptr_t *) a, y = *(const uintptr_t *) b;
+
+        return x < y ? -1 : x > y;
+}
+
+/* Distinct slab pages among @n objects (and @m more). */
+static size_t distinct_pages(const struct sobj *v, size_t n, const struct sobj *w, size_t m) {
+        uintptr_t *pg = calloc(n + m + 1, sizeof(*pg));
+        uintptr_t mask = ~((uintptr_t) mb_page_size(client) - 1);
+        size_t d = 0;
+
+        CHECK(pg, "out of memory");
+        for (size_t i = 0; i < n; i++)
+                pg[i] = (uintptr_t) v[i].p & mask;
+        for (size_t i = 0; i < m; i++)
+                pg[n + i] = (uintptr_t) w[i].p & mask;
+        qsort(pg, n + m, sizeof(*pg), uintptr_cmp);
+        for (size_t i = 0; i < n + m; i++)
+                if (i == 0 || pg[i] != pg[i - 1])
+                        d++;
+        free(pg);
+        return d;
+}
+
+struct family_stats {
+        uint64_t slabs, empty, cpu, freed, bytes;
+};
+
+static void family_stats(const struct family *f, struct family_stats *ret) {
+        struct family_stats fs = {};
+
+        for (uint32_t k = 0; k < f->ncaches; k++) {
+                struct mb_cache_stats st;
+
+                CHECK(mb_cache_stats(f->caches[k], &st) == 0, "mb_cache_stats");
+                CHECK(st.errors == 0, "cache %s reported %" PRIu64 " errors", st.name, st.errors);
+                fs.slabs += st.slabs;
+                fs.empty += st.empty_slabs;
+                fs.cpu += st.cpu_free_objects;
+                fs.freed += st.slabs_freed;
+                fs.bytes += st.live_objects * st.object_bytes;
+        }
+        *ret = fs;
+}
+
+static void serve_verify(void) {
+        for (size_t i = 0; i < fam_r.n; i++)
+                check_obj(&fam_r, &fam_r.v[i]);
+        for (size_t i = 0; i < fam_u.n; i++)
+                check_obj(&fam_u, &fam_u.v[i]);
+        for (size_t i = 0; i < fam_b.n; i++)
+                check_obj(&fam_b, &fam_b.v[i]);
+        for (size_t i = lru_head; i < lru_n; i++)
+                check_obj(&fam_r, &lru[i]);
+        for (size_t i = 0; i < nwpages; i++)
+                if (!intact(wpages[i].p, mb_page_size(client), wpages[i].tag) && verify_failures++ == 0)
+                        fprintf(stderr, "slab-client: page %p holds the wrong data\n", (void *) wpages[i].p);
+}
+
+static void serve_report(void) {
+        struct family_stats r, u, b;
+        size_t r_pinned, nlru;
+
+        pthread_mutex_lock(&lru_lock);
+        serve_verify();
+        nlru = lru_n - lru_head;
+        r_pinned = distinct_pages(fam_r.v, fam_r.n, lru + lru_head, nlru);
+        family_stats(&fam_r, &r);
+        family_stats(&fam_u, &u);
+        family_stats(&fam_b, &b);
+        printf("report r_live=%zu u_live=%zu b_live=%zu b_slabs=%" PRIu64 " lru=%zu r_bytes=%" PRIu64 " u_bytes=%" PRIu64 " r_slabs=%" PRIu64
+               " u_slabs=%" PRIu64 " r_pinned=%zu u_pinned=%zu r_empty=%" PRIu64 " u_empty=%" PRIu64
+               " r_cpu=%" PRIu64 " u_cpu=%" PRIu64 " r_freed=%" PRIu64 " u_freed=%" PRIu64 " app=%zu pages=%" PRId64
+               " stock=%" PRId64 " slab_r=%" PRId64 " slab_u=%" PRId64 " lru_scans=%lu lru_freed=%lu max=%lu oom=%lu"
+               " verify=%s\n",
+               fam_r.n, fam_u.n, fam_b.n, b.slabs, nlru, r.bytes, u.bytes, r.slabs, u.slabs, r_pinned,
+               distinct_pages(fam_u.v, fam_u.n, NULL, 0), r.empty, u.empty, r.cpu, u.cpu, r.freed, u.freed,
+               nwpages, region_stat(MB_STAT_PAGES), region_stat(MB_STAT_STOCK),
+               region_stat(MB_STAT_SLAB_RECLAIMABLE), region_stat(MB_STAT_SLAB_UNRECLAIMABLE), lru_scans, lru_freed,
+               __atomic_load_n(&ev_max, __ATOMIC_RELAXED), __atomic_load_n(&ev_oom, __ATOMIC_RELAXED),
+               verify_failures ? "FAILED" : "ok");
+        pthread_mutex_unlock(&lru_lock);
+}
+
+static void serve_event(mb_client *c, const char *event, uint64_t count, void *userdata) {
+        (void) c;
+        (void) count;
+        (void) userdata;
+        if (strcmp(event, "max") == 0)
+                __atomic_fetch_add(&ev_max, 1, __ATOMIC_RELAXED);
+        else if (strcmp(event, "oom") == 0)
+                __atomic_fetch_add(&ev_oom, 1, __ATOMIC_RELAXED);
+}
+
+static void family_create(struct family *f, unsigned flags) {
+        for (uint32_t k = 0; k < f->ncaches; k++) {
+                char name[32];
+
+                snprintf(name, sizeof(name), "%c-%zu", f->name, f->sizes[k]);
+                f->caches[k] = mb_cache_create(client, name, f->sizes[k], 0, flags, NULL);
+                CHECK(f->caches[k], "mb_cache_create(%s): %s", name, mb_last_error());
+        }
+}
+
+static void family_destroy(struct family *f) {
+        for (uint32_t k = 0; k < f->ncaches; k++) {
+                struct mb_cache_stats st;
+
+                CHECK(mb_cache_stats(f->caches[k], &st) == 0, "mb_cache_stats");
+                CHECK(st.errors == 0, "cache %s reported %" PRIu64 " errors", st.name, st.errors);
+                CHECK(mb_cache_destroy(f->caches[k]) == 0, "cache %s destroyed with live objects", st.name);
+        }
+        free(f->v);
+}
+
+static int cmd_serve(void) {
+        char line[256];
+
+        CHECK(mb_set_event_callback(client, serve_event, NULL) == 0, "mb_set_event_callback");
+        family_create(&fam_r, MB_CACHE_RECLAIMABLE);
+        family_create(&fam_u, 0);
+        family_create(&fam_b, 0);
+        for (uint32_t k = 0; k < NFAMILY; k++) {
+                struct mb_cache_stats st;
+
+                CHECK(mb_cache_stats(fam_r.caches[k], &st) == 0, "mb_cache_stats");
+                r_objects_per_slab[k] = st.objects_per_slab;
+        }
+        lru_shrinker = (struct mb_shrinker) { .count = lru_count, .scan = lru_scan };
+        CHECK(mb_register_shrinker(client, &lru_shrinker) == 0, "mb_register_shrinker: %s", mb_last_error());
+        print_debug_flag(fam_r.caches[0]);
+        printf("ready\n");
+        fflush(stdout);
+
+        while (fgets(line, sizeof(line), stdin)) {
+                char cmd[16] = "", which[4] = "";
+                unsigned long n = 0;
+                struct family *f;
+
+                if (sscanf(line, "%15s %3s %lu", cmd, which, &n) == 3 &&
+                    (strcmp(cmd, "fill") == 0 || strcmp(cmd, "free") == 0) &&
+                    (strcmp(which, "r") == 0 || strcmp(which, "u") == 0 || strcmp(which, "b") == 0)) {
+                        f = which[0] == 'r' ? &fam_r : which[0] == 'u' ? &fam_u : &fam_b;
+                        if (cmd[1] == 'i')
+                                serve_fill(f, n);
+                        else
+                                printf("free ok %zu\n", family_free(f, n));
+                } else if (sscanf(line, "lru %lu", &n) == 1)
+                        serve_lru(n);
+                else if (sscanf(line, "pages %lu", &n) == 1)
+                        serve_pages(n);
+                else if (sscanf(line, "unpages %lu", &n) == 1)
+                        serve_unpages(n);
+                else if (strcmp(line, "drain\n") == 0) {
+                        mb_slab_drain(client);
+                        printf("drain ok\n");
+                } else if (strcmp(line, "report\n") == 0)
+                        serve_report();
+                else if (strcmp(line, "quit\n") == 0)
+                        break;
+                else
+                        printf("error unknown command %s", line);
+                fflush(stdout);
+        }
+
+        CHECK(mb_unregister_shrinker(client, &lru_shrinker) == 0, "mb_unregister_shrinker");
+        serve_verify();
+        while (lru_head < lru_n) {
+                struct sobj *o = &lru[lru_head++];
+
+                mb_cache_free(fam_r.caches[o->cache], o->p);
+        }
+        free(lru);
+        (void) family_free(&fam_r, SIZE_MAX);
+        (void) family_free(&fam_u, SIZE_MAX);
+        (void) family_free(&fam_b, SIZE_MAX);
+        family_destroy(&fam_r);
+        family_destroy(&fam_u);
+        family_destroy(&fam_b);
+        for (size_t i = 0; i < nwpages; i++)
+                CHECK(mb_page_free(client, wpages[i].p) == 0, "mb_page_free: %s", mb_last_error());
+        free(wpages);
+        printf("bye verify=%s\n", verify_failures ? "FAILED" : "ok");
+        fflush(stdout);
+        return verify_failures ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
         const char *cmd;
         int r;
@@ -538,6 +978,8 @@ int main(int argc, char **argv) {
                 r = cmd_hold();
         else if (strcmp(cmd, "destroy-live") == 0)
                 r = cmd_destroy_live();
+        else if (strcmp(cmd, "serve") == 0)
+                r = cmd_serve();
         else {
                 fprintf(stderr, "unknown command %s\n", cmd);
                 r = 2;

@@ -28,3 +28,36 @@ slab_client() {
 slab_expect_debug() {
         grep -qx "debug=$1" "$MB_TMP/out" || fail "caches did not run with debug=$1"
 }
+
+# The reclaim tests (test-slab-reclaim-*.sh) drive "slab-client serve"
+# through a FIFO with the pc/pc_field/pc_quit helpers of pressure-lib.sh
+# (source lib.sh's siblings broker-lib.sh, bus-lib.sh and pressure-lib.sh
+# after this file).
+#
+# sc_start NAME TENANT : a slab-client serve on TENANT, reading commands
+# from $MB_TMP/NAME.in and answering in $MB_TMP/NAME.out
+sc_start() {
+        local name=$1 tenant=$2
+        rm -f "$MB_TMP/$name.in"
+        mkfifo "$MB_TMP/$name.in"
+        "$SLAB_CLIENT" "$MB_SOCK" "$tenant" serve <>"$MB_TMP/$name.in" \
+                >"$MB_TMP/$name.out" 2>"$MB_TMP/$name.err" &
+        PC_PID[$name]=$!
+        MB_CHILDREN+=($!)
+        wait_for 20 grep -q '^ready' "$MB_TMP/$name.out" ||
+                { cat "$MB_TMP/$name.err"; fail "slab-client serve $name did not attach to $tenant"; }
+        grep -qx "debug=${MEMBROKER_SLAB_DEBUG:-0}" "$MB_TMP/$name.out" ||
+                fail "slab-client $name: caches did not run with debug=${MEMBROKER_SLAB_DEBUG:-0}"
+}
+
+# sc_report NAME : one "report" line into SC[KEY]=VALUE (one round trip, so
+# that the figures belong together); fails unless verify=ok
+declare -A SC=()
+sc_report() {
+        local line kv
+        line=$(pc "$1" report)
+        [ "${line%% *}" = report ] || fail "slab-client $1: report answered '$line'"
+        SC=()
+        for kv in ${line#report }; do SC[${kv%%=*}]=${kv#*=}; done
+        [ "${SC[verify]}" = ok ] || fail "slab-client $1: live objects or pages corrupted ($line)"
+}

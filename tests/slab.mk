@@ -27,7 +27,11 @@ SLAB_INTEGRATION_TESTS = \
 	tests/test-slab-debug.sh \
 	tests/test-slab-destroy.sh \
 	tests/test-slab-debug-env.sh \
-	tests/test-slab-norseq.sh
+	tests/test-slab-norseq.sh \
+	tests/test-slab-reclaim-proactive.sh \
+	tests/test-slab-reclaim-max.sh \
+	tests/test-slab-reclaim-unreclaimable.sh \
+	tests/test-slab-reclaim-debug.sh
 TESTS += $(SLAB_INTEGRATION_TESTS)
 dist_check_SCRIPTS += $(SLAB_INTEGRATION_TESTS)
 EXTRA_DIST += tests/slab-lib.sh
