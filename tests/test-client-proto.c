@@ -187,7 +187,9 @@ static void fake_welcome(struct fake *f) {
 }
 
 /* Answer one Charge with the next pages of the arena. */
-static void fake_grant(struct fake *f) {
+/* Answer the next Charge with a Grant of all its pages, or (@need_only)
+ * only the pages it says it needs. */
+static void fake_grant_pages(struct fake *f, bool need_only) {
         Mb__Msg *c = fake_expect(f, MB__MSG__BODY_CHARGE);
         Mb__Grant g = MB__GRANT__INIT;
         Mb__Extent e = MB__EXTENT__INIT, *ep = &e;
@@ -196,8 +198,8 @@ static void fake_grant(struct fake *f) {
         if (!c)
                 return;
         e.start = f->next_page;
-        e.count = c->charge->pages;
-        f->next_page += c->charge->pages;
+        e.count = need_only && c->charge->has_need ? c->charge->need : c->charge->pages;
+        f->next_page += e.count;
         g.seq = c->charge->seq;
         g.n_extents = 1;
         g.extents = &ep;
@@ -205,6 +207,10 @@ static void fake_grant(struct fake *f) {
         m.grant = &g;
         fake_send(f, &m, NULL, 0);
         mb__msg__free_unpacked(c, NULL);
+}
+
+static void fake_grant(struct fake *f) {
+        fake_grant_pages(f, false);
 }
 
 static void fake_error(struct fake *f, bool has_seq, uint32_t seq, int code, const char *reason) {
@@ -533,30 +539,6 @@ END_TEST
 
 /* ---- errors ---- */
 
-/* Grant only what the Charge needs (Charge.need): what the daemon does
- * when the batch does not fit under a limit but the need does. */
-static void fake_grant_need(struct fake *f) {
-        Mb__Msg *c = fake_expect(f, MB__MSG__BODY_CHARGE);
-        Mb__Grant g = MB__GRANT__INIT;
-        Mb__Extent e = MB__EXTENT__INIT, *ep = &e;
-        Mb__Msg m = MB__MSG__INIT;
-
-        if (!c)
-                return;
-        if (!c->charge->has_need || c->charge->need != 1)
-                fake_fail(f, "a charge of a batch for one page does not say it needs one");
-        e.start = f->next_page;
-        e.count = c->charge->need;
-        f->next_page += e.count;
-        g.seq = c->charge->seq;
-        g.n_extents = 1;
-        g.extents = &ep;
-        m.body_case = MB__MSG__BODY_GRANT;
-        m.grant = &g;
-        fake_send(f, &m, NULL, 0);
-        mb__msg__free_unpacked(c, NULL);
-}
-
 static void script_enomem_then_grant(struct fake *f) {
         /* One Charge: a batch that needs one page (the daemon falls back
          * to the need, as try_charge does); no second try by the client. */
@@ -568,7 +550,9 @@ static void script_enomem_then_grant(struct fake *f) {
                 fake_fail(f, "unexpected charge size");
         fake_error(f, true, c->charge->seq, ENOMEM, "charge to fake/tenant failed: fake at max");
         mb__msg__free_unpacked(c, NULL);
-        fake_grant_need(f);
+        /* What the daemon does when the batch does not fit but the need
+         * does: a Grant of the need only. */
+        fake_grant_pages(f, true);
         fake_drain_until_eof(f);
 }
 
