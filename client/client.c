@@ -125,6 +125,7 @@ struct mb_client {
         int broken;                    /* negative errno once the session is lost (atomic reads) */
         char *broken_reason;
         bool closing;
+        bool thread_running;           /* client_thread() has started (io_lock) */
         pthread_mutex_t send_lock;     /* one frame at a time on the socket */
         uint64_t conn_gen;             /* connections so far: moves on at a reconnection */
         pthread_mutex_t held_lock;     /* the held bitmap (reconnect.h) */
@@ -1193,6 +1194,8 @@ static void *client_thread(void *userdata) {
         mb_client *c = userdata;
 
         pthread_mutex_lock(&c->io_lock);
+        c->thread_running = true;
+        pthread_cond_broadcast(&c->io_cond);
         while (!c->closing) {
                 int r;
 
@@ -1754,6 +1757,13 @@ static int client_start_thread(mb_client *c) {
         }
         (void) pthread_setname_np(c->thread, "membroker");
         c->thread_started = true;
+        /* Return only once the thread runs: the C library (and a sanitizer's
+         * allocator) set a new thread up with locks of their own, and a
+         * fork() right after mb_connect() must not catch them held. */
+        pthread_mutex_lock(&c->io_lock);
+        while (!c->thread_running)
+                pthread_cond_wait(&c->io_cond, &c->io_lock);
+        pthread_mutex_unlock(&c->io_lock);
         return 0;
 }
 
