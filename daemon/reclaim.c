@@ -142,7 +142,7 @@ struct reclaim_job {
         struct reclaim_req **subs;
         size_t nsubs, subs_alloc;
 
-        /* Clients that gave less than asked: not asked again by this job. */
+        /* Clients that gave nothing: not asked again by this job. */
         uint64_t *dry;
         size_t ndry, dry_alloc;
 
@@ -558,7 +558,12 @@ static void req_resolve(struct reclaim_req *req, uint64_t pages) {
         if (j) {
                 (void) ptr_remove((void **) j->owned, &j->nowned, req);
                 j->round_got += pages;
-                if (!req->drain && pages < req->asked)
+                /* One that gave part of what was asked is asked again next
+                 * round, as shrink_slab() calls every shrinker again on
+                 * each pass of memory_reclaim()/try_charge_memcg(): what it
+                 * freed may have freed more (an LRU emptying slabs).  One
+                 * that gave nothing has nothing to give. */
+                if (!req->drain && pages == 0)
                         job_mark_dry(j, req->rc->client_id);
                 if (j->pending > 0 && --j->pending == 0)
                         job_kick(j);
@@ -664,8 +669,8 @@ static int plan_add(struct plan *p, struct reclaim_client *rc, struct tenant *t,
 }
 
 /* Whether @rc can be asked in this round: it holds pages, it did not give
- * less than asked earlier in this job, and it is not stalled on a request
- * it let time out.  Main thread (rc->outstanding). */
+ * nothing earlier in this job, and it is not stalled on a request it let
+ * time out.  Main thread (rc->outstanding). */
 static bool plan_client_usable(const struct plan *p, const struct reclaim_client *rc) {
         if (atomic_load_explicit(&rc->held, memory_order_relaxed) == 0 || atomic_load(&rc->gone))
                 return false;

@@ -134,6 +134,11 @@ sc_report a
 wait_for 10 stat_is slab_reclaimable "${SC[r_bytes]}" ||
         fail "slab_reclaimable is $(stat_value app slab_reclaimable), the client holds ${SC[r_bytes]}"
 pass "slab_reclaimable $lru_bytes -> ${SC[r_bytes]}; $got pages reclaimed, ${SC[lru_freed]} LRU objects freed"
+# One Reclaim is enough: a client that gave something is asked again in the
+# next round (as memory_reclaim() scans again while it makes progress), and
+# then the slab shrinker gives the slabs the LRU shrinker emptied.
+assert_eq 0 "${SC[r_empty]}" "empty reclaimable slabs left after one Reclaim of everything"
+assert_eq "${SC[r_pinned]}" "${SC[r_slabs]}" "reclaimable slab pages left = pages with live objects (after the LRU)"
 assert_eq "${R0[u_bytes]}" "${SC[u_bytes]}" "unreclaimable bytes unchanged"
 leak_check "after reclaiming the LRU"
 
