@@ -73,4 +73,14 @@ reload
 mb_dump_state
 ! grep -q '^state: tenant=busy ' "$MB_TMP/state.dump" || fail "busy was not removed after its client left"
 pass "busy removed after its client left"
+
+# A raised Capacity= applies to the root at once; the reload says that the
+# arenas that exist keep their size.
+mb_write_broker_conf "Capacity=128M"
+reload
+grep -q 'Capacity= raised: the arenas that exist keep their size' "$MB_TMP/daemon.log" ||
+        fail "no warning about the arenas at a raised Capacity="
+mb_dump_state
+assert_eq 32768 "$(mb_state / max)" "max of the root after Capacity=128M"
+pass "Capacity= raised at a reload, with the warning"
 mb_stop_clean
