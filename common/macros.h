@@ -70,3 +70,25 @@ static inline void fclosep(FILE **f) {
 static inline int negative_errno(void) {
         return errno > 0 ? -errno : -EIO;
 }
+
+/* Intrusive doubly linked lists of structs with `prev` and `next` members,
+ * headed by a plain pointer (systemd's LIST_PREPEND/LIST_REMOVE). */
+#define MB_LIST_PREPEND(head, item)                      \
+        do {                                             \
+                (item)->prev = NULL;                     \
+                (item)->next = (head);                   \
+                if (head)                                \
+                        (head)->prev = (item);           \
+                (head) = (item);                         \
+        } while (0)
+
+#define MB_LIST_REMOVE(head, item)                       \
+        do {                                             \
+                if ((item)->prev)                        \
+                        (item)->prev->next = (item)->next; \
+                else                                     \
+                        (head) = (item)->next;           \
+                if ((item)->next)                        \
+                        (item)->next->prev = (item)->prev; \
+                (item)->prev = (item)->next = NULL;      \
+        } while (0)

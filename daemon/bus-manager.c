@@ -236,45 +236,21 @@ static int method_remove_tenant(sd_bus_message *msg, void *userdata, sd_bus_erro
         return sd_bus_reply_method_return(msg, NULL);
 }
 
-static int method_set_tenant_limits(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        struct tenant *t;
-        int r;
+/* Manager methods that name a tenant first: resolve it, then do what the
+ * tenant object's method does (bus-tenant.c). */
+#define DEFINE_TENANT_METHOD(name, impl)                                                           \
+        static int method_##name(sd_bus_message *msg, void *userdata, sd_bus_error *error) {     \
+                struct tenant *t;                                                                \
+                int r = read_tenant(msg, userdata, &t, error);                                  \
+                                                                                                 \
+                return r < 0 ? r : bus_tenant_method_##impl(msg, userdata, t, error);           \
+        }
 
-        r = read_tenant(msg, userdata, &t, error);
-        if (r < 0)
-                return r;
-        return bus_tenant_method_set_limits(msg, userdata, t, error);
-}
-
-static int method_get_stat(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        struct tenant *t;
-        int r;
-
-        r = read_tenant(msg, userdata, &t, error);
-        if (r < 0)
-                return r;
-        return bus_tenant_method_get_stat(msg, userdata, t, error);
-}
-
-static int method_get_stat_text(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        struct tenant *t;
-        int r;
-
-        r = read_tenant(msg, userdata, &t, error);
-        if (r < 0)
-                return r;
-        return bus_tenant_method_get_stat_text(msg, userdata, t, error);
-}
-
-static int method_get_events(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        struct tenant *t;
-        int r;
-
-        r = read_tenant(msg, userdata, &t, error);
-        if (r < 0)
-                return r;
-        return bus_tenant_method_get_events(msg, userdata, t, error);
-}
+DEFINE_TENANT_METHOD(set_tenant_limits, set_limits)
+DEFINE_TENANT_METHOD(get_stat, get_stat)
+DEFINE_TENANT_METHOD(get_stat_text, get_stat_text)
+DEFINE_TENANT_METHOD(get_events, get_events)
+DEFINE_TENANT_METHOD(reclaim, reclaim)
 
 struct dump_ctx {
         struct manager *manager;
@@ -329,16 +305,6 @@ static int method_dump_stats(sd_bus_message *msg, void *userdata, sd_bus_error *
         if (r < 0)
                 return r;
         return sd_bus_send(NULL, reply, NULL);
-}
-
-static int method_reclaim(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        struct tenant *t;
-        int r;
-
-        r = read_tenant(msg, userdata, &t, error);
-        if (r < 0)
-                return r;
-        return bus_tenant_method_reclaim(msg, userdata, t, error);
 }
 
 static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {

@@ -1028,10 +1028,7 @@ int conn_new(struct worker *w, int fd) {
         bufferevent_set_timeouts(c->bev, &tv, NULL);
         bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 
-        c->next = w->conns;
-        if (w->conns)
-                w->conns->prev = c;
-        w->conns = c;
+        MB_LIST_PREPEND(w->conns, c);
         w->nconns++;
         log_debug("client %" PRIu64 " connected (pid %d, uid %u, gid %u)", c->client_id, (int) c->peer.pid,
                   (unsigned) c->peer.uid, (unsigned) c->peer.gid);
@@ -1097,12 +1094,7 @@ void conn_free(struct conn *c) {
         if (c->bev)
                 bufferevent_free(c->bev);
 
-        if (c->prev)
-                c->prev->next = c->next;
-        else
-                w->conns = c->next;
-        if (c->next)
-                c->next->prev = c->prev;
+        MB_LIST_REMOVE(w->conns, c);
         w->nconns--;
         free(c);
 }

@@ -396,10 +396,7 @@ int reclaim_client_attach(struct manager *m, struct worker *w, struct conn *c, s
         rc->pidfd = pidfd >= 0 ? fcntl(pidfd, F_DUPFD_CLOEXEC, 3) : -1;
 
         pthread_mutex_lock(&ts->lock);
-        rc->next = ts->clients;
-        if (ts->clients)
-                ts->clients->prev = rc;
-        ts->clients = rc;
+        MB_LIST_PREPEND(ts->clients, rc);
         rc->linked = true;
         pthread_mutex_unlock(&ts->lock);
 
@@ -417,13 +414,7 @@ void reclaim_client_detach(struct reclaim_client *rc) {
         ts = tenant_state_of(rc->tenant);
         pthread_mutex_lock(&ts->lock);
         if (rc->linked) {
-                if (rc->prev)
-                        rc->prev->next = rc->next;
-                else
-                        ts->clients = rc->next;
-                if (rc->next)
-                        rc->next->prev = rc->prev;
-                rc->prev = rc->next = NULL;
+                MB_LIST_REMOVE(ts->clients, rc);
                 rc->linked = false;
         }
         pthread_mutex_unlock(&ts->lock);
@@ -515,12 +506,7 @@ static void job_kick(struct reclaim_job *j) {
 static void req_free(struct reclaim_req *req) {
         struct reclaimer *r = req->r;
 
-        if (req->prev)
-                req->prev->next = req->next;
-        else
-                r->reqs = req->next;
-        if (req->next)
-                req->next->prev = req->prev;
+        MB_LIST_REMOVE(r->reqs, req);
         if (req->rc->outstanding == req)
                 req->rc->outstanding = NULL;
         rc_unref(req->rc);
@@ -591,10 +577,7 @@ static int req_send(struct reclaim_job *j, struct reclaim_client *rc, uint32_t a
         req->asked = asked;
         req->drain = drain;
         req->owner = j;
-        req->next = r->reqs;
-        if (r->reqs)
-                r->reqs->prev = req;
-        r->reqs = req;
+        MB_LIST_PREPEND(r->reqs, req);
         rc->outstanding = req;
         j->pending++;
         r->stats.requests++;
@@ -1291,10 +1274,7 @@ static struct reclaim_job *job_new(struct reclaimer *r, enum job_kind kind) {
                 free(j);
                 return NULL;
         }
-        j->next = r->jobs;
-        if (r->jobs)
-                r->jobs->prev = j;
-        r->jobs = j;
+        MB_LIST_PREPEND(r->jobs, j);
         r->stats.jobs++;
         return j;
 }
@@ -1302,12 +1282,7 @@ static struct reclaim_job *job_new(struct reclaimer *r, enum job_kind kind) {
 static void job_free(struct reclaim_job *j) {
         struct reclaimer *r = j->r;
 
-        if (j->prev)
-                j->prev->next = j->next;
-        else
-                r->jobs = j->next;
-        if (j->next)
-                j->next->prev = j->prev;
+        MB_LIST_REMOVE(r->jobs, j);
 
         /* Requests of a job that ends early stay with their clients. */
         while (j->nowned > 0) {
