@@ -85,21 +85,20 @@ mb_finish_load() {
         pass "client $1: $(grep verify= "$MB_TMP/$1.out" | tail -1)"
 }
 
-# mb_usage TENANT : MemoryCurrent of TENANT in bytes, over the bus
-mb_usage() {
+# mb_tenant_prop TENANT PROPERTY : a property of TENANT's object, over the
+# bus, without its type letter
+mb_tenant_prop() {
         local obj
         obj=$(mb_busctl call org.membroker1 /org/membroker1 org.membroker1.Manager GetTenant s "$1" |
               sed -e 's/^o "//' -e 's/"$//')
-        mb_busctl get-property org.membroker1 "$obj" org.membroker1.Tenant MemoryCurrent | sed 's/^t //'
+        mb_busctl get-property org.membroker1 "$obj" org.membroker1.Tenant "$2" | sed 's/^[a-z] //'
 }
 
-# mb_nclients TENANT : NClients of TENANT, over the bus
-mb_nclients() {
-        local obj
-        obj=$(mb_busctl call org.membroker1 /org/membroker1 org.membroker1.Manager GetTenant s "$1" |
-              sed -e 's/^o "//' -e 's/"$//')
-        mb_busctl get-property org.membroker1 "$obj" org.membroker1.Tenant NClients | sed 's/^u //'
-}
+# mb_usage TENANT : MemoryCurrent of TENANT in bytes
+mb_usage() { mb_tenant_prop "$1" MemoryCurrent; }
+
+# mb_nclients TENANT : NClients of TENANT
+mb_nclients() { mb_tenant_prop "$1" NClients; }
 
 # mb_has_clients TENANT : true when TENANT has a client
 mb_has_clients() { [ "$(mb_nclients "$1")" -ge 1 ]; }
@@ -170,9 +169,7 @@ mb_restart_scenario() {
                 assert_eq "${before[$i]}" "$(mb_usage "$t")" "usage of $t after the restart"
                 i=$((i + 1))
         done
-        assert_eq $((8 << 20)) "$(mb_busctl get-property org.membroker1 "$(mb_busctl call org.membroker1 \
-                /org/membroker1 org.membroker1.Manager GetTenant s rt | sed -e 's/^o "//' -e 's/"$//')" \
-                org.membroker1.Tenant MemoryMax | sed 's/^t //')" "runtime MemoryMax of the run-time tenant"
+        assert_eq $((8 << 20)) "$(mb_tenant_prop rt MemoryMax)" "runtime MemoryMax of the run-time tenant"
 
         # New allocations work, in a new client and in the churning one.
         "$MEMBROKER_LOAD" --socket "$MB_SOCK" --tenant a --hold 2M --seconds 0 >"$MB_TMP/new.out" 2>&1 ||
