@@ -152,6 +152,6 @@ void bus_effective_protection(struct manager *m, struct tenant *t, uint64_t *ret
 void bus_tree_unlockp(struct manager **m);
 void bus_stats_unlockp(struct manager **m);
 #define BUS_TREE_RDLOCK(m) \
-        _cleanup_(bus_tree_unlockp) struct manager *_tree_locked_ = (pthread_rwlock_rdlock(&(m)->tree_lock), (m))
+        _cleanup_(bus_tree_unlockp) _unused_ struct manager *_tree_locked_ = (pthread_rwlock_rdlock(&(m)->tree_lock), (m))
 #define BUS_STATS_LOCK(m) \
-        _cleanup_(bus_stats_unlockp) struct manager *_stats_locked_ = (pthread_mutex_lock(&(m)->stats_lock), (m))
+        _cleanup_(bus_stats_unlockp) _unused_ struct manager *_stats_locked_ = (pthread_mutex_lock(&(m)->stats_lock), (m))

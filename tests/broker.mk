@@ -38,5 +38,11 @@ nodist_tests_fuzz_wire_SOURCES = proto/membroker.pb-c.c proto/membroker.pb-c.h
 tests_fuzz_wire_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) -fsanitize=fuzzer,address,undefined
 tests_fuzz_wire_LDFLAGS = $(AM_LDFLAGS) -fsanitize=fuzzer,address,undefined
 tests_fuzz_wire_LDADD = $(PROTOBUF_C_LIBS)
+check_PROGRAMS += tests/fuzz-wire-seeds
+tests_fuzz_wire_seeds_SOURCES = tests/fuzz-wire-seeds.c proto/wire.c proto/wire.h
+nodist_tests_fuzz_wire_seeds_SOURCES = proto/membroker.pb-c.c proto/membroker.pb-c.h
+tests_fuzz_wire_seeds_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_fuzz_wire_seeds_LDADD = $(PROTOBUF_C_LIBS)
+TESTS += tests/test-fuzz-wire.sh
 endif
-EXTRA_DIST += tests/fuzz-wire.c
+EXTRA_DIST += tests/fuzz-wire.c tests/fuzz-wire-seeds.c tests/test-fuzz-wire.sh

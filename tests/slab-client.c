@@ -831,7 +831,7 @@ static void serve_report(void) {
         pthread_mutex_lock(&lru_lock);
         serve_verify();
         nlru = lru_n - lru_head;
-        r_pinned = distinct_pages(fam_r.v, fam_r.n, lru + lru_head, nlru);
+        r_pinned = distinct_pages(fam_r.v, fam_r.n, lru ? lru + lru_head : NULL, nlru);
         family_stats(&fam_r, &r);
         family_stats(&fam_u, &u);
         family_stats(&fam_b, &b);

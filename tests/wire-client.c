@@ -76,7 +76,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static volatile sig_atomic_t stop;
 
-static void die(const char *what) {
+static _Noreturn void die(const char *what) {
         fprintf(stderr, "wire-client: %s: %s\n", what, strerror(errno));
         exit(2);
 }
