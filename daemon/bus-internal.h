@@ -46,6 +46,9 @@ struct bus_state {
         struct event *timer; /* sd_bus_get_timeout() */
         short io_events;     /* EV_READ/EV_WRITE currently armed */
         bool io_added;
+        struct event *retry; /* reconnection after the connection was lost */
+        uint64_t retry_usec; /* the next interval (doubles) */
+        unsigned retries;    /* failed attempts since the loss */
 };
 
 /* Re-arm the libevent events after messages were queued outside

@@ -12,8 +12,11 @@
  * sd_bus_process() (signals, asynchronous replies) calls bus_kick().  There
  * is no second loop and no thread: the connection belongs to the main thread.
  *
- * When the bus connection is lost the broker goes on serving its clients;
- * only the D-Bus API is gone (logged).
+ * When the bus connection is lost (the bus daemon restarted or dropped us)
+ * the broker goes on serving its clients and reconnects, first after
+ * BUS_RECONNECT_MIN_USEC and then at doubling intervals up to
+ * BUS_RECONNECT_MAX_USEC, registering its objects and requesting the name
+ * again; the D-Bus API is missing only in between (logged both ways).
  */
 #include <errno.h>
 #include <poll.h>
@@ -32,6 +35,8 @@
 #include "macros.h"
 
 #define BUS_PROCESS_BATCH 64
+#define BUS_RECONNECT_MIN_USEC (250u * 1000u)
+#define BUS_RECONNECT_MAX_USEC (30u * 1000u * 1000u)
 
 static const sd_bus_error_map bus_error_map[] = {
         SD_BUS_ERROR_MAP(BUS_ERROR_NO_SUCH_TENANT, ENOENT),
@@ -56,6 +61,8 @@ static bool bus_is_up(struct manager *m) {
 }
 
 static void bus_dispatch(evutil_socket_t fd, short what, void *userdata);
+static const char *bus_kind_name(const struct manager *m);
+static int bus_open(struct manager *m, bool quiet);
 
 /* Stop watching the connection (lost, or shutting down). */
 static void bus_unhook(struct bus_state *s) {
@@ -70,11 +77,30 @@ static void bus_unhook(struct bus_state *s) {
         s->io_added = false;
 }
 
+static void bus_retry_arm(struct bus_state *s) {
+        struct timeval tv = {
+                .tv_sec = (time_t) (s->retry_usec / 1000000u),
+                .tv_usec = (suseconds_t) (s->retry_usec % 1000000u),
+        };
+
+        if (evtimer_add(s->retry, &tv) < 0)
+                log_error("cannot arm the bus reconnection timer; the D-Bus API stays gone");
+}
+
+/* The connection is gone: stop watching it and try again later.  The
+ * connection is only closed here, not freed: this may run inside
+ * sd_bus_process() (a handler's bus_kick()); bus_retry() frees it from the
+ * loop. */
 static void bus_lost(struct manager *m, int r) {
-        log_error("lost the bus connection (%s); the D-Bus API is gone, clients are still served",
-                strerror(-r));
-        bus_unhook(m->bus);
-        sd_bus_close(m->bus->bus);
+        struct bus_state *s = m->bus;
+
+        log_error("lost the connection to %s (%s); clients are still served, reconnecting",
+                  bus_kind_name(m), strerror(-r));
+        bus_unhook(s);
+        sd_bus_close(s->bus);
+        s->retry_usec = BUS_RECONNECT_MIN_USEC;
+        s->retries = 0;
+        bus_retry_arm(s);
 }
 
 /* Re-arm the fd event and the timer from sd-bus' current wishes. */
@@ -167,8 +193,55 @@ void bus_kick(struct manager *m) {
                 bus_lost(m, r);
 }
 
-static int bus_connect(struct manager *m, sd_bus **ret) {
+/* @address without its guid= keys: a bus daemon that restarted has a new
+ * guid, and sd-bus refuses a server whose guid differs from the address'.
+ * Transports are separated by ';', keys by ','.  NULL on ENOMEM. */
+static char *bus_address_without_guid(const char *address) {
+        char *out = malloc(strlen(address) + 1), *o = out;
+        const char *p = address;
+
+        if (!out)
+                return NULL;
+        while (*p) {
+                size_t t = strcspn(p, ";"), colon = strcspn(p, ":");
+                const char *end = p + t, *k;
+                bool first = true;
+
+                if (colon < t) {
+                        /* the transport name and its ':' */
+                        memcpy(o, p, colon + 1);
+                        o += colon + 1;
+                        for (k = p + colon + 1; k < end;) {
+                                size_t n = strcspn(k, ",;");
+
+                                if (k + n > end)
+                                        n = (size_t) (end - k);
+                                if (n > 0 && strncmp(k, "guid=", 5) != 0) {
+                                        if (!first)
+                                                *o++ = ',';
+                                        memcpy(o, k, n);
+                                        o += n;
+                                        first = false;
+                                }
+                                k += n;
+                                if (k < end && *k == ',')
+                                        k++;
+                        }
+                } else {
+                        memcpy(o, p, t);
+                        o += t;
+                }
+                p = end;
+                if (*p == ';')
+                        *o++ = *p++;
+        }
+        *o = '\0';
+        return out;
+}
+
+static int bus_connect(struct manager *m, bool reconnecting, sd_bus **ret) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(freep) char *address = NULL;
         int r;
 
         switch (m->bus_kind) {
@@ -181,11 +254,16 @@ static int bus_connect(struct manager *m, sd_bus **ret) {
         case MANAGER_BUS_ADDRESS:
                 if (!m->bus_address)
                         return -EINVAL;
+                if (reconnecting) {
+                        address = bus_address_without_guid(m->bus_address);
+                        if (!address)
+                                return -ENOMEM;
+                }
                 r = sd_bus_new(&bus);
                 if (r < 0)
                         return r;
                 (void) sd_bus_set_description(bus, "membrokerd");
-                r = sd_bus_set_address(bus, m->bus_address);
+                r = sd_bus_set_address(bus, address ? address : m->bus_address);
                 if (r < 0)
                         return r;
                 r = sd_bus_set_bus_client(bus, true);
@@ -215,23 +293,18 @@ static const char *bus_kind_name(const struct manager *m) {
         }
 }
 
-int bus_setup(struct manager *m) {
+/* Connect, register the objects, request the name and hook the connection
+ * into the loop.  m->bus exists; m->bus->bus is NULL.  @quiet: a failure to
+ * connect is expected (reconnecting) and logged by the caller. */
+static int bus_open(struct manager *m, bool quiet) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-        struct bus_state *s;
+        struct bus_state *s = m->bus;
         int r;
 
-        if (m->bus_kind == MANAGER_BUS_NONE)
-                return 0;
-        if (m->bus)
-                return -EALREADY;
-
-        r = sd_bus_error_add_map(bus_error_map);
-        if (r < 0)
-                return r;
-
-        r = bus_connect(m, &bus);
+        r = bus_connect(m, quiet, &bus);
         if (r < 0) {
-                log_error("cannot connect to %s: %s", bus_kind_name(m), strerror(-r));
+                log_full_errno(quiet ? LOG_DEBUG : LOG_ERR, 0, "cannot connect to %s: %s", bus_kind_name(m),
+                               strerror(-r));
                 return r;
         }
 
@@ -260,32 +333,84 @@ int bus_setup(struct manager *m) {
                 return r;
         }
 
-        s = calloc(1, sizeof *s);
-        if (!s)
-                return -ENOMEM;
-        s->manager = m;
         s->io = event_new(m->base, -1, 0, bus_dispatch, m);
         s->timer = evtimer_new(m->base, bus_dispatch, m);
         if (!s->io || !s->timer) {
                 bus_unhook(s);
-                free(s);
                 return -ENOMEM;
         }
         s->bus = TAKE_PTR(bus);
-        m->bus = s;
 
         r = bus_rearm(m);
         if (r < 0) {
                 log_error("cannot watch the bus connection: %s", strerror(-r));
-                bus_free(m);
+                bus_unhook(s);
+                s->bus = sd_bus_flush_close_unref(s->bus);
                 return r;
         }
-        log_info("%s on %s", BUS_NAME, bus_kind_name(m));
         return 0;
 
 fail_register:
         log_error("cannot register the D-Bus objects: %s", strerror(-r));
         return r;
+}
+
+/* The reconnection timer: free the old connection, open a new one, or try
+ * again later (the interval doubles up to BUS_RECONNECT_MAX_USEC). */
+static void bus_retry(evutil_socket_t fd, short what, void *userdata) {
+        struct manager *m = userdata;
+        struct bus_state *s = m->bus;
+        int r;
+
+        (void) fd;
+        (void) what;
+        if (s->bus)
+                s->bus = sd_bus_flush_close_unref(s->bus);
+        r = bus_open(m, true);
+        if (r < 0) {
+                if (s->retries++ == 0)
+                        log_warning("%s is not back yet (%s); retrying every %u s at most", bus_kind_name(m),
+                                    strerror(-r), BUS_RECONNECT_MAX_USEC / 1000000u);
+                s->retry_usec = MB_MIN(2 * s->retry_usec, (uint64_t) BUS_RECONNECT_MAX_USEC);
+                bus_retry_arm(s);
+                return;
+        }
+        log_info("reconnected to %s after %u attempt%s; %s is back", bus_kind_name(m), s->retries + 1,
+                 s->retries == 0 ? "" : "s", BUS_NAME);
+        s->retries = 0;
+}
+
+int bus_setup(struct manager *m) {
+        struct bus_state *s;
+        int r;
+
+        if (m->bus_kind == MANAGER_BUS_NONE)
+                return 0;
+        if (m->bus)
+                return -EALREADY;
+
+        r = sd_bus_error_add_map(bus_error_map);
+        if (r < 0)
+                return r;
+
+        s = calloc(1, sizeof *s);
+        if (!s)
+                return -ENOMEM;
+        s->manager = m;
+        s->retry = evtimer_new(m->base, bus_retry, m);
+        if (!s->retry) {
+                free(s);
+                return -ENOMEM;
+        }
+        m->bus = s;
+
+        r = bus_open(m, false);
+        if (r < 0) {
+                bus_free(m);
+                return r;
+        }
+        log_info("%s on %s", BUS_NAME, bus_kind_name(m));
+        return 0;
 }
 
 void bus_free(struct manager *m) {
@@ -295,6 +420,8 @@ void bus_free(struct manager *m) {
                 return;
         s = m->bus;
         bus_unhook(s);
+        if (s->retry)
+                event_free(s->retry);
         if (s->bus)
                 sd_bus_flush_close_unref(s->bus);
         free(s);

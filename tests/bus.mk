@@ -16,6 +16,7 @@ bus_tests = \
 	tests/test-bus-loop.sh \
 	tests/test-bus-reload.sh \
 	tests/test-bus-options.sh \
+	tests/test-bus-reconnect.sh \
 	tests/test-ctl-status.sh \
 	tests/test-ctl-tree.sh \
 	tests/test-ctl-stat.sh \
