@@ -3,19 +3,24 @@
  * stats.c - table 6, statistics (seeds 001 and 004), on the real accounting
  * core (libmbcore: tenant tree, rstat).
  *
- * 6a: 10,000 tenants (100 parents of 99 leaves each), every tenant with a
- *     stats source of one slot per possible CPU, as a connected client would
+ * 6a: 10,000 tenants (100 parents of 99 leaves each), every leaf with a
+ *     stats region of one slot per possible CPU, as a connected client would
  *     have; 1% of the leaves (100, a fixed pseudo-random choice) write their
- *     slots, then one tenant's stat is read.  A read does what the daemon
- *     does before serving a stat (manager_stats_refresh()): poll the sources
- *     in the subtree read, then flush that subtree.  The "full flush" row is
- *     what a flush costs without the updated tree: every tenant folded.
- *     Work = nodes the flush visited (rstat_flush()'s count) and sources
- *     polled; time per read.
+ *     slots and mark their region dirty as libmembroker does, then one
+ *     tenant's stat is read.  A read does what the daemon does before
+ *     serving a stat (manager_stats_refresh()): poll the sources in the
+ *     subtree read (rstat_poll_source(): one read of the dirty word per
+ *     unchanged source), then flush that subtree.  One row reads the root
+ *     polling every slot instead (rstat_poll_source_full(), what the periodic
+ *     flush does, and what every poll did before the dirty word).  The "full
+ *     flush" row is what a flush costs without the updated tree: every slot
+ *     polled, every tenant folded.  Work = nodes the flush visited
+ *     (rstat_flush()'s count) and sources polled; time per read.
  *
  * 6b: local (non-hierarchical) stats of 1,000 tenants, 1% changed: read
  *     from the counters rstat maintains (after the poll + flush a read
- *     needs), vs summing every per-CPU slot of every tenant (what the kernel
+ *     needs; the poll by dirty word, and for comparison by walking every
+ *     slot), vs summing every per-CPU slot of every tenant (what the kernel
  *     did before seed 001).  Slots per source: this machine's CPUs, and 64
  *     and 256 to show how both scale with the CPU count (the seed measured
  *     on 256 CPUs).
@@ -60,7 +65,8 @@ struct world {
         size_t ntenants; /* without the root */
         struct tenant **t;
         struct rstat_source **src;
-        struct mb_stat_slot **slots;
+        struct mb_stats_region **region; /* one per leaf, NULL for parents */
+        struct mb_stat_slot **slots;     /* region[k]->slot */
         size_t *changed; /* indexes into t[] */
         size_t nchanged;
         unsigned nparents, nleaves;
@@ -94,7 +100,8 @@ static void world_init(struct world *w, unsigned nparents, unsigned nleaves, uns
         w->t = calloc(n, sizeof(*w->t));
         w->src = calloc(n, sizeof(*w->src));
         w->slots = calloc(n, sizeof(*w->slots));
-        if (!w->t || !w->src || !w->slots)
+        w->region = calloc(n, sizeof(*w->region));
+        if (!w->t || !w->src || !w->slots || !w->region)
                 die("calloc", -ENOMEM);
 
         for (unsigned p = 0; p < nparents; p++)
@@ -108,15 +115,26 @@ static void world_init(struct world *w, unsigned nparents, unsigned nleaves, uns
                         r = tenant_create(w->tree, path, &w->t[k]);
                         if (r < 0)
                                 die("tenant_create", r);
-                        /* parents have children, so no clients: no source */
+                        /* parents have children, so no clients: no source.  A
+                         * leaf's region is set up as the daemon creates it
+                         * and libmembroker attaches to it. */
                         if (l > 0) {
-                                w->slots[k] = aligned_alloc(64, (size_t) nslots * sizeof(struct mb_stat_slot));
-                                if (!w->slots[k])
+                                size_t bytes = (size_t) mb_stats_region_bytes(nslots);
+                                struct mb_stats_region *region = aligned_alloc(64, bytes);
+
+                                if (!region)
                                         die("aligned_alloc", -ENOMEM);
-                                memset(w->slots[k], 0, (size_t) nslots * sizeof(struct mb_stat_slot));
-                                r = rstat_source_attach(&w->t[k]->rstat, w->slots[k], nslots, &w->src[k]);
+                                memset(region, 0, bytes);
+                                region->magic = MB_STATS_MAGIC;
+                                region->version = MB_STATS_VERSION;
+                                region->nslots = nslots;
+                                region->nitems = _MB_STAT_NR;
+                                r = rstat_source_attach_region(&w->t[k]->rstat, region, nslots, &w->src[k]);
                                 if (r < 0)
-                                        die("rstat_source_attach", r);
+                                        die("rstat_source_attach_region", r);
+                                mb_stats_region_writer_attach(region);
+                                w->region[k] = region;
+                                w->slots[k] = region->slot;
                         }
                         k++;
                 }
@@ -141,24 +159,32 @@ static void world_init(struct world *w, unsigned nparents, unsigned nleaves, uns
         }
 }
 
-/* What clients do on their fast path: write their slot (one CPU each). */
+/* What clients do on their fast path: write their slot (one CPU each) and
+ * mark their region dirty (libmembroker's stock_stat_dirty()). */
 static void world_write(struct world *w) {
         for (size_t i = 0; i < w->nchanged; i++) {
                 size_t k = w->changed[i];
-                struct mb_stat_slot *s = &w->slots[k][k % w->nslots];
+                unsigned cpu = (unsigned) (k % w->nslots);
+                struct mb_stat_slot *s = &w->slots[k][cpu];
 
                 mb_stat_slot_add(s, MB_STAT_PAGES, 1);
                 mb_stat_slot_add(s, MB_STAT_PGALLOC, 1);
+                mb_stats_region_mark_dirty(mb_stats_region_of_slot(s, cpu));
         }
 }
 
-/* Poll every source in the subtree of t[first .. first+count) */
-static uint64_t poll_range(struct world *w, size_t first, size_t count) {
+/* Poll every source in the subtree of t[first .. first+count): by the dirty
+ * word (what a read does), or walking every slot (@full: the periodic
+ * flush, and every poll before the dirty word). */
+static uint64_t poll_range(struct world *w, size_t first, size_t count, bool full) {
         uint64_t polled = 0;
 
         for (size_t k = first; k < first + count; k++)
                 if (w->src[k]) {
-                        rstat_poll_source(&w->tree->rstat, &w->t[k]->rstat, w->src[k]);
+                        if (full)
+                                rstat_poll_source_full(&w->tree->rstat, &w->t[k]->rstat, w->src[k]);
+                        else
+                                rstat_poll_source(&w->tree->rstat, &w->t[k]->rstat, w->src[k]);
                         polled++;
                 }
         return polled;
@@ -166,15 +192,17 @@ static uint64_t poll_range(struct world *w, size_t first, size_t count) {
 
 /* Bring the world back to "nothing pending". */
 static void world_settle(struct world *w) {
-        poll_range(w, 0, w->ntenants);
+        poll_range(w, 0, w->ntenants, true);
         rstat_flush(&w->tree->rstat, &w->tree->root->rstat);
 }
 
 enum read_kind {
-        READ_LEAF,   /* one changed leaf */
-        READ_PARENT, /* one parent with a changed leaf among its 99 */
-        READ_ROOT,   /* everything, with the updated tree */
-        READ_FULL,   /* everything, every tenant folded */
+        READ_LEAF,      /* one changed leaf */
+        READ_PARENT,    /* one parent with a changed leaf among its 99 */
+        READ_ROOT,      /* everything, with the updated tree */
+        READ_ROOT_WALK, /* the same, polling every slot of every source */
+        READ_FULL,      /* everything, every slot polled, every tenant folded */
+        _READ_NR,
 };
 
 struct read_ctx {
@@ -191,17 +219,20 @@ static uint64_t do_read(struct read_ctx *c) {
 
         switch (c->kind) {
         case READ_LEAF:
-                c->polled = poll_range(w, leaf, 1);
+                c->polled = poll_range(w, leaf, 1, false);
                 return c->nodes = rstat_flush(rt, &w->t[leaf]->rstat);
         case READ_PARENT:
-                c->polled = poll_range(w, parent, w->nleaves + 1);
+                c->polled = poll_range(w, parent, w->nleaves + 1, false);
                 return c->nodes = rstat_flush(rt, &w->t[parent]->rstat);
         case READ_ROOT:
-                c->polled = poll_range(w, 0, w->ntenants);
+                c->polled = poll_range(w, 0, w->ntenants, false);
                 return c->nodes = rstat_flush(rt, &w->tree->root->rstat);
+        case READ_ROOT_WALK:
         case READ_FULL:
-                c->polled = poll_range(w, 0, w->ntenants);
+                c->polled = poll_range(w, 0, w->ntenants, true);
                 return c->nodes = rstat_flush(rt, &w->tree->root->rstat);
+        case _READ_NR:
+                break;
         }
         return 0;
 }
@@ -226,9 +257,11 @@ static double read_run(void *ctx, uint64_t iters) {
 }
 
 enum local_kind {
-        LOCAL_MAINTAINED_POLL, /* poll 1,000 sources + flush + read local[] */
-        LOCAL_MAINTAINED,      /* flush + read local[] (writers marked themselves) */
+        LOCAL_MAINTAINED_POLL, /* poll 1,000 sources by dirty word + flush + read local[] */
+        LOCAL_MAINTAINED_WALK, /* poll 1,000 sources walking every slot + flush + read local[] */
+        LOCAL_MAINTAINED,      /* flush + read local[] (the changed nodes linked beforehand) */
         LOCAL_SUMMED,          /* sum every slot of every source */
+        _LOCAL_NR,
 };
 
 struct local_ctx {
@@ -247,14 +280,15 @@ static double local_run(void *ctx, uint64_t iters) {
                 uint64_t t0;
 
                 world_write(w);
-                if (c->kind == LOCAL_MAINTAINED) /* as if the writers had marked themselves */
+                if (c->kind == LOCAL_MAINTAINED) /* as if the writers had linked themselves */
                         for (size_t j = 0; j < w->nchanged; j++)
                                 rstat_poll_source(&w->tree->rstat, &w->t[w->changed[j]]->rstat,
                                                   w->src[w->changed[j]]);
                 t0 = bench_now_ns();
                 switch (c->kind) {
                 case LOCAL_MAINTAINED_POLL:
-                        poll_range(w, 0, w->ntenants);
+                case LOCAL_MAINTAINED_WALK:
+                        poll_range(w, 0, w->ntenants, c->kind == LOCAL_MAINTAINED_WALK);
                         /* fall through */
                 case LOCAL_MAINTAINED:
                         rstat_flush(&w->tree->rstat, &w->tree->root->rstat);
@@ -276,6 +310,8 @@ static double local_run(void *ctx, uint64_t iters) {
                                 }
                         }
                         break;
+                case _LOCAL_NR:
+                        break;
                 }
                 total += bench_now_ns() - t0;
                 world_settle(w);
@@ -294,7 +330,7 @@ static void callgrind_mode(void) {
         struct world w;
         struct read_ctx rc = { .w = &w };
         static const char *const names[] = { "read 1 changed leaf", "read 1 parent", "read root (updated tree)",
-                                              "full flush" };
+                                              "read root, every slot polled", "full flush" };
 
         world_init(&w, NPARENTS, NLEAVES_PER_PARENT, possible_cpus());
         world_settle(&w);
@@ -314,13 +350,14 @@ static void callgrind_mode(void) {
 int main(void) {
         struct bench_opts o;
         struct world w;
-        struct read_ctx rc[4];
-        struct bench_case rcases[4];
-        static const char *const rnames[] = {
+        struct read_ctx rc[_READ_NR];
+        struct bench_case rcases[_READ_NR];
+        static const char *const rnames[_READ_NR] = {
                 "read 1 changed leaf (poll 1 source, flush its subtree)",
                 "read 1 parent of 99 leaves, 1 changed (poll 99, flush subtree)",
                 "read the root (poll all, flush the updated tree)",
-                "full flush (poll all, fold every tenant)",
+                "read the root, polling every slot of every source (full walk)",
+                "full flush (poll every slot, fold every tenant)",
         };
         const char *cg = getenv("MB_BENCH_CALLGRIND");
         unsigned ncpus = possible_cpus();
@@ -337,23 +374,27 @@ int main(void) {
         world_init(&w, nparents, NLEAVES_PER_PARENT, ncpus);
         world_settle(&w);
 
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < _READ_NR; k++) {
                 rc[k] = (struct read_ctx) { .w = &w, .kind = (enum read_kind) k };
                 rcases[k] = (struct bench_case) { .name = rnames[k], .run = read_run, .ctx = &rc[k],
                                                   .max_iters = bench_count(&o, 1 << 14, 4) };
         }
-        bench_run(rcases, 4, &o);
+        bench_run(rcases, _READ_NR, &o);
 
         bench_table_begin("Table 6a: stat of one tenant among 10,000, 1% changed (seed 004)", NULL);
-        printf("%zu tenants (%u parents × %u leaves + parents), a stats source of %u slots "
-               "(possible CPUs) per leaf, %zu leaves (%d%%) wrote their slots before each read. "
-               "A read polls the sources of the subtree it reads and flushes that subtree "
+        printf("%zu tenants (%u parents × %u leaves + parents), a stats region of %u slots "
+               "(possible CPUs) per leaf, %zu leaves (%d%%) wrote their slots and marked their region "
+               "dirty before each read, as libmembroker does. "
+               "A read polls the sources of the subtree it reads (one read of the region's dirty "
+               "word each; when it was set, an exchange with 0 and a walk of the slots) and flushes that subtree "
                "(forced flush, as the daemon's manager_stats_refresh(…, force=true)). "
+               "The full-walk row polls every slot of every source instead, as the periodic flush "
+               "does (and every poll did before the dirty word). "
                "Times: wall µs around each read alone.\n\n",
                w.ntenants, nparents, NLEAVES_PER_PARENT, ncpus, w.nchanged, CHANGED_PERCENT);
         bench_table_columns("read", "sources polled", "nodes flushed", "µs/read (median)", "min–max",
                             "time ratio to the full flush", NULL);
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < _READ_NR; k++) {
                 char polled[32], nodes[32], ratio[96];
                 struct bench_case *c = &rcases[k];
 
@@ -385,27 +426,34 @@ int main(void) {
                              bench_fmt_ratio(buf[1], sizeof buf[1], time_ratio),
                              bench_fmt_ratio(buf[2], sizeof buf[2], ptime_ratio));
         }
+        if (!rcases[READ_ROOT].skip && !rcases[READ_ROOT_WALK].skip)
+                bench_note("- reading the root: polling by the dirty word is %s as fast as walking every slot "
+                           "(%u slots per source).",
+                           bench_fmt_ratio(buf[0], sizeof buf[0],
+                                           rcases[READ_ROOT_WALK].stat.median / rcases[READ_ROOT].stat.median),
+                           ncpus);
 
         /* 6b: local stats of 1,000 tenants */
         {
                 unsigned slot_counts[3] = { ncpus, 64, 256 };
                 unsigned nsc = o.quick ? 1 : 3;
                 struct world lw[3];
-                struct local_ctx lc[3][3];
-                struct bench_case lcases[9];
-                static const char *const kinds[] = {
-                        "maintained local counters (poll + flush + read)",
-                        "maintained local counters (flush + read; writers marked themselves)",
+                struct local_ctx lc[3][_LOCAL_NR];
+                struct bench_case lcases[3 * _LOCAL_NR];
+                static const char *const kinds[_LOCAL_NR] = {
+                        "maintained local counters (poll by dirty word + flush + read)",
+                        "maintained local counters (poll every slot + flush + read)",
+                        "maintained local counters (flush + read; no poll: changed tenants linked beforehand)",
                         "sum the per-CPU slots",
                 };
-                char names[9][128];
+                char names[3 * _LOCAL_NR][128];
                 size_t n = 0;
                 unsigned lparents = (unsigned) bench_count(&o, 10, 2);
 
                 for (unsigned s = 0; s < nsc; s++) {
                         world_init(&lw[s], lparents, NLEAVES_PER_PARENT, slot_counts[s]);
                         world_settle(&lw[s]);
-                        for (unsigned k = 0; k < 3; k++) {
+                        for (unsigned k = 0; k < _LOCAL_NR; k++) {
                                 lc[s][k] = (struct local_ctx) { .w = &lw[s], .kind = (enum local_kind) k };
                                 snprintf(names[n], sizeof names[n], "%u slots: %s", slot_counts[s], kinds[k]);
                                 lcases[n] = (struct bench_case) { .name = names[n], .run = local_run,
@@ -424,17 +472,23 @@ int main(void) {
                 bench_table_columns("slots: method", "µs/read of 1,000 (median)", "min–max",
                                     "ratio to summing, same slots", NULL);
                 for (unsigned s = 0; s < nsc; s++)
-                        for (unsigned k = 0; k < 3; k++)
-                                bench_table_row(&lcases[s * 3 + k], &lcases[s * 3 + 2]);
+                        for (unsigned k = 0; k < _LOCAL_NR; k++)
+                                bench_table_row(&lcases[s * _LOCAL_NR + k],
+                                                &lcases[s * _LOCAL_NR + LOCAL_SUMMED]);
                 putchar('\n');
                 for (unsigned s = 0; s < nsc; s++) {
-                        struct bench_case *m = &lcases[s * 3], *sum = &lcases[s * 3 + 2];
-                        if (m->skip || sum->skip)
+                        struct bench_case *m = &lcases[s * _LOCAL_NR + LOCAL_MAINTAINED_POLL];
+                        struct bench_case *walk = &lcases[s * _LOCAL_NR + LOCAL_MAINTAINED_WALK];
+                        struct bench_case *sum = &lcases[s * _LOCAL_NR + LOCAL_SUMMED];
+
+                        if (m->skip || sum->skip || walk->skip)
                                 continue;
-                        bench_note("- %u slots: maintained counters (as the daemon reads them) are %s as fast "
-                                   "as summing slots.",
+                        bench_note("- %u slots: maintained counters (as the daemon reads them, poll by dirty "
+                                   "word) are %s as fast as summing slots, and %s as fast as with a poll of "
+                                   "every slot.",
                                    slot_counts[s],
-                                   bench_fmt_ratio(buf[0], sizeof buf[0], sum->stat.median / m->stat.median));
+                                   bench_fmt_ratio(buf[0], sizeof buf[0], sum->stat.median / m->stat.median),
+                                   bench_fmt_ratio(buf[1], sizeof buf[1], walk->stat.median / m->stat.median));
                 }
         }
         return bench_finish();

@@ -345,6 +345,14 @@ static inline __attribute__((always_inline)) struct stock *client_stock_lock(con
         return client_stock_lock_slow(c);
 }
 
+/* After an update of @s's stats slot, stock lock held: mark the slot's
+ * region dirty for the daemon (mb_stats_abi.h).  The region is found from
+ * the slot, which the lock keeps consistent across a reconnection; a read
+ * of a shared line while the word is set, no fence. */
+static inline __attribute__((always_inline)) void stock_stat_dirty(const mb_client *c, const struct stock *s) {
+        mb_stats_region_mark_dirty(mb_stats_region_of_slot(s->slot, (unsigned) (s - c->stocks)));
+}
+
 /* Empty and disable every stock: the session is lost, and the daemon has
  * freed (or will free) every page this client held, stocked or not. */
 static void stocks_disable(mb_client *c) {
@@ -379,6 +387,7 @@ static size_t stocks_take_all(mb_client *c, void **out, size_t n) {
                         memcpy(out + got, s->pages + s->nr, take * sizeof(void *));
                         stock_slot_add(s->slot, MB_STAT_STOCK, -(int64_t) take);
                         stock_slot_updated(s->slot);
+                        stock_stat_dirty(c, s);
                 }
                 stock_unlock(s);
                 got += take;
@@ -396,6 +405,7 @@ static size_t stock_take_local(mb_client *c, void **out, size_t n) {
                 memcpy(out, s->pages + s->nr, take * sizeof(void *));
                 stock_slot_add(s->slot, MB_STAT_STOCK, -(int64_t) take);
                 stock_slot_updated(s->slot);
+                stock_stat_dirty(c, s);
         }
         stock_unlock(s);
         return take;
@@ -665,6 +675,8 @@ static int client_reconnect(mb_client *c) {
                 s->slot = &stats->slot[i];
                 stock_unlock(s);
         }
+        /* The new region's daemon learns of changes from its dirty word. */
+        mb_stats_region_writer_attach(stats);
         c->stats = stats;
         munmap(old, c->stats_bytes);
 
@@ -1318,6 +1330,7 @@ static int client_stock_put_locked(mb_client *c, void **pages, size_t n, size_t 
                 stock_slot_add(s->slot, MB_STAT_PGFREE, (int64_t) freed);
         }
         stock_slot_updated(s->slot);
+        stock_stat_dirty(c, s);
         stock_unlock(s);
 
         return client_uncharge_locked(c, back, nback, MB__UNCHARGE_REASON__UNCHARGE_FREE, true, false, 0);
@@ -1406,6 +1419,7 @@ static int client_alloc_slow(mb_client *c, void **out, size_t n) {
                 stock_slot_add(s->slot, MB_STAT_PAGES, (int64_t) n);
                 stock_slot_add(s->slot, MB_STAT_PGALLOC, (int64_t) n);
                 stock_slot_updated(s->slot);
+                stock_stat_dirty(c, s);
                 stock_unlock(s);
         }
 out:
@@ -1432,6 +1446,7 @@ static int client_free_slow(mb_client *c, void **pages, size_t n) {
                 stock_slot_add(s->slot, MB_STAT_PAGES, -(int64_t) n);
                 stock_slot_add(s->slot, MB_STAT_PGFREE, (int64_t) n);
                 stock_slot_updated(s->slot);
+                stock_stat_dirty(c, s);
                 stock_unlock(s);
                 return 0;
         }
@@ -1471,6 +1486,7 @@ void *mb_page_alloc(mb_client *c) {
                 void *p = s->pages[nr - 1];
 
                 stock_stat_use(s->slot, 1);
+                stock_stat_dirty(c, s);
                 stock_unlock_nr(s, nr - 1);
                 return p;
         }
@@ -1492,6 +1508,7 @@ int mb_page_alloc_bulk(mb_client *c, void **pages, size_t n) {
                 s->nr -= (uint32_t) n;
                 memcpy(pages, s->pages + s->nr, n * sizeof(void *));
                 stock_stat_use(s->slot, (int64_t) n);
+                stock_stat_dirty(c, s);
                 stock_unlock(s);
                 return 0;
         }
@@ -1521,6 +1538,7 @@ int mb_page_free(mb_client *c, void *page) {
         if (_likely_(nr < s->limit)) {
                 s->pages[nr] = page;
                 stock_stat_use(s->slot, -1);
+                stock_stat_dirty(c, s);
                 stock_unlock_nr(s, nr + 1);
                 return 0;
         }
@@ -1548,6 +1566,7 @@ int mb_page_free_bulk(mb_client *c, void **pages, size_t n) {
                 memcpy(s->pages + s->nr, pages, push * sizeof(void *));
                 s->nr += (uint32_t) push;
                 stock_stat_use(s->slot, -(int64_t) push);
+                stock_stat_dirty(c, s);
         }
         stock_unlock(s);
         if (_likely_(push == n))
@@ -1600,6 +1619,8 @@ static int client_map(mb_client *c, const Mb__Welcome *w, int arena_fd, int stat
                              c->stats->magic, c->stats->version, c->stats->nslots);
                 return -EPROTO;
         }
+        /* Every slot update marks the region dirty (stock_stat_dirty()). */
+        mb_stats_region_writer_attach(c->stats);
         return 0;
 }
 
@@ -2052,6 +2073,7 @@ void mb_client_stat_add(mb_client *c, enum mb_stat_item item, int64_t delta) {
                 return; /* the region is the parent's */
         s = client_stock_lock(c);
         mb_stat_slot_add(s->slot, item, delta);
+        stock_stat_dirty(c, s);
         stock_unlock(s);
 }
 

@@ -67,7 +67,7 @@ struct conn {
         uint64_t token;   /* identity across a daemon restart (restart.h) */
         bool claiming;    /* re-claiming after a restart: Claim messages follow */
 
-        struct mb_stats_region *stats; /* read-only mapping */
+        struct mb_stats_region *stats; /* mapping; the daemon writes only `dirty` */
         size_t stats_bytes;
         struct rstat_source *stats_src;
 
@@ -184,8 +184,11 @@ static void conn_memory_event(struct conn *c, struct tenant *t, enum mb_event ev
 static void conn_daemon_stat(struct conn *c, enum mb_stat_item item, int64_t delta) {
         struct tenant_state *ts = c->ts;
 
-        /* One slot per worker: this thread is its only writer. */
+        /* One slot per worker: this thread is its only writer.  The slots
+         * are a region of their own whose writers maintain the dirty word
+         * (tenant_state_prepare()). */
         mb_stat_slot_add(&ts->daemon_slots[c->w->index], item, delta);
+        mb_stats_region_mark_dirty(mb_stats_region_of_slot(ts->daemon_slots, 0));
 }
 
 /* ---- Hello ---- */
@@ -229,12 +232,28 @@ static int tenant_state_prepare(struct manager *m, struct tenant_state *ts) {
 
         pthread_mutex_lock(&ts->lock);
         if (!ts->daemon_slots) {
-                ts->daemon_slots = aligned_alloc(MB_CACHELINE_BYTES, sizeof(struct mb_stat_slot) * m->nworkers);
-                if (!ts->daemon_slots) {
+                /* A whole stats region (header + slots) in the daemon's own
+                 * memory, so that the workers maintain its dirty word like
+                 * clients do and a poll of an idle tenant reads one word,
+                 * not nworkers slots.  ts->daemon_slots points at the slots;
+                 * mb_stats_region_of_slot(ts->daemon_slots, 0) is what to
+                 * free. */
+                size_t bytes = (size_t) mb_stats_region_bytes(m->nworkers);
+                struct mb_stats_region *region = aligned_alloc(MB_CACHELINE_BYTES, bytes);
+
+                if (!region) {
                         r = -ENOMEM;
                         goto out;
                 }
-                memset(ts->daemon_slots, 0, sizeof(struct mb_stat_slot) * m->nworkers);
+                memset(region, 0, bytes);
+                *region = (struct mb_stats_region) {
+                        .magic = MB_STATS_MAGIC,
+                        .version = MB_STATS_VERSION,
+                        .nslots = m->nworkers,
+                        .nitems = _MB_STAT_NR,
+                };
+                mb_stats_region_writer_attach(region);
+                ts->daemon_slots = region->slot;
                 ts->ndaemon_slots = m->nworkers;
         }
         if (!ts->arena) {
@@ -271,8 +290,9 @@ static int stats_region_new(unsigned nslots, int *ret_fd, struct mb_stats_region
                 return -EIO;
         if (fcntl(fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0)
                 return -errno;
-        /* The daemon only reads the client's slots. */
-        p = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
+        /* The daemon only reads the client's slots; it writes the header's
+         * dirty word only (rstat_poll_source() clears it). */
+        p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (p == MAP_FAILED)
                 return -errno;
         *ret_fd = TAKE_FD(fd);
@@ -481,9 +501,10 @@ static void conn_hello(struct conn *c, const Mb__Hello *hello) {
 
         pthread_mutex_lock(&m->stats_lock);
         if (!ts->daemon_src)
-                r = rstat_source_attach(&t->rstat, ts->daemon_slots, ts->ndaemon_slots, &ts->daemon_src);
+                r = rstat_source_attach_region(&t->rstat, mb_stats_region_of_slot(ts->daemon_slots, 0),
+                                               ts->ndaemon_slots, &ts->daemon_src);
         if (r >= 0)
-                r = rstat_source_attach(&t->rstat, c->stats->slot, m->stats_slots, &c->stats_src);
+                r = rstat_source_attach_region(&t->rstat, c->stats, m->stats_slots, &c->stats_src);
         if (r >= 0 && !ts->active) {
                 ts->active = true;
                 ts->active_prev = NULL;

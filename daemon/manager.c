@@ -71,7 +71,8 @@ static void tenant_state_free_locked(struct manager *m, struct tenant_state *ts)
                 rstat_source_detach(&m->tree->rstat, &ts->tenant->rstat, ts->daemon_src, false);
         ts->tenant->userdata = NULL;
         arena_free(ts->arena);
-        free(ts->daemon_slots);
+        if (ts->daemon_slots) /* a region's slots (tenant_state_prepare()) */
+                free(mb_stats_region_of_slot(ts->daemon_slots, 0));
         pthread_mutex_destroy(&ts->lock);
         free(ts);
 }
@@ -161,27 +162,57 @@ static void manager_deliver_events(evutil_socket_t fd, short what, void *userdat
 
 /* ---- statistics ---- */
 
-static bool tenant_in_subtree(const struct tenant *t, const struct tenant *root) {
-        for (; t; t = t->parent)
-                if (t == root)
-                        return true;
-        return false;
+/* Poll the stats sources of @t itself (full: walk every slot). */
+static void stats_poll_tenant(struct manager *m, struct tenant *t, bool full) {
+        for (struct rstat_source *src = t->rstat.sources; src; src = src->next)
+                if (full)
+                        (void) rstat_poll_source_full(&m->tree->rstat, &t->rstat, src);
+                else
+                        (void) rstat_poll_source(&m->tree->rstat, &t->rstat, src);
 }
 
-void manager_stats_refresh(struct manager *m, struct tenant *t, bool force) {
+/* The next tenant after @t, in pre-order, inside @root's subtree, that has
+ * stats sources in its own subtree; NULL at the end.  Subtrees without any
+ * source (rstat nsources_subtree 0) are skipped whole. */
+static struct tenant *stats_next_with_sources(struct tenant *t, struct tenant *root) {
+        for (struct tenant *c = t->children; c; c = c->next_sibling)
+                if (c->rstat.nsources_subtree > 0)
+                        return c;
+        for (; t != root; t = t->parent)
+                for (struct tenant *s = t->next_sibling; s; s = s->next_sibling)
+                        if (s->rstat.nsources_subtree > 0)
+                                return s;
+        return NULL;
+}
+
+/*
+ * Poll the sources of @t's subtree, then flush it.  Reading the root polls
+ * the active list (only tenants that have, or had, clients have sources);
+ * any other read walks @t's subtree through the tenant tree, skipping
+ * subtrees without sources, so reading one leaf polls that leaf's sources
+ * only, whatever the number of active tenants.  @full_poll walks every slot
+ * of every source (rstat_poll_source_full()); without it a source whose
+ * writer maintains the region's dirty word costs one read of that word when
+ * it did not change.
+ */
+static void stats_refresh(struct manager *m, struct tenant *t, bool force, bool full_poll) {
         pthread_mutex_lock(&m->stats_lock);
-        /* Only tenants that have (had) clients have sources to poll. */
-        for (struct tenant_state *ts = m->active; ts; ts = ts->active_next) {
-                if (!tenant_in_subtree(ts->tenant, t))
-                        continue;
-                for (struct rstat_source *src = ts->tenant->rstat.sources; src; src = src->next)
-                        (void) rstat_poll_source(&m->tree->rstat, &ts->tenant->rstat, src);
+        if (t == m->tree->root) {
+                for (struct tenant_state *ts = m->active; ts; ts = ts->active_next)
+                        stats_poll_tenant(m, ts->tenant, full_poll);
+        } else if (t->rstat.nsources_subtree > 0) {
+                for (struct tenant *x = t; x; x = stats_next_with_sources(x, t))
+                        stats_poll_tenant(m, x, full_poll);
         }
         if (force)
                 (void) rstat_flush(&m->tree->rstat, &t->rstat);
         else
                 (void) rstat_flush_if_needed(&m->tree->rstat, &t->rstat);
         pthread_mutex_unlock(&m->stats_lock);
+}
+
+void manager_stats_refresh(struct manager *m, struct tenant *t, bool force) {
+        stats_refresh(m, t, force, false);
 }
 
 /* Compare each arena's real backing with what is charged; report the excess
@@ -275,8 +306,11 @@ int manager_tenant_stat(struct manager *m, struct tenant *t, struct mb_stat_kv *
 static void manager_flush_timer_cb(evutil_socket_t fd, short what, void *userdata) {
         struct manager *m = userdata;
 
-        /* The periodic flush bounds how stale a lazily read figure can be. */
-        manager_stats_refresh(m, m->tree->root, true);
+        /* The periodic flush bounds how stale a lazily read figure can be.
+         * It walks every slot of every source: a slot write that the
+         * region's dirty word missed (the store-buffer race in
+         * mb_stats_abi.h) is folded here, at most one interval late. */
+        stats_refresh(m, m->tree->root, true, true);
         manager_audit(m);
         manager_update_status(m);
 }

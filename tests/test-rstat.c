@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test-rstat.c - daemon/core/rstat.c: flushes visit only updated nodes,
- * local and hierarchical values stay exact, pending counts propagate.
+ * local and hierarchical values stay exact, pending counts propagate, a
+ * poll walks a region's slots only when its dirty word says so.
  */
 #include <check.h>
 #include <errno.h>
@@ -405,6 +406,229 @@ START_TEST(test_node_destroy_keeps_counts_in_ancestors) {
 }
 END_TEST
 
+/* ---- the region's dirty word (mb_stats_abi.h) ---- */
+
+/* A stats region of NCPUS slots, as the daemon creates it for a client. */
+static struct mb_stats_region *region_new(void) {
+        size_t bytes = (size_t) mb_stats_region_bytes(NCPUS);
+        struct mb_stats_region *r = aligned_alloc(64, bytes);
+
+        ck_assert_ptr_nonnull(r);
+        memset(r, 0, bytes);
+        r->magic = MB_STATS_MAGIC;
+        r->version = MB_STATS_VERSION;
+        r->nslots = NCPUS;
+        r->nitems = _MB_STAT_NR;
+        return r;
+}
+
+/* A node with one region source, polled once so that the fresh source's
+ * first walk is behind us. */
+static struct rstat_source *region_attach(struct rstat_tree *tree, struct rstat_node *node,
+                                          struct mb_stats_region *r) {
+        struct rstat_source *src;
+
+        ck_assert_int_eq(rstat_source_attach_region(node, r, NCPUS, &src), 0);
+        ck_assert_ptr_eq(src->slots, r->slot);
+        (void) rstat_poll_source(tree, node, src);
+        rstat_flush(tree, node);
+        return src;
+}
+
+START_TEST(test_region_layout) {
+        struct mb_stats_region *r = region_new();
+
+        ck_assert_uint_eq(sizeof(struct mb_stats_region), 128);
+        ck_assert_uint_eq((uintptr_t) &r->dirty - (uintptr_t) r, 64);
+        ck_assert_uint_eq((uintptr_t) &r->writer_flags - (uintptr_t) r, 16);
+        ck_assert_ptr_eq(mb_stats_region_of_slot(&r->slot[0], 0), r);
+        ck_assert_ptr_eq(mb_stats_region_of_slot(&r->slot[NCPUS - 1], NCPUS - 1), r);
+
+        /* The writer's promise: dirty first, then the flag. */
+        ck_assert(!mb_stats_region_marks_dirty(r));
+        mb_stats_region_writer_attach(r);
+        ck_assert(mb_stats_region_marks_dirty(r));
+        ck_assert_uint_eq(r->dirty, 1);
+        ck_assert_uint_eq(r->writer_flags, MB_STATS_WRITER_MARKS_DIRTY);
+        ck_assert(mb_stats_region_test_and_clear_dirty(r));
+        ck_assert(!mb_stats_region_test_and_clear_dirty(r));
+        mb_stats_region_mark_dirty(r);
+        mb_stats_region_mark_dirty(r);
+        ck_assert_uint_eq(r->dirty, 1);
+        free(r);
+}
+END_TEST
+
+START_TEST(test_clean_region_is_not_walked) {
+        /* The writer promised to mark the region and left it clean: a poll
+         * must not look at the slots (so a write behind the daemon's back
+         * goes unseen), a full poll must. */
+        struct rstat_tree tree;
+        struct rstat_node root, a;
+        struct mb_stats_region *r = region_new();
+        struct rstat_source *src;
+
+        rstat_tree_init(&tree, NCPUS);
+        rstat_node_init(&root, NULL);
+        rstat_node_init(&a, &root);
+        mb_stats_region_writer_attach(r);
+        src = region_attach(&tree, &a, r);
+        ck_assert_uint_eq(r->dirty, 0);
+
+        mb_stat_slot_add(&r->slot[1], MB_STAT_PGALLOC, 5); /* not marked */
+        ck_assert_uint_eq(rstat_poll_source(&tree, &a, src), 0);
+        ck_assert(!rstat_node_is_updated(&a));
+        ck_assert_uint_eq(rstat_poll_source(&tree, &a, src), 0);
+
+        ck_assert_uint_eq(rstat_poll_source_full(&tree, &a, src), 1);
+        ck_assert(rstat_node_is_updated(&a));
+        rstat_flush(&tree, &root);
+        ck_assert_int_eq(root.value[MB_STAT_PGALLOC], 5);
+        ck_assert_uint_eq(r->dirty, 0);
+
+        rstat_node_destroy(&tree, &a);
+        rstat_node_destroy(&tree, &root);
+        free(r);
+}
+END_TEST
+
+START_TEST(test_dirty_region_is_walked_and_cleared) {
+        struct rstat_tree tree;
+        struct rstat_node root, a;
+        struct mb_stats_region *r = region_new();
+        struct rstat_source *src;
+
+        rstat_tree_init(&tree, NCPUS);
+        rstat_node_init(&root, NULL);
+        rstat_node_init(&a, &root);
+        mb_stats_region_writer_attach(r);
+        src = region_attach(&tree, &a, r);
+
+        mb_stat_slot_add(&r->slot[0], MB_STAT_PAGES, 3);
+        mb_stat_slot_add(&r->slot[1], MB_STAT_PGALLOC, 3);
+        mb_stats_region_mark_dirty(r);
+        ck_assert_uint_eq(rstat_poll_source(&tree, &a, src), 2);
+        ck_assert_uint_eq(r->dirty, 0);
+        ck_assert(rstat_node_is_updated(&a));
+        ck_assert_uint_eq(rstat_poll_source(&tree, &a, src), 0);
+        rstat_flush(&tree, &root);
+        ck_assert_int_eq(root.value[MB_STAT_PAGES], 3);
+        ck_assert_int_eq(a.local[MB_STAT_PGALLOC], 3);
+
+        /* Marked again by the next write: seen again. */
+        mb_stat_slot_add(&r->slot[0], MB_STAT_PAGES, -1);
+        mb_stats_region_mark_dirty(r);
+        ck_assert_uint_eq(rstat_poll_source(&tree, &a, src), 1);
+        ck_assert_uint_eq(r->dirty, 0);
+        rstat_flush(&tree, &root);
+        ck_assert_int_eq(root.value[MB_STAT_PAGES], 2);
+
+        rstat_node_destroy(&tree, &a);
+        rstat_node_destroy(&tree, &root);
+        free(r);
+}
+END_TEST
+
+START_TEST(test_region_without_writer_flag_is_always_walked) {
+        /* An older client never sets the flag nor the word: every poll
+         * walks its slots, as before the word existed. */
+        struct rstat_tree tree;
+        struct rstat_node root, a;
+        struct mb_stats_region *r = region_new();
+        struct rstat_source *src;
+
+        rstat_tree_init(&tree, NCPUS);
+        rstat_node_init(&root, NULL);
+        rstat_node_init(&a, &root);
+        src = region_attach(&tree, &a, r);
+
+        mb_stat_slot_add(&r->slot[1], MB_STAT_PGALLOC, 2);
+        ck_assert_uint_eq(rstat_poll_source(&tree, &a, src), 1);
+        ck_assert(rstat_node_is_updated(&a));
+        mb_stat_slot_add(&r->slot[0], MB_STAT_PGALLOC, 2);
+        ck_assert_uint_eq(rstat_poll_source(&tree, &a, src), 1);
+        rstat_flush(&tree, &root);
+        ck_assert_int_eq(root.value[MB_STAT_PGALLOC], 4);
+        ck_assert_uint_eq(r->dirty, 0);
+
+        rstat_node_destroy(&tree, &a);
+        rstat_node_destroy(&tree, &root);
+        free(r);
+}
+END_TEST
+
+START_TEST(test_region_fresh_source_and_late_writer_flag) {
+        /* A fresh source is walked once whatever the word says (its
+         * contents count as new); a writer that sets the flag after the
+         * daemon started polling is walked for what it wrote before. */
+        struct rstat_tree tree;
+        struct rstat_node root, a;
+        struct mb_stats_region *r = region_new();
+        struct rstat_source *src;
+
+        rstat_tree_init(&tree, NCPUS);
+        rstat_node_init(&root, NULL);
+        rstat_node_init(&a, &root);
+        mb_stat_slot_add(&r->slot[0], MB_STAT_PAGES, 7);
+        r->writer_flags = MB_STATS_WRITER_MARKS_DIRTY; /* flag set, word clear */
+        ck_assert_int_eq(rstat_source_attach_region(&a, r, NCPUS, &src), 0);
+        ck_assert_uint_eq(rstat_poll_source(&tree, &a, src), 1);
+        ck_assert_uint_eq(rstat_poll_source(&tree, &a, src), 0);
+        rstat_flush(&tree, &root);
+        ck_assert_int_eq(root.value[MB_STAT_PAGES], 7);
+        rstat_source_detach(&tree, &a, src, true);
+        rstat_flush(&tree, &root);
+        ck_assert_int_eq(root.value[MB_STAT_PAGES], 0);
+
+        memset(r, 0, (size_t) mb_stats_region_bytes(NCPUS));
+        src = region_attach(&tree, &a, r);
+        mb_stat_slot_add(&r->slot[1], MB_STAT_PAGES, 4); /* before the promise */
+        mb_stats_region_writer_attach(r);
+        ck_assert_uint_eq(rstat_poll_source(&tree, &a, src), 1);
+        ck_assert_uint_eq(r->dirty, 0);
+        rstat_flush(&tree, &root);
+        ck_assert_int_eq(root.value[MB_STAT_PAGES], 4);
+        mb_stat_slot_add(&r->slot[1], MB_STAT_PAGES, 1); /* not marked */
+        ck_assert_uint_eq(rstat_poll_source(&tree, &a, src), 0);
+        ck_assert(!rstat_node_is_updated(&a));
+
+        rstat_source_detach(&tree, &a, src, true);
+        rstat_node_destroy(&tree, &a);
+        rstat_node_destroy(&tree, &root);
+        free(r);
+}
+END_TEST
+
+START_TEST(test_nsources_subtree) {
+        struct rstat_tree tree;
+        struct tnode root, a, b;
+        struct mb_stat_slot s[NCPUS] = {};
+        struct rstat_source *src;
+
+        rstat_tree_init(&tree, NCPUS);
+        tnode_init(&root, NULL);
+        tnode_init(&a, &root);
+        tnode_init(&b, &a);
+        ck_assert_uint_eq(b.node.nsources_subtree, 1);
+        ck_assert_uint_eq(a.node.nsources_subtree, 2);
+        ck_assert_uint_eq(root.node.nsources_subtree, 3);
+
+        ck_assert_int_eq(rstat_source_attach(&b.node, s, NCPUS, &src), 0);
+        ck_assert_uint_eq(b.node.nsources_subtree, 2);
+        ck_assert_uint_eq(root.node.nsources_subtree, 4);
+        rstat_source_detach(&tree, &b.node, src, true);
+        ck_assert_uint_eq(b.node.nsources_subtree, 1);
+        ck_assert_uint_eq(a.node.nsources_subtree, 2);
+
+        tnode_done(&tree, &b);
+        ck_assert_uint_eq(a.node.nsources_subtree, 1);
+        ck_assert_uint_eq(root.node.nsources_subtree, 2);
+        tnode_done(&tree, &a);
+        ck_assert_uint_eq(root.node.nsources_subtree, 1);
+        tnode_done(&tree, &root);
+}
+END_TEST
+
 /* 10,000 nodes: root -> 100 groups -> 99 leaves each (10,001 nodes). */
 #define BIG_GROUPS 100
 #define BIG_LEAVES 99
@@ -538,6 +762,63 @@ START_TEST(test_concurrent_writers_and_flushes) {
 }
 END_TEST
 
+/* The same with a region whose writers mark it dirty and a daemon that
+ * polls by the word: at the end, after a full poll (the periodic flush),
+ * nothing is lost or counted twice. */
+struct dirty_writer {
+        struct mb_stats_region *region;
+        unsigned index;
+};
+
+static void *dirty_writer_thread(void *arg) {
+        struct dirty_writer *w = arg;
+        struct mb_stat_slot *slot = &w->region->slot[w->index];
+
+        for (int i = 0; i < WRITES_PER_THREAD; i++) {
+                mb_stat_slot_add(slot, MB_STAT_PGALLOC, 1);
+                mb_stats_region_mark_dirty(mb_stats_region_of_slot(slot, w->index));
+        }
+        return NULL;
+}
+
+START_TEST(test_concurrent_writers_dirty_word) {
+        struct rstat_tree tree;
+        struct rstat_node root, a;
+        struct mb_stats_region *r = region_new();
+        struct rstat_source *src;
+        pthread_t th[NCPUS];
+        struct dirty_writer w[NCPUS];
+        uint64_t seen = 0;
+
+        rstat_tree_init(&tree, NCPUS);
+        rstat_node_init(&root, NULL);
+        rstat_node_init(&a, &root);
+        mb_stats_region_writer_attach(r);
+        src = region_attach(&tree, &a, r);
+
+        for (unsigned i = 0; i < NCPUS; i++) {
+                w[i] = (struct dirty_writer) { .region = r, .index = i };
+                ck_assert_int_eq(pthread_create(&th[i], NULL, dirty_writer_thread, &w[i]), 0);
+        }
+        for (int i = 0; i < 2000; i++) {
+                seen += rstat_poll_source(&tree, &a, src);
+                rstat_flush(&tree, &root);
+        }
+        for (unsigned i = 0; i < NCPUS; i++)
+                pthread_join(th[i], NULL);
+        seen += rstat_poll_source_full(&tree, &a, src);
+        rstat_flush(&tree, &root);
+
+        ck_assert_uint_eq(seen, (uint64_t) NCPUS * WRITES_PER_THREAD);
+        ck_assert_int_eq(root.value[MB_STAT_PGALLOC], (int64_t) NCPUS * WRITES_PER_THREAD);
+        ck_assert_uint_eq(rstat_poll_source(&tree, &a, src), 0);
+
+        rstat_node_destroy(&tree, &a);
+        rstat_node_destroy(&tree, &root);
+        free(r);
+}
+END_TEST
+
 START_TEST(test_item_kinds) {
         ck_assert(rstat_item_is_gauge(MB_STAT_PAGES));
         ck_assert(rstat_item_is_gauge(MB_STAT_STOCK));
@@ -565,6 +846,13 @@ static Suite *rstat_suite(void) {
         tcase_add_test(tc, test_big_tree_flush_cost_follows_updates);
         tcase_add_test(tc, test_concurrent_writers_and_flushes);
         tcase_add_test(tc, test_item_kinds);
+        tcase_add_test(tc, test_region_layout);
+        tcase_add_test(tc, test_clean_region_is_not_walked);
+        tcase_add_test(tc, test_dirty_region_is_walked_and_cleared);
+        tcase_add_test(tc, test_region_without_writer_flag_is_always_walked);
+        tcase_add_test(tc, test_region_fresh_source_and_late_writer_flag);
+        tcase_add_test(tc, test_nsources_subtree);
+        tcase_add_test(tc, test_concurrent_writers_dirty_word);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -92,6 +92,13 @@ bool rstat_needs_flush(const struct rstat_tree *tree, const struct rstat_node *n
         return node->stats_updates > tree->flush_threshold;
 }
 
+/* Count @delta sources more (or fewer) in @node's subtree, for every
+ * ancestor. */
+static void rstat_nsources_add(struct rstat_node *node, int delta) {
+        for (struct rstat_node *n = node; n; n = n->parent)
+                n->nsources_subtree += (unsigned) delta;
+}
+
 int rstat_source_attach(struct rstat_node *node, struct mb_stat_slot *slots, unsigned nslots,
                         struct rstat_source **ret) {
         _cleanup_(freep) struct rstat_source *src = NULL;
@@ -109,14 +116,32 @@ int rstat_source_attach(struct rstat_node *node, struct mb_stat_slot *slots, uns
 
         src->slots = slots;
         src->nslots = nslots;
+        src->walk_next = true; /* its current contents count as new updates */
         src->last = TAKE_PTR(last);
         src->last_updates = TAKE_PTR(last_updates);
         src->next = node->sources;
         node->sources = src;
+        rstat_nsources_add(node, 1);
 
         if (ret)
                 *ret = src;
         TAKE_PTR(src);
+        return 0;
+}
+
+int rstat_source_attach_region(struct rstat_node *node, struct mb_stats_region *region, unsigned nslots,
+                               struct rstat_source **ret) {
+        struct rstat_source *src;
+        int r;
+
+        if (!region)
+                return -EINVAL;
+        r = rstat_source_attach(node, region->slot, nslots, &src);
+        if (r < 0)
+                return r;
+        src->region = region;
+        if (ret)
+                *ret = src;
         return 0;
 }
 
@@ -160,10 +185,37 @@ static void rstat_source_fold(struct rstat_source *src, int64_t delta[static _MB
         src->seen_updates = seen;
 }
 
-uint64_t rstat_poll_source(struct rstat_tree *tree, struct rstat_node *node,
-                           struct rstat_source *src) {
+/*
+ * Consume the dirty word of @src's region: true when the slots need no walk
+ * (the writer maintains the word and it was clear).  The exchange happens
+ * before the walk, so a write that sets the word again after it is either
+ * seen by this walk or leaves the word set for the next poll.  The one
+ * write that can slip through is the store-buffer race documented in
+ * mb_stats_abi.h; rstat_poll_source_full() (the periodic flush) catches it.
+ */
+static bool rstat_source_clean(struct rstat_source *src) {
+        struct mb_stats_region *region = src->region;
+        bool dirty;
+
+        if (!region)
+                return false;
+        if (!src->marks_dirty) {
+                if (!mb_stats_region_marks_dirty(region))
+                        return false;
+                src->marks_dirty = true;
+        }
+        dirty = mb_stats_region_test_and_clear_dirty(region);
+        if (src->walk_next) {
+                src->walk_next = false;
+                return false;
+        }
+        return !dirty;
+}
+
+static uint64_t rstat_poll_walk(struct rstat_tree *tree, struct rstat_node *node, struct rstat_source *src) {
         uint64_t sum = 0, n;
 
+        src->walk_next = false;
         for (unsigned i = 0; i < src->nslots; i++)
                 sum += __atomic_load_n(&src->slots[i].updates, __ATOMIC_RELAXED);
 
@@ -176,6 +228,23 @@ uint64_t rstat_poll_source(struct rstat_tree *tree, struct rstat_node *node,
         return n;
 }
 
+uint64_t rstat_poll_source(struct rstat_tree *tree, struct rstat_node *node,
+                           struct rstat_source *src) {
+        if (rstat_source_clean(src))
+                return 0;
+        return rstat_poll_walk(tree, node, src);
+}
+
+uint64_t rstat_poll_source_full(struct rstat_tree *tree, struct rstat_node *node,
+                                struct rstat_source *src) {
+        /* Clear the word too: what it announced is walked now. */
+        if (src->region && (src->marks_dirty || mb_stats_region_marks_dirty(src->region))) {
+                src->marks_dirty = true;
+                (void) mb_stats_region_test_and_clear_dirty(src->region);
+        }
+        return rstat_poll_walk(tree, node, src);
+}
+
 void rstat_source_detach(struct rstat_tree *tree, struct rstat_node *node, struct rstat_source *src,
                          bool retire_gauges) {
         int64_t delta[_MB_STAT_NR] = {};
@@ -184,6 +253,7 @@ void rstat_source_detach(struct rstat_tree *tree, struct rstat_node *node, struc
         for (struct rstat_source **p = &node->sources; *p; p = &(*p)->next)
                 if (*p == src) {
                         *p = src->next;
+                        rstat_nsources_add(node, -1);
                         break;
                 }
 
@@ -333,6 +403,11 @@ void rstat_node_destroy(struct rstat_tree *tree, struct rstat_node *node) {
                                 break;
                         }
 
+        /* The sources leave with the node: the ancestors count them no
+         * more (rstat_node_forget() leaves the counts alone, for a whole
+         * tree torn down). */
+        for (struct rstat_source *src = node->sources; src; src = src->next)
+                rstat_nsources_add(node, -1);
         rstat_node_forget(node);
 }
 

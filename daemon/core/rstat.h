@@ -25,8 +25,17 @@
  *    (non-hierarchical) values are maintained counters (seed 001), so reading
  *    them never sums per-CPU slots.
  *  - rstat_poll_source() lets the daemon notice that a client wrote its
- *    region (sum of slot `updates` moved) and mark the node updated; it costs
- *    O(slots) per source and nothing per tenant without clients.
+ *    region (sum of slot `updates` moved) and mark the node updated.  For a
+ *    source attached with its region header (rstat_source_attach_region())
+ *    whose writer maintains the region's dirty word (mb_stats_abi.h), a
+ *    poll reads (and clears) that one word and walks the slots only when it
+ *    was set: O(1) per unchanged source, independent of the CPU count.
+ *    Other sources cost O(slots) per poll.  rstat_poll_source_full() walks
+ *    every slot regardless; the daemon's periodic flush uses it, which is
+ *    what keeps the staleness bound despite the dirty word's tolerated
+ *    store-buffer race (see mb_stats_abi.h).  Tenants without clients cost
+ *    nothing: they have no sources, and `nsources_subtree` lets a caller
+ *    skip whole subtrees without any.
  *
  * What a reader sees: after rstat_flush(N), N's `value` (hierarchical) and
  * the `local` values of every node in N's subtree include every slot write
@@ -59,6 +68,14 @@
 struct rstat_source {
         struct mb_stat_slot *slots; /* nslots slots, not owned */
         unsigned nslots;
+        /* The header of the region @slots belong to, mapped writable (the
+         * poll clears its dirty word); NULL when attached without one (then
+         * every poll walks the slots).  Not owned. */
+        struct mb_stats_region *region;
+        bool marks_dirty;       /* region's writer flag seen set (sticky: a
+                                 * writer never takes the promise back) */
+        bool walk_next;         /* the next poll walks the slots whatever the
+                                 * dirty word says (a new source) */
         int64_t *last;          /* nslots * _MB_STAT_NR last folded values */
         uint64_t *last_updates; /* nslots: slot.updates at the last fold */
         uint64_t seen_updates;  /* sum of slot.updates at the last poll/fold */
@@ -86,6 +103,11 @@ struct rstat_node {
         struct rstat_node *flush_next;       /* scratch list of one flush */
 
         uint64_t stats_updates; /* pending updates in this subtree */
+
+        /* Sources attached to this node and its descendants (attach, detach
+         * and destroy keep it; O(depth) each): a poller skips subtrees where
+         * it is 0. */
+        unsigned nsources_subtree;
 };
 
 struct rstat_tree {
@@ -124,6 +146,14 @@ void rstat_node_forget(struct rstat_node *node);
 int rstat_source_attach(struct rstat_node *node, struct mb_stat_slot *slots, unsigned nslots,
                         struct rstat_source **ret);
 
+/* rstat_source_attach() for the @nslots slots of @region (@nslots is the
+ * caller's figure: the header is writable by the writer and not trusted),
+ * remembering the header: when its writer sets MB_STATS_WRITER_MARKS_DIRTY,
+ * rstat_poll_source() walks the slots only when the region's dirty word was
+ * set.  @region must be mapped readable and writable.  Same returns. */
+int rstat_source_attach_region(struct rstat_node *node, struct mb_stats_region *region, unsigned nslots,
+                               struct rstat_source **ret);
+
 /* Fold @src a last time and detach it.  With @retire_gauges, the gauge items
  * (pages, stock, slab_*) it contributed are subtracted (the writer is gone,
  * its memory was returned), counters (pgalloc, ...) stay.  The node is marked
@@ -137,9 +167,20 @@ void rstat_source_detach(struct rstat_tree *tree, struct rstat_node *node, struc
 void rstat_updated(struct rstat_tree *tree, struct rstat_node *node, uint64_t nr_updates);
 
 /* Notice writes to @src since the last poll; marks @node updated when there
- * were any.  Returns the number of new updates.  O(@src->nslots). */
+ * were any.  Returns the number of new updates.  When @src's region writer
+ * maintains the dirty word, the word is read, and only when it was set
+ * exchanged with 0 and the slots walked: O(1) for an unchanged source; a slot write
+ * caught in the dirty word's store-buffer race (mb_stats_abi.h) may be
+ * missed until the next write or rstat_poll_source_full().  Otherwise (no
+ * region, writer without the flag, a fresh source) O(@src->nslots). */
 uint64_t rstat_poll_source(struct rstat_tree *tree, struct rstat_node *node,
                            struct rstat_source *src);
+
+/* rstat_poll_source() that walks every slot whatever the dirty word says
+ * (and clears the word): sees every write that is visible in memory.  For
+ * the periodic flush, which bounds staleness.  O(@src->nslots). */
+uint64_t rstat_poll_source_full(struct rstat_tree *tree, struct rstat_node *node,
+                                struct rstat_source *src);
 
 /* memcg_vmstats_needs_flush(): more than tree->flush_threshold updates are
  * pending in @node's subtree.  O(1). */
