@@ -345,12 +345,14 @@ static inline __attribute__((always_inline)) struct stock *client_stock_lock(con
         return client_stock_lock_slow(c);
 }
 
-/* After an update of @s's stats slot, stock lock held: mark the slot's
- * region dirty for the daemon (mb_stats_abi.h).  The region is found from
- * the slot, which the lock keeps consistent across a reconnection; a read
- * of a shared line while the word is set, no fence. */
+/* After an update of @s's stats slot, stock lock held: mark the region
+ * dirty for the daemon (mb_stats_abi.h); a read of a shared line while the
+ * word is set, no fence.  A reconnection publishes the new region before it
+ * moves the slots, under each stock's lock, and unmaps the old one after:
+ * a writer holding any stock lock sees a mapped region. */
 static inline __attribute__((always_inline)) void stock_stat_dirty(const mb_client *c, const struct stock *s) {
-        mb_stats_region_mark_dirty(mb_stats_region_of_slot(s->slot, (unsigned) (s - c->stocks)));
+        (void) s;
+        mb_stats_region_mark_dirty(__atomic_load_n(&c->stats, __ATOMIC_RELAXED));
 }
 
 /* Empty and disable every stock: the session is lost, and the daemon has
@@ -667,6 +669,10 @@ static int client_reconnect(mb_client *c) {
                 mb_set_error("cannot map the new stats region: %s", strerror(-r));
                 goto out;
         }
+        /* Writers mark c->stats dirty under a stock lock: publish the new
+         * region first, unmap the old one only after every lock was taken
+         * once (stock_stat_dirty()). */
+        __atomic_store_n(&c->stats, stats, __ATOMIC_RELAXED);
         /* Every CPU's counters move to the new region, under its lock. */
         for (unsigned i = 0; i < c->ncpus; i++) {
                 struct stock *s = client_stock_lock_cpu(c, i);
@@ -677,7 +683,6 @@ static int client_reconnect(mb_client *c) {
         }
         /* The new region's daemon learns of changes from its dirty word. */
         mb_stats_region_writer_attach(stats);
-        c->stats = stats;
         munmap(old, c->stats_bytes);
 
         pthread_mutex_lock(&c->io_lock);

@@ -5,8 +5,11 @@
  * Every connected client gets its own stats region (a sealed memfd sent with
  * the Welcome).  The region holds one slot per CPU.  The client writes the
  * slot of the CPU it runs on, on its fast path, without any system call; the
- * daemon only reads the region, lazily, when it flushes (daemon/core/rstat.c,
- * modelled on the kernel's cgroup_rstat_updated()/cgroup_rstat_flush()).
+ * daemon reads the region lazily, when it flushes (daemon/core/rstat.c,
+ * modelled on the kernel's cgroup_rstat_updated()/cgroup_rstat_flush()), and
+ * writes nothing in it but the header's `dirty` word.  The daemon keeps a
+ * region of the same layout in its own memory for the counters its workers
+ * write (one slot per worker).
  *
  * Slot protocol (writer side):
  *   - v[item] is a running signed sum: gauges (pages, stock, slab_*) move both
@@ -24,8 +27,7 @@
  *     that sets MB_STATS_WRITER_MARKS_DIRTY in `writer_flags` promises to
  *     call mb_stats_region_mark_dirty() after each slot update (after the
  *     release bump of `updates`); the daemon then reads and clears the one
- *     word `dirty` per region (an exchange) and walks the slots only when it
- *     was set.  A region without the flag (an older client) is walked on
+ *     word `dirty` per region and walks the slots only when it was set.  A region without the flag (an older client) is walked on
  *     every poll, as before, so the version stays 1.
  *   - Writer, at attach: mb_stats_region_writer_attach() stores dirty = 1,
  *     then the flag (release), so a reader that sees the flag also sees the
