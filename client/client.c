@@ -88,7 +88,10 @@ struct mb_client {
 
         /* The session, fixed by the Welcome. */
         size_t page_size;
-        unsigned charge_batch;
+        unsigned charge_batch;         /* pages per Charge; the daemon may change it
+                                        * (Grant.charge_batch), under conn_lock */
+        unsigned batch_cap;            /* the Welcome's batch: the stocks have room
+                                        * for 2 * batch_cap + 1 pages each */
         uint64_t arena_pages;
         uint64_t client_id;
         bool unlimited;
@@ -1163,7 +1166,7 @@ out:
 static void client_answer(mb_client *c, const struct daemon_request *rq) {
         struct reclaim_ctx ctx = { .c = c }, *prev = reclaim_ctx;
         bool drain = rq->pages == UINT64_MAX;
-        size_t room = (size_t) c->ncpus * (2u * c->charge_batch + 1u);
+        size_t room = (size_t) c->ncpus * (2u * c->batch_cap + 1u);
         size_t want = drain ? room : (size_t) MB_MIN(rq->pages, (uint64_t) SIZE_MAX / 2);
         size_t cap = MB_MIN(want, room), got = 0, nanswer;
         _cleanup_(freep) void **buf = NULL;
@@ -1241,6 +1244,48 @@ static void *client_thread(void *userdata) {
         return NULL;
 }
 
+/*
+ * The daemon told a new batch (Grant.charge_batch): a limit appeared on a
+ * tenant that had none, whose clients charged the larger seed-003 batch,
+ * or ChargeBatch= changed.  The stocks keep their room (2 * batch_cap + 1
+ * pages), so a batch can grow back up to the Welcome's and no further.  A
+ * smaller batch trims every stock to its new limit at once, the excess
+ * going back to the daemon, so that the precision bound (ncpus * 2 *
+ * charge_batch pages) holds from now on, not only after the stocks happen
+ * to overflow.  conn_lock held.
+ */
+static int client_adopt_batch_locked(mb_client *c, uint32_t batch) {
+        _cleanup_(freep) void **back = NULL;
+        size_t n = 0;
+
+        batch = MB_MAX(1u, MB_MIN(batch, c->batch_cap));
+        if (batch == c->charge_batch)
+                return 0;
+        back = malloc((size_t) c->ncpus * (2u * c->batch_cap + 1u) * sizeof(void *));
+        if (!back)
+                return -ENOMEM; /* keep the old batch; the daemon does not tell again */
+        __atomic_store_n(&c->charge_batch, batch, __ATOMIC_RELAXED);
+        for (unsigned i = 0; i < c->ncpus; i++) {
+                struct stock *s = client_stock_lock_cpu(c, i);
+
+                /* limit 0: disabled (fork, lost session): stays so */
+                if (s->limit != 0) {
+                        s->limit = 2u * batch;
+                        if (s->nr > s->limit) {
+                                uint32_t take = s->nr - s->limit;
+
+                                s->nr -= take;
+                                memcpy(back + n, s->pages + s->nr, take * sizeof(void *));
+                                stock_slot_add(s->slot, MB_STAT_STOCK, -(int64_t) take);
+                                stock_slot_updated(s->slot);
+                                n += take;
+                        }
+                }
+                stock_unlock(s);
+        }
+        return client_uncharge_locked(c, back, n, MB__UNCHARGE_REASON__UNCHARGE_FREE, true, false, 0);
+}
+
 /* Charge @n (<= CHARGE_MAX_PAGES) pages, or only @need (<= @n) of them
  * when @n do not fit under a limit (Charge.need); their addresses into
  * @out, their number into @ret_got.  -ENOMEM at a limit (the session goes
@@ -1249,6 +1294,7 @@ static int client_charge_locked(mb_client *c, uint32_t n, uint32_t need, void **
         Mb__Charge ch = MB__CHARGE__INIT;
         Mb__Msg msg = MB__MSG__INIT;
         Mb__Msg *reply = NULL;
+        uint32_t batch;
         size_t got = 0;
         int r;
 
@@ -1279,10 +1325,13 @@ static int client_charge_locked(mb_client *c, uint32_t n, uint32_t need, void **
                 for (uint32_t k = 0; k < e->count; k++)
                         out[got++] = c->base + ((e->start + k) << c->page_shift);
         }
+        batch = reply->grant->has_charge_batch ? reply->grant->charge_batch : 0;
         mb__msg__free_unpacked(reply, NULL);
         if (got != n && got != need)
                 return client_protocol_error(c, "a Grant carries fewer pages than charged");
         *ret_got = got;
+        if (batch > 0)
+                (void) client_adopt_batch_locked(c, batch);
         return 0;
 }
 
@@ -1630,7 +1679,7 @@ static int client_map(mb_client *c, const Mb__Welcome *w, int arena_fd, int stat
 }
 
 static int client_setup_stocks(mb_client *c) {
-        size_t cap = 2u * (size_t) c->charge_batch + 1u;
+        size_t cap = 2u * (size_t) c->batch_cap + 1u;
         /* Each CPU's page array starts on a cache line of its own. */
         size_t stride = DIV_ROUND_UP(cap * sizeof(void *), MB_CACHELINE_BYTES) * MB_CACHELINE_BYTES;
 
@@ -1678,6 +1727,7 @@ static int client_welcome(mb_client *c, const Mb__Welcome *w) {
         c->page_shift = (unsigned) __builtin_ctzll(w->page_size);
         c->page_mask = w->page_size - 1;
         c->charge_batch = w->charge_batch;
+        c->batch_cap = w->charge_batch;
         c->arena_pages = w->arena_pages;
         c->arena_bytes = w->arena_pages * w->page_size;
         c->ncpus = w->stats_slots;
@@ -2050,7 +2100,7 @@ size_t mb_page_size(const mb_client *c) {
 }
 
 unsigned mb_charge_batch(const mb_client *c) {
-        return c->charge_batch;
+        return __atomic_load_n(&c->charge_batch, __ATOMIC_RELAXED);
 }
 
 const char *mb_tenant_path(const mb_client *c) {

@@ -27,6 +27,16 @@
 
 /* Charge{pages} must be within 1..WIRE_MAX_CHARGE_PAGES (protocol.md §4). */
 #define WIRE_MAX_CHARGE_PAGES 16384u
+
+/* Seed 003 ("memcg: make it suck faster"): while a tenant and its ancestors
+ * have no limit and no protection (tenant_is_unlimited()), no charge of it
+ * can meet a limit, so a larger per-CPU stock costs nothing that matters
+ * and its clients charge this many times ChargeBatch per trip: the
+ * daemon's equivalent of the kernel patching its memcg hooks out is to be
+ * asked less often, the round trip being the whole cost of a charge here
+ * (BENCHMARKS.md, table 2).  When a limit appears the next Grant tells the
+ * client the normal batch (Grant.charge_batch). */
+#define UNLIMITED_CHARGE_BATCH_FACTOR 4u
 /* A client must say Hello within this time. */
 #define CONN_HELLO_TIMEOUT_SEC 30
 /* After a fatal Error, give the peer this long to take it before closing. */
@@ -66,6 +76,7 @@ struct conn {
         uint64_t held;    /* pages this client holds */
         uint64_t token;   /* identity across a daemon restart (restart.h) */
         bool claiming;    /* re-claiming after a restart: Claim messages follow */
+        unsigned told_batch; /* the charge batch the client was last told */
 
         struct mb_stats_region *stats; /* mapping; the daemon writes only `dirty` */
         size_t stats_bytes;
@@ -94,6 +105,19 @@ static void conn_process_input(struct conn *c);
 static bool conn_maybe_finish(struct conn *c);
 static void conn_write_cb(struct bufferevent *bev, void *userdata);
 static void conn_event_cb(struct bufferevent *bev, short what, void *userdata);
+
+/* The batch a client of @t should charge: ChargeBatch= of the tenant (or
+ * its nearest ancestor, or the broker's), times the seed-003 factor while
+ * nothing is limited up the tree.  No lock: the limits and the batch are
+ * read atomically, and a tenant with clients (and its ancestors) cannot be
+ * removed. */
+static unsigned conn_charge_batch(const struct manager *m, const struct tenant *t) {
+        unsigned batch = tenant_charge_batch(t, atomic_load(&m->broker_charge_batch));
+
+        if (tenant_is_unlimited(t))
+                batch = MB_MIN(batch * UNLIMITED_CHARGE_BATCH_FACTOR, WIRE_MAX_CHARGE_PAGES);
+        return batch;
+}
 
 /* ---- sending ---- */
 
@@ -478,7 +502,7 @@ static void conn_hello(struct conn *c, const Mb__Hello *hello) {
         c->tenant = t;
         c->ts = ts;
         c->arena = ts->arena;
-        batch = tenant_charge_batch(t, m->config->broker.charge_batch);
+        batch = conn_charge_batch(m, t);
         unlimited = tenant_is_unlimited(t);
         pthread_rwlock_unlock(&m->tree_lock);
 
@@ -527,6 +551,10 @@ static void conn_hello(struct conn *c, const Mb__Hello *hello) {
         welcome.tenant = t->path;
         welcome.page_size = m->page_size;
         welcome.charge_batch = batch;
+        /* A client back after a restart keeps the batch its stocks were
+         * made for and ignores this one: tell it again with the first
+         * Grant. */
+        c->told_batch = hello->has_client_token ? 0 : batch;
         welcome.arena_pages = c->arena->npages;
         welcome.stats_slots = m->stats_slots;
         welcome.client_id = c->client_id;
@@ -567,6 +595,7 @@ static void conn_grant(struct conn *c, uint32_t seq, uint32_t n, uint64_t thrott
         struct worker *w = c->w;
         Mb__Msg msg = MB__MSG__INIT;
         Mb__Grant grant = MB__GRANT__INIT;
+        unsigned batch;
         int nextents;
 
         nextents = arena_alloc(c->arena, c->owner, n, w->extents, WORKER_MAX_GRANT_EXTENTS);
@@ -591,6 +620,12 @@ static void conn_grant(struct conn *c, uint32_t seq, uint32_t n, uint64_t thrott
         grant.extents = w->pb_extent_ptrs;
         grant.has_throttle_usec = throttle_usec > 0;
         grant.throttle_usec = throttle_usec;
+        batch = conn_charge_batch(c->m, t);
+        if (batch != c->told_batch) {
+                grant.has_charge_batch = true;
+                grant.charge_batch = batch;
+                c->told_batch = batch;
+        }
         msg.body_case = MB__MSG__BODY_GRANT;
         msg.grant = &grant;
         if (conn_send(c, &msg) < 0)

@@ -416,7 +416,7 @@ static int set_limits_locked(struct manager *m, struct tenant *t, const struct m
         if (l->min != MB_LIMIT_UNSET && (r = page_counter_set_min(&t->memory, min)) < 0)
                 return r;
         if (l->charge_batch != MB_LIMIT_UNSET)
-                t->charge_batch = (unsigned) l->charge_batch;
+                __atomic_store_n(&t->charge_batch, (unsigned) l->charge_batch, __ATOMIC_RELAXED);
         return 0;
 }
 
@@ -748,6 +748,7 @@ int manager_reload(struct manager *m, char **ret_error) {
 
         mb_config_free(m->config);
         m->config = c;
+        atomic_store(&m->broker_charge_batch, c->broker.charge_batch);
         pthread_rwlock_unlock(&m->tree_lock);
 
         /* What was set over D-Bus stays over the files (state.h). */
@@ -961,6 +962,7 @@ int manager_start(struct manager *m, char **ret_error) {
         r = mb_config_load(m->config_dir, &m->config, ret_error);
         if (r < 0)
                 return r;
+        atomic_store(&m->broker_charge_batch, m->config->broker.charge_batch);
 
         m->page_size = m->config->broker.page_size;
         if (m->page_size == 0) {

@@ -47,6 +47,9 @@ enum manager_bus_kind {
 struct manager {
         struct event_base *base;
         struct mb_config *config;
+        /* config->broker.charge_batch, readable without tree_lock (the
+         * Grant path, daemon/conn.c) */
+        _Atomic unsigned broker_charge_batch;
         char *config_dir;
         char *socket_path;
         char *state_dir;

@@ -12,6 +12,14 @@
  *   client-tool scribble TENANT FIRST COUNT
  *        overwrite arena pages FIRST..FIRST+COUNT-1 of TENANT by handle
  *        (another client of the same tenant may share them).
+ *
+ *   client-tool steps TENANT STEP...
+ *        connect, then run the steps in order: "cycle:N" allocates N pages
+ *        in one bulk call, writes them and frees them all; "wait:PATH"
+ *        waits (up to 60 s) until PATH exists; "cpu:N" moves the thread to
+ *        CPU N; "print" prints
+ *        "batch=<mb_charge_batch()>" (stdout, flushed).
+ *        tests/test-client-batch-change.sh uses it.
  */
 #include <errno.h>
 #include <sched.h>
@@ -97,11 +105,69 @@ static int scribble(const char *tenant, unsigned long long first, unsigned long 
         return 0;
 }
 
+static int steps(const char *tenant, char **step, int nsteps) {
+        mb_client *c;
+        int r = mb_connect(NULL, tenant, &c);
+
+        if (r < 0) {
+                fprintf(stderr, "mb_connect: %s\n", mb_last_error());
+                return 2;
+        }
+        for (int i = 0; i < nsteps; i++) {
+                if (strncmp(step[i], "cycle:", 6) == 0) {
+                        size_t n = strtoul(step[i] + 6, NULL, 10);
+                        void **v = calloc(n ? n : 1, sizeof(void *));
+
+                        if (!v || mb_page_alloc_bulk(c, v, n) < 0) {
+                                fprintf(stderr, "%s: %s\n", step[i], mb_last_error());
+                                return 2;
+                        }
+                        for (size_t k = 0; k < n; k++)
+                                memset(v[k], 0x6b, mb_page_size(c));
+                        if (mb_page_free_bulk(c, v, n) < 0) {
+                                fprintf(stderr, "%s: free: %s\n", step[i], mb_last_error());
+                                return 2;
+                        }
+                        free(v);
+                } else if (strncmp(step[i], "wait:", 5) == 0) {
+                        unsigned ms = 0;
+
+                        while (access(step[i] + 5, F_OK) < 0) {
+                                if (ms++ > 60000) {
+                                        fprintf(stderr, "%s: timed out\n", step[i]);
+                                        return 2;
+                                }
+                                usleep(1000);
+                        }
+                } else if (strncmp(step[i], "cpu:", 4) == 0) {
+                        cpu_set_t set;
+
+                        CPU_ZERO(&set);
+                        CPU_SET(atoi(step[i] + 4), &set);
+                        if (sched_setaffinity(0, sizeof(set), &set) < 0) {
+                                perror("sched_setaffinity");
+                                return 2;
+                        }
+                } else if (strcmp(step[i], "print") == 0) {
+                        printf("batch=%u\n", mb_charge_batch(c));
+                        fflush(stdout);
+                } else {
+                        fprintf(stderr, "unknown step %s\n", step[i]);
+                        return 2;
+                }
+        }
+        mb_close(c);
+        return 0;
+}
+
 int main(int argc, char **argv) {
         if (argc == 4 && strcmp(argv[1], "stock-loop") == 0)
                 return stock_loop(argv[2], strtoul(argv[3], NULL, 10));
         if (argc == 5 && strcmp(argv[1], "scribble") == 0)
                 return scribble(argv[2], strtoull(argv[3], NULL, 10), strtoull(argv[4], NULL, 10));
-        fprintf(stderr, "usage: client-tool stock-loop TENANT ITERATIONS | scribble TENANT FIRST COUNT\n");
+        if (argc >= 3 && strcmp(argv[1], "steps") == 0)
+                return steps(argv[2], argv + 3, argc - 3);
+        fprintf(stderr, "usage: client-tool stock-loop TENANT ITERATIONS | scribble TENANT FIRST COUNT | "
+                        "steps TENANT STEP...\n");
         return 2;
 }

@@ -31,6 +31,7 @@ CLIENT_TESTS = \
 	%reldir%/test-client-refused.sh \
 	%reldir%/test-client-last-error.sh \
 	%reldir%/test-client-stock-nosyscall.sh \
+	%reldir%/test-client-batch-change.sh \
 	%reldir%/test-membroker-load.sh \
 	%reldir%/test-membroker-load-limit.sh \
 	%reldir%/test-membroker-load-signals.sh \

@@ -479,9 +479,14 @@ int tenant_walk(struct tenant *t, int (*cb)(struct tenant *t, void *userdata), v
 }
 
 unsigned tenant_charge_batch(const struct tenant *t, unsigned broker_default) {
-        for (; t; t = t->parent)
-                if (t->charge_batch > 0)
-                        return t->charge_batch;
+        /* Atomic: the workers read it on the Grant path without the tree
+         * lock while SetTenantLimits may change it. */
+        for (; t; t = t->parent) {
+                unsigned b = __atomic_load_n(&t->charge_batch, __ATOMIC_RELAXED);
+
+                if (b > 0)
+                        return b;
+        }
         return broker_default;
 }
 
