@@ -1278,6 +1278,7 @@ static int client_adopt_batch_locked(mb_client *c, uint32_t batch) {
                                 memcpy(back + n, s->pages + s->nr, take * sizeof(void *));
                                 stock_slot_add(s->slot, MB_STAT_STOCK, -(int64_t) take);
                                 stock_slot_updated(s->slot);
+                                stock_stat_dirty(c, s);
                                 n += take;
                         }
                 }
@@ -1539,8 +1540,8 @@ void *mb_page_alloc(mb_client *c) {
         if (_likely_(nr > 0)) {
                 void *p = s->pages[nr - 1];
 
-                stock_stat_use(s->slot, 1);
-                stock_stat_dirty(c, s);
+                if (_unlikely_(stock_stat_use(s->slot, 1)))
+                        stock_stat_dirty(c, s);
                 stock_unlock_nr(s, nr - 1);
                 return p;
         }
@@ -1561,8 +1562,8 @@ int mb_page_alloc_bulk(mb_client *c, void **pages, size_t n) {
         if (_likely_(s->nr >= n)) {
                 s->nr -= (uint32_t) n;
                 memcpy(pages, s->pages + s->nr, n * sizeof(void *));
-                stock_stat_use(s->slot, (int64_t) n);
-                stock_stat_dirty(c, s);
+                if (_unlikely_(stock_stat_use(s->slot, (int64_t) n)))
+                        stock_stat_dirty(c, s);
                 stock_unlock(s);
                 return 0;
         }
@@ -1591,8 +1592,8 @@ int mb_page_free(mb_client *c, void *page) {
         nr = s->nr;
         if (_likely_(nr < s->limit)) {
                 s->pages[nr] = page;
-                stock_stat_use(s->slot, -1);
-                stock_stat_dirty(c, s);
+                if (_unlikely_(stock_stat_use(s->slot, -1)))
+                        stock_stat_dirty(c, s);
                 stock_unlock_nr(s, nr + 1);
                 return 0;
         }
@@ -1619,8 +1620,8 @@ int mb_page_free_bulk(mb_client *c, void **pages, size_t n) {
         if (push > 0) {
                 memcpy(s->pages + s->nr, pages, push * sizeof(void *));
                 s->nr += (uint32_t) push;
-                stock_stat_use(s->slot, -(int64_t) push);
-                stock_stat_dirty(c, s);
+                if (_unlikely_(stock_stat_use(s->slot, -(int64_t) push)))
+                        stock_stat_dirty(c, s);
         }
         stock_unlock(s);
         if (_likely_(push == n))

@@ -180,19 +180,35 @@ static inline void stock_slot_add(struct mb_stat_slot *slot, enum mb_stat_item i
                          __ATOMIC_RELAXED);
 }
 
-static inline void stock_slot_updated(struct mb_stat_slot *slot) {
-        __atomic_store_n(&slot->updates, __atomic_load_n(&slot->updates, __ATOMIC_RELAXED) + 1,
-                         __ATOMIC_RELEASE);
+/* Returns the slot's new update count. */
+static inline uint64_t stock_slot_updated(struct mb_stat_slot *slot) {
+        uint64_t u = __atomic_load_n(&slot->updates, __ATOMIC_RELAXED) + 1;
+
+        __atomic_store_n(&slot->updates, u, __ATOMIC_RELEASE);
+        return u;
 }
 
+/*
+ * The fast path marks its stats region dirty (mb_stats_abi.h) only once per
+ * STOCK_STAT_DIRTY_UPDATES updates of a slot, as the kernel's
+ * memcg_rstat_updated() calls cgroup_rstat_updated() only once a CPU's
+ * pending updates pass MEMCG_CHARGE_BATCH: the test is on the update count
+ * just computed, so the other 63 cost no memory access at all.  Slow paths
+ * (charges, returns, drains, slab) mark every time.  A read over the bus
+ * may therefore miss up to STOCK_STAT_DIRTY_UPDATES - 1 fast-path updates
+ * per CPU slot of a client until the next one or the periodic flush
+ * (StatsFlushIntervalSec), which walks every slot whatever the mark.
+ */
+#define STOCK_STAT_DIRTY_UPDATES 64u
+
 /* @n pages moved between the application and the stock: alloc (@n > 0)
- * or free (@n < 0). */
-static inline void stock_stat_use(struct mb_stat_slot *slot, int64_t n) {
+ * or free (@n < 0).  True when the region is due for a dirty mark. */
+static inline bool stock_stat_use(struct mb_stat_slot *slot, int64_t n) {
         stock_slot_add(slot, MB_STAT_PAGES, n);
         stock_slot_add(slot, MB_STAT_STOCK, -n);
         if (n > 0)
                 stock_slot_add(slot, MB_STAT_PGALLOC, n);
         else
                 stock_slot_add(slot, MB_STAT_PGFREE, -n);
-        stock_slot_updated(slot);
+        return (stock_slot_updated(slot) & (STOCK_STAT_DIRTY_UPDATES - 1)) == 0;
 }

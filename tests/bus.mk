@@ -17,6 +17,7 @@ bus_tests = \
 	tests/test-bus-reload.sh \
 	tests/test-bus-options.sh \
 	tests/test-bus-reconnect.sh \
+	tests/test-bus-stat-dirty.sh \
 	tests/test-ctl-status.sh \
 	tests/test-ctl-tree.sh \
 	tests/test-ctl-stat.sh \
