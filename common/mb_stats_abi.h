@@ -25,10 +25,14 @@
  *   - Without it the daemon learns that a region changed only by summing the
  *     `updates` of all nslots slots, O(CPUs) per region per poll.  A writer
  *     that sets MB_STATS_WRITER_MARKS_DIRTY in `writer_flags` promises to
- *     call mb_stats_region_mark_dirty() after each slot update (after the
- *     release bump of `updates`); the daemon then reads and clears the one
- *     word `dirty` per region and walks the slots only when it was set.  A region without the flag (an older client) is walked on
- *     every poll, as before, so the version stays 1.
+ *     call mb_stats_region_mark_dirty() after its slot updates (after the
+ *     release bump of `updates`): after every one, or, like the kernel's
+ *     memcg_rstat_updated() with MEMCG_CHARGE_BATCH, after every Nth of a
+ *     slot (libmembroker's fast path: every 64th, client/stock.h), the
+ *     periodic full walk below bounding what the others leave unseen.  The
+ *     daemon reads and clears the one word `dirty` per region and walks the
+ *     slots only when it was set.  A region without the flag (an older
+ *     client) is walked on every poll, as before, so the version stays 1.
  *   - Writer, at attach: mb_stats_region_writer_attach() stores dirty = 1,
  *     then the flag (release), so a reader that sees the flag also sees the
  *     region dirty and walks what was written before.
