@@ -90,7 +90,8 @@ struct mb_client {
         size_t page_size;
         unsigned charge_batch;         /* pages per Charge; the daemon may change it
                                         * (Grant.charge_batch), under conn_lock */
-        unsigned batch_cap;            /* the Welcome's batch: the stocks have room
+        unsigned batch_cap;            /* the largest batch the Welcome allowed
+                                        * (charge_batch_max): the stocks have room
                                         * for 2 * batch_cap + 1 pages each */
         uint64_t arena_pages;
         uint64_t client_id;
@@ -1248,7 +1249,8 @@ static void *client_thread(void *userdata) {
  * The daemon told a new batch (Grant.charge_batch): a limit appeared on a
  * tenant that had none, whose clients charged the larger seed-003 batch,
  * or ChargeBatch= changed.  The stocks keep their room (2 * batch_cap + 1
- * pages), so a batch can grow back up to the Welcome's and no further.  A
+ * pages), so a batch can grow up to what the Welcome allowed
+ * (charge_batch_max, else its batch) and no further.  A
  * smaller batch trims every stock to its new limit at once, the excess
  * going back to the daemon, so that the precision bound (ncpus * 2 *
  * charge_batch pages) holds from now on, not only after the stocks happen
@@ -1728,7 +1730,12 @@ static int client_welcome(mb_client *c, const Mb__Welcome *w) {
         c->page_shift = (unsigned) __builtin_ctzll(w->page_size);
         c->page_mask = w->page_size - 1;
         c->charge_batch = w->charge_batch;
-        c->batch_cap = w->charge_batch;
+        /* The stocks get room for the largest batch the daemon may tell
+         * later (a tenant with nothing limited, Welcome.charge_batch_max). */
+        c->batch_cap = w->has_charge_batch_max && w->charge_batch_max > w->charge_batch &&
+                                       w->charge_batch_max <= CHARGE_MAX_PAGES
+                               ? w->charge_batch_max
+                               : w->charge_batch;
         c->arena_pages = w->arena_pages;
         c->arena_bytes = w->arena_pages * w->page_size;
         c->ncpus = w->stats_slots;

@@ -28,8 +28,8 @@
  * connected (mb_charge_batch() tells the current one): a tenant with
  * nothing limited up the tree gets 4 x ChargeBatch, and a limit appearing
  * or ChargeBatch= changing brings the new batch with the next charge (never
- * more than the batch of the Welcome); the stocks are trimmed to the new
- * bound at once.  At a limit the library first takes the pages of its other
+ * more than the Welcome allowed); the stocks are trimmed to the new bound
+ * at once.  At a limit the library first takes the pages of its other
  * CPUs' stocks and charges exactly what is missing, as the kernel's
  * try_charge() does, so an application can use its tenant's whole max.
  * A CPU's stock is locked with a restartable sequence (rseq: no atomic

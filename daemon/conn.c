@@ -108,15 +108,30 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *userdata);
 
 /* The batch a client of @t should charge: ChargeBatch= of the tenant (or
  * its nearest ancestor, or the broker's), times the seed-003 factor while
- * nothing is limited up the tree.  No lock: the limits and the batch are
- * read atomically, and a tenant with clients (and its ancestors) cannot be
- * removed. */
-static unsigned conn_charge_batch(const struct manager *m, const struct tenant *t) {
+ * nothing is limited up the tree -- and while the root, whose max is the
+ * Capacity and which every tenant shares, is far from it: the larger stocks
+ * of many clients would otherwise fill the capacity with unused pages.
+ * The factor is given below a quarter of the capacity and taken back above
+ * a half; in between a client keeps what it has (@current; a new client
+ * gets the plain batch), so that a usage hovering around one threshold does not make
+ * the clients trim and refill their stocks at every charge.  No lock: the
+ * limits, the usage and the batch are read atomically, and a tenant with
+ * clients (and its ancestors) cannot be removed. */
+static unsigned conn_charge_batch(const struct manager *m, const struct tenant *t, unsigned current) {
         unsigned batch = tenant_charge_batch(t, atomic_load(&m->broker_charge_batch));
+        unsigned big = MB_MIN(batch * UNLIMITED_CHARGE_BATCH_FACTOR, WIRE_MAX_CHARGE_PAGES);
+        const struct page_counter *root = &m->tree->root->memory;
+        unsigned long usage, capacity;
 
-        if (tenant_is_unlimited(t))
-                batch = MB_MIN(batch * UNLIMITED_CHARGE_BATCH_FACTOR, WIRE_MAX_CHARGE_PAGES);
-        return batch;
+        if (!tenant_is_unlimited(t))
+                return batch;
+        usage = page_counter_read(root);
+        capacity = page_counter_get_max(root);
+        if (usage < capacity / 4)
+                return big;
+        if (usage > capacity / 2)
+                return batch;
+        return current == big ? big : batch;
 }
 
 /* ---- sending ---- */
@@ -431,7 +446,7 @@ static void conn_hello(struct conn *c, const Mb__Hello *hello) {
         struct tenant_state *ts;
         Mb__Msg msg = MB__MSG__INIT;
         Mb__Welcome welcome = MB__WELCOME__INIT;
-        unsigned batch;
+        unsigned batch, batch_max;
         bool unlimited;
         int r;
 
@@ -502,8 +517,11 @@ static void conn_hello(struct conn *c, const Mb__Hello *hello) {
         c->tenant = t;
         c->ts = ts;
         c->arena = ts->arena;
-        batch = conn_charge_batch(m, t);
+        batch = conn_charge_batch(m, t, 0);
         unlimited = tenant_is_unlimited(t);
+        batch_max = MB_MIN(tenant_charge_batch(t, atomic_load(&m->broker_charge_batch)) *
+                                   UNLIMITED_CHARGE_BATCH_FACTOR,
+                           WIRE_MAX_CHARGE_PAGES);
         pthread_rwlock_unlock(&m->tree_lock);
 
         /* Its identity, kept in the owner table; after a daemon restart the
@@ -560,6 +578,10 @@ static void conn_hello(struct conn *c, const Mb__Hello *hello) {
         welcome.client_id = c->client_id;
         welcome.has_unlimited = true;
         welcome.unlimited = unlimited;
+        /* Room for the seed-003 batch when the tenant has nothing limited,
+         * even if the capacity withholds it now (conn_charge_batch()). */
+        welcome.has_charge_batch_max = true;
+        welcome.charge_batch_max = MB_MAX(batch, unlimited ? batch_max : batch);
         welcome.has_client_token = true;
         welcome.client_token = c->token;
         msg.body_case = MB__MSG__BODY_WELCOME;
@@ -620,7 +642,7 @@ static void conn_grant(struct conn *c, uint32_t seq, uint32_t n, uint64_t thrott
         grant.extents = w->pb_extent_ptrs;
         grant.has_throttle_usec = throttle_usec > 0;
         grant.throttle_usec = throttle_usec;
-        batch = conn_charge_batch(c->m, t);
+        batch = conn_charge_batch(c->m, t, c->told_batch);
         if (batch != c->told_batch) {
                 grant.has_charge_batch = true;
                 grant.charge_batch = batch;

@@ -6,8 +6,12 @@
 #  - when a limit appears, the client's next Grant brings the normal batch
 #    and its stocks shrink to 2 x batch at once (MemoryCurrent shows it);
 #    when the limit goes, the larger batch comes back;
+#  - the root's capacity counts too: above half of it the larger batch is
+#    not given (many clients' larger stocks would fill it), below a quarter
+#    it comes back;
 #  - SetTenantLimits ChargeBatch= reaches connected clients the same way, up
-#    to the batch they attached with (their stocks' room).
+#    to the largest batch their Welcome allowed (the stocks' room: 4 x for a
+#    tenant with nothing limited, else the batch they attached with).
 # Real daemon, real bus, real library (tests/client-tool.c "steps"), the
 # client pinned to one CPU so that one stock holds everything.
 . "$top_srcdir/tests/lib.sh"
@@ -17,6 +21,7 @@ CLIENT_TOOL="$top_builddir/tests/client-tool"
 bus_setup "Capacity=64M" "ChargeBatch=8"
 mb_write_tenant free "Path=free"
 mb_write_tenant lim "Path=lim" "MemoryMax=16M"
+mb_write_tenant big "Path=big"
 bus_run
 export MEMBROKER_SOCKET="$MB_SOCK"
 PAGE=$(mgr_prop PageSize)
@@ -53,6 +58,17 @@ touch "$MB_TMP/go2"
 assert_eq "batch=32" "$(steps_line a 4)" "the larger batch once nothing is limited again"
 wait "${LOAD_PID[a]}" || fail "client a failed: $(cat "$MB_TMP/a.err")"
 assert_eq 0 "$(tenant_prop free MemoryCurrent)" "MemoryCurrent after client a closed"
+
+# --- the capacity: a holder of 40M (over half of 64M) in another tenant ----
+load_start holder big 40M
+steps_start d free print cycle:1 "wait:$MB_TMP/go7" cycle:40 print
+assert_eq "batch=8" "$(steps_line d 1)" "the batch of a tenant with nothing limited while the root is over half its capacity"
+load_stop holder
+[ "$LOAD_RC" -eq 0 ] || fail "the holder failed (rc $LOAD_RC)"
+wait_for 20 eval '[ "$(tenant_prop / MemoryCurrent)" -lt $((16 << 20)) ]' || fail "the root did not go below a quarter"
+touch "$MB_TMP/go7"
+assert_eq "batch=32" "$(steps_line d 2)" "the larger batch once the root is below a quarter of its capacity"
+wait "${LOAD_PID[d]}" || fail "client d failed: $(cat "$MB_TMP/d.err")"
 
 # --- a smaller batch trims the stocks of every CPU, not only the charging one
 if [ "$(nproc)" -ge 2 ]; then
