@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "bus-internal.h"
+#include "conn.h"
 #include "bus.h"
 
 /* ---- names ---- */
@@ -427,6 +428,19 @@ static int property_get_effective(sd_bus *bus, const char *path, const char *int
         return sd_bus_message_append(reply, "t", strcmp(property, "EffectiveMemoryMin") == 0 ? emin : elow);
 }
 
+/* The batch a client attaching now is told (conn_charge_batch()): 4 x
+ * ChargeBatch for a tenant with nothing limited while the broker is far
+ * from its capacity (seed 003). */
+static int property_get_effective_charge_batch(sd_bus *bus, const char *path, const char *interface,
+                                               const char *property, sd_bus_message *reply, void *userdata,
+                                               sd_bus_error *error) {
+        struct manager *m = userdata;
+
+        TENANT_OR_RETURN(t, m, path, error);
+        BUS_TREE_RDLOCK(m);
+        return sd_bus_message_append(reply, "u", (uint32_t) conn_charge_batch(m, t, 0));
+}
+
 static int property_get_charge_batch(sd_bus *bus, const char *path, const char *interface,
                                      const char *property, sd_bus_message *reply, void *userdata,
                                      sd_bus_error *error) {
@@ -481,6 +495,7 @@ const sd_bus_vtable bus_tenant_vtable[] = {
         SD_BUS_PROPERTY("EffectiveMemoryLow", "t", property_get_effective, 0, 0),
         SD_BUS_PROPERTY("EffectiveMemoryMin", "t", property_get_effective, 0, 0),
         SD_BUS_PROPERTY("ChargeBatch", "u", property_get_charge_batch, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("EffectiveChargeBatch", "u", property_get_effective_charge_batch, 0, 0),
         SD_BUS_PROPERTY("NClients", "u", property_get_nclients, 0, 0),
         SD_BUS_METHOD_WITH_ARGS("GetStat", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(st)", stat), method_get_stat,
                                 SD_BUS_VTABLE_UNPRIVILEGED),

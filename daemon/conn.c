@@ -117,7 +117,7 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *userdata);
  * the clients trim and refill their stocks at every charge.  No lock: the
  * limits, the usage and the batch are read atomically, and a tenant with
  * clients (and its ancestors) cannot be removed. */
-static unsigned conn_charge_batch(const struct manager *m, const struct tenant *t, unsigned current) {
+unsigned conn_charge_batch(const struct manager *m, const struct tenant *t, unsigned current) {
         unsigned batch = tenant_charge_batch(t, atomic_load(&m->broker_charge_batch));
         unsigned big = MB_MIN(batch * UNLIMITED_CHARGE_BATCH_FACTOR, WIRE_MAX_CHARGE_PAGES);
         const struct page_counter *root = &m->tree->root->memory;

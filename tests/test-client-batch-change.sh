@@ -41,6 +41,9 @@ steps_line() {
 }
 
 # --- a tenant with nothing limited, then limited, then not -------------------
+assert_eq 8 "$(tenant_prop free ChargeBatch)" "ChargeBatch of free (the broker's)"
+assert_eq 32 "$(tenant_prop free EffectiveChargeBatch)" "EffectiveChargeBatch of free: 4 x, nothing limited"
+assert_eq 8 "$(tenant_prop lim EffectiveChargeBatch)" "EffectiveChargeBatch of lim: limited"
 steps_start a free print cycle:1 print "wait:$MB_TMP/go1" cycle:40 print "wait:$MB_TMP/go2" cycle:40 print
 assert_eq "batch=32" "$(steps_line a 1)" "the Welcome's batch of a tenant with nothing limited (4 x 8)"
 assert_eq "batch=32" "$(steps_line a 2)" "batch after the first charge"
@@ -63,6 +66,7 @@ assert_eq 0 "$(tenant_prop free MemoryCurrent)" "MemoryCurrent after client a cl
 load_start holder big 40M
 steps_start d free print cycle:1 "wait:$MB_TMP/go7" cycle:40 print
 assert_eq "batch=8" "$(steps_line d 1)" "the batch of a tenant with nothing limited while the root is over half its capacity"
+assert_eq 8 "$(tenant_prop free EffectiveChargeBatch)" "EffectiveChargeBatch of free with the root over half full"
 load_stop holder
 [ "$LOAD_RC" -eq 0 ] || fail "the holder failed (rc $LOAD_RC)"
 wait_for 20 eval '[ "$(tenant_prop / MemoryCurrent)" -lt $((16 << 20)) ]' || fail "the root did not go below a quarter"
