@@ -354,9 +354,30 @@ static inline __attribute__((always_inline)) struct stock *client_stock_lock(con
  * word is set, no fence.  A reconnection publishes the new region before it
  * moves the slots, under each stock's lock, and unmaps the old one after:
  * a writer holding any stock lock sees a mapped region. */
-static inline __attribute__((always_inline)) void stock_stat_dirty(const mb_client *c, const struct stock *s) {
-        (void) s;
+static inline __attribute__((always_inline)) void stock_stat_dirty(const mb_client *c) {
         mb_stats_region_mark_dirty(__atomic_load_n(&c->stats, __ATOMIC_RELAXED));
+}
+
+/* A slow path's update of @s's slot is complete: bump `updates` and mark the
+ * region (every time; the fast path marks every STOCK_STAT_DIRTY_UPDATES). */
+static inline void stock_slot_commit(const mb_client *c, struct stock *s) {
+        stock_slot_updated(s->slot);
+        stock_stat_dirty(c);
+}
+
+/* The fast path's stats: @n pages between the application and the stock
+ * (stock_stat_use()), the region marked when it is due. */
+static inline __attribute__((always_inline)) void stock_use(const mb_client *c, struct stock *s, int64_t n) {
+        if (_unlikely_(stock_stat_use(s->slot, n)))
+                stock_stat_dirty(c);
+}
+
+/* Move the @take topmost pages of the locked stock @s to @out. */
+static void stock_take_locked(const mb_client *c, struct stock *s, void **out, uint32_t take) {
+        s->nr -= take;
+        memcpy(out, s->pages + s->nr, take * sizeof(void *));
+        stock_slot_add(s->slot, MB_STAT_STOCK, -(int64_t) take);
+        stock_slot_commit(c, s);
 }
 
 /* Empty and disable every stock: the session is lost, and the daemon has
@@ -388,13 +409,8 @@ static size_t stocks_take_all(mb_client *c, void **out, size_t n) {
                         continue;
                 s = client_stock_lock_cpu(c, cpu);
                 take = (uint32_t) MB_MIN((size_t) s->nr, n - got);
-                if (take > 0) {
-                        s->nr -= take;
-                        memcpy(out + got, s->pages + s->nr, take * sizeof(void *));
-                        stock_slot_add(s->slot, MB_STAT_STOCK, -(int64_t) take);
-                        stock_slot_updated(s->slot);
-                        stock_stat_dirty(c, s);
-                }
+                if (take > 0)
+                        stock_take_locked(c, s, out + got, take);
                 stock_unlock(s);
                 got += take;
         }
@@ -406,13 +422,8 @@ static size_t stock_take_local(mb_client *c, void **out, size_t n) {
         struct stock *s = client_stock_lock(c);
         uint32_t take = (uint32_t) MB_MIN((size_t) s->nr, n);
 
-        if (take > 0) {
-                s->nr -= take;
-                memcpy(out, s->pages + s->nr, take * sizeof(void *));
-                stock_slot_add(s->slot, MB_STAT_STOCK, -(int64_t) take);
-                stock_slot_updated(s->slot);
-                stock_stat_dirty(c, s);
-        }
+        if (take > 0)
+                stock_take_locked(c, s, out, take);
         stock_unlock(s);
         return take;
 }
@@ -1276,11 +1287,7 @@ static int client_adopt_batch_locked(mb_client *c, uint32_t batch) {
                         if (s->nr > s->limit) {
                                 uint32_t take = s->nr - s->limit;
 
-                                s->nr -= take;
-                                memcpy(back + n, s->pages + s->nr, take * sizeof(void *));
-                                stock_slot_add(s->slot, MB_STAT_STOCK, -(int64_t) take);
-                                stock_slot_updated(s->slot);
-                                stock_stat_dirty(c, s);
+                                stock_take_locked(c, s, back + n, take);
                                 n += take;
                         }
                 }
@@ -1386,8 +1393,7 @@ static int client_stock_put_locked(mb_client *c, void **pages, size_t n, size_t 
                 stock_slot_add(s->slot, MB_STAT_PAGES, -(int64_t) freed);
                 stock_slot_add(s->slot, MB_STAT_PGFREE, (int64_t) freed);
         }
-        stock_slot_updated(s->slot);
-        stock_stat_dirty(c, s);
+        stock_slot_commit(c, s);
         stock_unlock(s);
 
         return client_uncharge_locked(c, back, nback, MB__UNCHARGE_REASON__UNCHARGE_FREE, true, false, 0);
@@ -1475,8 +1481,7 @@ static int client_alloc_slow(mb_client *c, void **out, size_t n) {
 
                 stock_slot_add(s->slot, MB_STAT_PAGES, (int64_t) n);
                 stock_slot_add(s->slot, MB_STAT_PGALLOC, (int64_t) n);
-                stock_slot_updated(s->slot);
-                stock_stat_dirty(c, s);
+                stock_slot_commit(c, s);
                 stock_unlock(s);
         }
 out:
@@ -1502,8 +1507,7 @@ static int client_free_slow(mb_client *c, void **pages, size_t n) {
                 s = client_stock_lock(c);
                 stock_slot_add(s->slot, MB_STAT_PAGES, -(int64_t) n);
                 stock_slot_add(s->slot, MB_STAT_PGFREE, (int64_t) n);
-                stock_slot_updated(s->slot);
-                stock_stat_dirty(c, s);
+                stock_slot_commit(c, s);
                 stock_unlock(s);
                 return 0;
         }
@@ -1542,8 +1546,7 @@ void *mb_page_alloc(mb_client *c) {
         if (_likely_(nr > 0)) {
                 void *p = s->pages[nr - 1];
 
-                if (_unlikely_(stock_stat_use(s->slot, 1)))
-                        stock_stat_dirty(c, s);
+                stock_use(c, s, 1);
                 stock_unlock_nr(s, nr - 1);
                 return p;
         }
@@ -1564,8 +1567,7 @@ int mb_page_alloc_bulk(mb_client *c, void **pages, size_t n) {
         if (_likely_(s->nr >= n)) {
                 s->nr -= (uint32_t) n;
                 memcpy(pages, s->pages + s->nr, n * sizeof(void *));
-                if (_unlikely_(stock_stat_use(s->slot, (int64_t) n)))
-                        stock_stat_dirty(c, s);
+                stock_use(c, s, (int64_t) n);
                 stock_unlock(s);
                 return 0;
         }
@@ -1594,8 +1596,7 @@ int mb_page_free(mb_client *c, void *page) {
         nr = s->nr;
         if (_likely_(nr < s->limit)) {
                 s->pages[nr] = page;
-                if (_unlikely_(stock_stat_use(s->slot, -1)))
-                        stock_stat_dirty(c, s);
+                stock_use(c, s, -1);
                 stock_unlock_nr(s, nr + 1);
                 return 0;
         }
@@ -1622,8 +1623,7 @@ int mb_page_free_bulk(mb_client *c, void **pages, size_t n) {
         if (push > 0) {
                 memcpy(s->pages + s->nr, pages, push * sizeof(void *));
                 s->nr += (uint32_t) push;
-                if (_unlikely_(stock_stat_use(s->slot, -(int64_t) push)))
-                        stock_stat_dirty(c, s);
+                stock_use(c, s, -(int64_t) push);
         }
         stock_unlock(s);
         if (_likely_(push == n))
@@ -1676,7 +1676,8 @@ static int client_map(mb_client *c, const Mb__Welcome *w, int arena_fd, int stat
                              c->stats->magic, c->stats->version, c->stats->nslots);
                 return -EPROTO;
         }
-        /* Every slot update marks the region dirty (stock_stat_dirty()). */
+        /* Slot updates mark the region dirty (stock_stat_dirty()): the
+         * slow paths every time, the fast path every 64th of a slot. */
         mb_stats_region_writer_attach(c->stats);
         return 0;
 }
@@ -2136,7 +2137,7 @@ void mb_client_stat_add(mb_client *c, enum mb_stat_item item, int64_t delta) {
                 return; /* the region is the parent's */
         s = client_stock_lock(c);
         mb_stat_slot_add(s->slot, item, delta);
-        stock_stat_dirty(c, s);
+        stock_stat_dirty(c);
         stock_unlock(s);
 }
 

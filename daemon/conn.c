@@ -117,9 +117,16 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *userdata);
  * the clients trim and refill their stocks at every charge.  No lock: the
  * limits, the usage and the batch are read atomically, and a tenant with
  * clients (and its ancestors) cannot be removed. */
+static unsigned conn_unlimited_batch(unsigned batch) {
+        return MB_MIN(batch * UNLIMITED_CHARGE_BATCH_FACTOR, WIRE_MAX_CHARGE_PAGES);
+}
+
+static unsigned conn_base_batch(const struct manager *m, const struct tenant *t) {
+        return tenant_charge_batch(t, atomic_load(&m->broker_charge_batch));
+}
+
 unsigned conn_charge_batch(const struct manager *m, const struct tenant *t, unsigned current) {
-        unsigned batch = tenant_charge_batch(t, atomic_load(&m->broker_charge_batch));
-        unsigned big = MB_MIN(batch * UNLIMITED_CHARGE_BATCH_FACTOR, WIRE_MAX_CHARGE_PAGES);
+        unsigned batch = conn_base_batch(m, t), big = conn_unlimited_batch(batch);
         const struct page_counter *root = &m->tree->root->memory;
         unsigned long usage, capacity;
 
@@ -519,9 +526,7 @@ static void conn_hello(struct conn *c, const Mb__Hello *hello) {
         c->arena = ts->arena;
         batch = conn_charge_batch(m, t, 0);
         unlimited = tenant_is_unlimited(t);
-        batch_max = MB_MIN(tenant_charge_batch(t, atomic_load(&m->broker_charge_batch)) *
-                                   UNLIMITED_CHARGE_BATCH_FACTOR,
-                           WIRE_MAX_CHARGE_PAGES);
+        batch_max = unlimited ? conn_unlimited_batch(conn_base_batch(m, t)) : batch;
         pthread_rwlock_unlock(&m->tree_lock);
 
         /* Its identity, kept in the owner table; after a daemon restart the
@@ -581,7 +586,7 @@ static void conn_hello(struct conn *c, const Mb__Hello *hello) {
         /* Room for the seed-003 batch when the tenant has nothing limited,
          * even if the capacity withholds it now (conn_charge_batch()). */
         welcome.has_charge_batch_max = true;
-        welcome.charge_batch_max = MB_MAX(batch, unlimited ? batch_max : batch);
+        welcome.charge_batch_max = batch_max;
         welcome.has_client_token = true;
         welcome.client_token = c->token;
         msg.body_case = MB__MSG__BODY_WELCOME;

@@ -459,101 +459,100 @@ START_TEST(test_region_layout) {
 }
 END_TEST
 
+/* The common set-up of the region tests: root <- a, one region source on
+ * a (its writer maintaining the dirty word when @writer), polled once. */
+struct region_fx {
+        struct rstat_tree tree;
+        struct rstat_node root, a;
+        struct mb_stats_region *r;
+        struct rstat_source *src;
+};
+
+static void region_fx_init(struct region_fx *f, bool writer) {
+        f->r = region_new();
+        rstat_tree_init(&f->tree, NCPUS);
+        rstat_node_init(&f->root, NULL);
+        rstat_node_init(&f->a, &f->root);
+        if (writer)
+                mb_stats_region_writer_attach(f->r);
+        f->src = region_attach(&f->tree, &f->a, f->r);
+}
+
+static void region_fx_fini(struct region_fx *f) {
+        rstat_node_destroy(&f->tree, &f->a);
+        rstat_node_destroy(&f->tree, &f->root);
+        free(f->r);
+}
+
 START_TEST(test_clean_region_is_not_walked) {
         /* The writer promised to mark the region and left it clean: a poll
          * must not look at the slots (so a write behind the daemon's back
          * goes unseen), a full poll must. */
-        struct rstat_tree tree;
-        struct rstat_node root, a;
-        struct mb_stats_region *r = region_new();
-        struct rstat_source *src;
+        struct region_fx f;
 
-        rstat_tree_init(&tree, NCPUS);
-        rstat_node_init(&root, NULL);
-        rstat_node_init(&a, &root);
-        mb_stats_region_writer_attach(r);
-        src = region_attach(&tree, &a, r);
-        ck_assert_uint_eq(r->dirty, 0);
+        region_fx_init(&f, true);
+        ck_assert_uint_eq(f.r->dirty, 0);
 
-        mb_stat_slot_add(&r->slot[1], MB_STAT_PGALLOC, 5); /* not marked */
-        ck_assert_uint_eq(rstat_poll_source(&tree, &a, src), 0);
-        ck_assert(!rstat_node_is_updated(&a));
-        ck_assert_uint_eq(rstat_poll_source(&tree, &a, src), 0);
+        mb_stat_slot_add(&f.r->slot[1], MB_STAT_PGALLOC, 5); /* not marked */
+        ck_assert_uint_eq(rstat_poll_source(&f.tree, &f.a, f.src), 0);
+        ck_assert(!rstat_node_is_updated(&f.a));
+        ck_assert_uint_eq(rstat_poll_source(&f.tree, &f.a, f.src), 0);
 
-        ck_assert_uint_eq(rstat_poll_source_full(&tree, &a, src), 1);
-        ck_assert(rstat_node_is_updated(&a));
-        rstat_flush(&tree, &root);
-        ck_assert_int_eq(root.value[MB_STAT_PGALLOC], 5);
-        ck_assert_uint_eq(r->dirty, 0);
+        ck_assert_uint_eq(rstat_poll_source_full(&f.tree, &f.a, f.src), 1);
+        ck_assert(rstat_node_is_updated(&f.a));
+        rstat_flush(&f.tree, &f.root);
+        ck_assert_int_eq(f.root.value[MB_STAT_PGALLOC], 5);
+        ck_assert_uint_eq(f.r->dirty, 0);
 
-        rstat_node_destroy(&tree, &a);
-        rstat_node_destroy(&tree, &root);
-        free(r);
+        region_fx_fini(&f);
 }
 END_TEST
 
 START_TEST(test_dirty_region_is_walked_and_cleared) {
-        struct rstat_tree tree;
-        struct rstat_node root, a;
-        struct mb_stats_region *r = region_new();
-        struct rstat_source *src;
+        struct region_fx f;
 
-        rstat_tree_init(&tree, NCPUS);
-        rstat_node_init(&root, NULL);
-        rstat_node_init(&a, &root);
-        mb_stats_region_writer_attach(r);
-        src = region_attach(&tree, &a, r);
+        region_fx_init(&f, true);
 
-        mb_stat_slot_add(&r->slot[0], MB_STAT_PAGES, 3);
-        mb_stat_slot_add(&r->slot[1], MB_STAT_PGALLOC, 3);
-        mb_stats_region_mark_dirty(r);
-        ck_assert_uint_eq(rstat_poll_source(&tree, &a, src), 2);
-        ck_assert_uint_eq(r->dirty, 0);
-        ck_assert(rstat_node_is_updated(&a));
-        ck_assert_uint_eq(rstat_poll_source(&tree, &a, src), 0);
-        rstat_flush(&tree, &root);
-        ck_assert_int_eq(root.value[MB_STAT_PAGES], 3);
-        ck_assert_int_eq(a.local[MB_STAT_PGALLOC], 3);
+        mb_stat_slot_add(&f.r->slot[0], MB_STAT_PAGES, 3);
+        mb_stat_slot_add(&f.r->slot[1], MB_STAT_PGALLOC, 3);
+        mb_stats_region_mark_dirty(f.r);
+        ck_assert_uint_eq(rstat_poll_source(&f.tree, &f.a, f.src), 2);
+        ck_assert_uint_eq(f.r->dirty, 0);
+        ck_assert(rstat_node_is_updated(&f.a));
+        ck_assert_uint_eq(rstat_poll_source(&f.tree, &f.a, f.src), 0);
+        rstat_flush(&f.tree, &f.root);
+        ck_assert_int_eq(f.root.value[MB_STAT_PAGES], 3);
+        ck_assert_int_eq(f.a.local[MB_STAT_PGALLOC], 3);
 
         /* Marked again by the next write: seen again. */
-        mb_stat_slot_add(&r->slot[0], MB_STAT_PAGES, -1);
-        mb_stats_region_mark_dirty(r);
-        ck_assert_uint_eq(rstat_poll_source(&tree, &a, src), 1);
-        ck_assert_uint_eq(r->dirty, 0);
-        rstat_flush(&tree, &root);
-        ck_assert_int_eq(root.value[MB_STAT_PAGES], 2);
+        mb_stat_slot_add(&f.r->slot[0], MB_STAT_PAGES, -1);
+        mb_stats_region_mark_dirty(f.r);
+        ck_assert_uint_eq(rstat_poll_source(&f.tree, &f.a, f.src), 1);
+        ck_assert_uint_eq(f.r->dirty, 0);
+        rstat_flush(&f.tree, &f.root);
+        ck_assert_int_eq(f.root.value[MB_STAT_PAGES], 2);
 
-        rstat_node_destroy(&tree, &a);
-        rstat_node_destroy(&tree, &root);
-        free(r);
+        region_fx_fini(&f);
 }
 END_TEST
 
 START_TEST(test_region_without_writer_flag_is_always_walked) {
         /* An older client never sets the flag nor the word: every poll
          * walks its slots, as before the word existed. */
-        struct rstat_tree tree;
-        struct rstat_node root, a;
-        struct mb_stats_region *r = region_new();
-        struct rstat_source *src;
+        struct region_fx f;
 
-        rstat_tree_init(&tree, NCPUS);
-        rstat_node_init(&root, NULL);
-        rstat_node_init(&a, &root);
-        src = region_attach(&tree, &a, r);
+        region_fx_init(&f, false);
 
-        mb_stat_slot_add(&r->slot[1], MB_STAT_PGALLOC, 2);
-        ck_assert_uint_eq(rstat_poll_source(&tree, &a, src), 1);
-        ck_assert(rstat_node_is_updated(&a));
-        mb_stat_slot_add(&r->slot[0], MB_STAT_PGALLOC, 2);
-        ck_assert_uint_eq(rstat_poll_source(&tree, &a, src), 1);
-        rstat_flush(&tree, &root);
-        ck_assert_int_eq(root.value[MB_STAT_PGALLOC], 4);
-        ck_assert_uint_eq(r->dirty, 0);
+        mb_stat_slot_add(&f.r->slot[1], MB_STAT_PGALLOC, 2);
+        ck_assert_uint_eq(rstat_poll_source(&f.tree, &f.a, f.src), 1);
+        ck_assert(rstat_node_is_updated(&f.a));
+        mb_stat_slot_add(&f.r->slot[0], MB_STAT_PGALLOC, 2);
+        ck_assert_uint_eq(rstat_poll_source(&f.tree, &f.a, f.src), 1);
+        rstat_flush(&f.tree, &f.root);
+        ck_assert_int_eq(f.root.value[MB_STAT_PGALLOC], 4);
+        ck_assert_uint_eq(f.r->dirty, 0);
 
-        rstat_node_destroy(&tree, &a);
-        rstat_node_destroy(&tree, &root);
-        free(r);
+        region_fx_fini(&f);
 }
 END_TEST
 
@@ -782,40 +781,31 @@ static void *dirty_writer_thread(void *arg) {
 }
 
 START_TEST(test_concurrent_writers_dirty_word) {
-        struct rstat_tree tree;
-        struct rstat_node root, a;
-        struct mb_stats_region *r = region_new();
-        struct rstat_source *src;
+        struct region_fx f;
         pthread_t th[NCPUS];
         struct dirty_writer w[NCPUS];
         uint64_t seen = 0;
 
-        rstat_tree_init(&tree, NCPUS);
-        rstat_node_init(&root, NULL);
-        rstat_node_init(&a, &root);
-        mb_stats_region_writer_attach(r);
-        src = region_attach(&tree, &a, r);
+        region_fx_init(&f, true);
 
         for (unsigned i = 0; i < NCPUS; i++) {
-                w[i] = (struct dirty_writer) { .region = r, .index = i };
+                w[i] = (struct dirty_writer) { .region = f.r, .index = i };
                 ck_assert_int_eq(pthread_create(&th[i], NULL, dirty_writer_thread, &w[i]), 0);
         }
         for (int i = 0; i < 2000; i++) {
-                seen += rstat_poll_source(&tree, &a, src);
-                rstat_flush(&tree, &root);
+                seen += rstat_poll_source(&f.tree, &f.a, f.src);
+                rstat_flush(&f.tree, &f.root);
         }
         for (unsigned i = 0; i < NCPUS; i++)
                 pthread_join(th[i], NULL);
-        seen += rstat_poll_source_full(&tree, &a, src);
-        rstat_flush(&tree, &root);
+        seen += rstat_poll_source_full(&f.tree, &f.a, f.src);
+        rstat_flush(&f.tree, &f.root);
 
         ck_assert_uint_eq(seen, (uint64_t) NCPUS * WRITES_PER_THREAD);
-        ck_assert_int_eq(root.value[MB_STAT_PGALLOC], (int64_t) NCPUS * WRITES_PER_THREAD);
-        ck_assert_uint_eq(rstat_poll_source(&tree, &a, src), 0);
+        ck_assert_int_eq(f.root.value[MB_STAT_PGALLOC], (int64_t) NCPUS * WRITES_PER_THREAD);
+        ck_assert_uint_eq(rstat_poll_source(&f.tree, &f.a, f.src), 0);
 
-        rstat_node_destroy(&tree, &a);
-        rstat_node_destroy(&tree, &root);
-        free(r);
+        region_fx_fini(&f);
 }
 END_TEST
 

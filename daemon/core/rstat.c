@@ -193,18 +193,19 @@ static void rstat_source_fold(struct rstat_source *src, int64_t delta[static _MB
  * write that can slip through is the store-buffer race documented in
  * mb_stats_abi.h; rstat_poll_source_full() (the periodic flush) catches it.
  */
+/* Whether @src's writer maintains the dirty word (remembered once seen). */
+static bool rstat_source_marks_dirty(struct rstat_source *src) {
+        if (!src->marks_dirty && src->region && mb_stats_region_marks_dirty(src->region))
+                src->marks_dirty = true;
+        return src->marks_dirty;
+}
+
 static bool rstat_source_clean(struct rstat_source *src) {
-        struct mb_stats_region *region = src->region;
         bool dirty;
 
-        if (!region)
+        if (!rstat_source_marks_dirty(src))
                 return false;
-        if (!src->marks_dirty) {
-                if (!mb_stats_region_marks_dirty(region))
-                        return false;
-                src->marks_dirty = true;
-        }
-        dirty = mb_stats_region_test_and_clear_dirty(region);
+        dirty = mb_stats_region_test_and_clear_dirty(src->region);
         if (src->walk_next) {
                 src->walk_next = false;
                 return false;
@@ -238,10 +239,8 @@ uint64_t rstat_poll_source(struct rstat_tree *tree, struct rstat_node *node,
 uint64_t rstat_poll_source_full(struct rstat_tree *tree, struct rstat_node *node,
                                 struct rstat_source *src) {
         /* Clear the word too: what it announced is walked now. */
-        if (src->region && (src->marks_dirty || mb_stats_region_marks_dirty(src->region))) {
-                src->marks_dirty = true;
+        if (rstat_source_marks_dirty(src))
                 (void) mb_stats_region_test_and_clear_dirty(src->region);
-        }
         return rstat_poll_walk(tree, node, src);
 }
 
