@@ -25,7 +25,8 @@ BROKER_TESTS = \
 	tests/test-broker-concurrency.sh \
 	tests/test-broker-start.sh \
 	tests/test-broker-reload.sh \
-	tests/test-broker-load.sh
+	tests/test-broker-load.sh \
+	tests/test-broker-chaos.sh
 TESTS += $(BROKER_TESTS)
 dist_check_SCRIPTS += $(BROKER_TESTS)
 EXTRA_DIST += tests/broker-lib.sh
@@ -46,3 +47,9 @@ tests_fuzz_wire_seeds_LDADD = $(PROTOBUF_C_LIBS)
 TESTS += tests/test-fuzz-wire.sh
 endif
 EXTRA_DIST += tests/fuzz-wire.c tests/fuzz-wire-seeds.c tests/test-fuzz-wire.sh
+
+# The chaos test's long form: 1,000 random kill -9 of churning clients.
+soak: all $(check_PROGRAMS)
+	top_builddir='$(abs_top_builddir)' top_srcdir='$(abs_top_srcdir)' MB_CHAOS_KILLS=1000 \
+		MB_CHAOS_CHECK_EVERY=50 $(SHELL) $(abs_top_srcdir)/tests/test-broker-chaos.sh
+.PHONY: soak
