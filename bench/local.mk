@@ -66,7 +66,8 @@ BENCH_ENV = top_builddir='$(abs_top_builddir)' top_srcdir='$(abs_top_srcdir)' \
 BENCH_RUN = $(BENCH_ENV) $(SHELL) $(abs_top_srcdir)/bench/mb-bench.sh
 
 # All ten tables (a few minutes); the complete output also goes to
-# bench/results/latest.md in the build directory.
+# bench/results/latest.md in the build directory: a generated file, never
+# committed (BENCHMARKS.md keeps the method, the targets and the verdicts).
 bench: all
 	$(BENCH_RUN) --output bench/results/latest.md all
 bench-hotpath: all
@@ -89,5 +90,8 @@ bench-slab: all
 	$(BENCH_RUN) --output bench/results/slab.md slab
 bench-scale: all
 	$(BENCH_RUN) --output bench/results/scale.md scale
-.PHONY: bench bench-hotpath bench-charge bench-depth bench-counters bench-nolimits \
+clean-local: clean-bench-results
+clean-bench-results:
+	-rm -rf bench/results
+.PHONY: clean-bench-results bench bench-hotpath bench-charge bench-depth bench-counters bench-nolimits \
 	bench-stats bench-dbus bench-overhead bench-slab bench-scale
