@@ -19,7 +19,7 @@ pkgconfig_DATA = %reldir%/membroker.pc
 bin_PROGRAMS += client/membroker-load
 client_membroker_load_SOURCES = %reldir%/membroker-load.c
 client_membroker_load_CFLAGS = $(AM_CFLAGS)
-client_membroker_load_LDADD = client/libmembroker.la
+client_membroker_load_LDADD = client/libmembroker.la common/libmbcommon.la
 
 # The README example.
 noinst_PROGRAMS += client/example

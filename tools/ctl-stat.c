@@ -13,10 +13,13 @@
 #include "ctl-bus.h"
 #include "ctl-openmetrics.h"
 #include "ctl.h"
+#include "mb_stat_keys.h"
 
 /* A value of a stat key, for a text table. */
 static const char *stat_value_str(char *buf, const char *key, uint64_t v) {
-        if (ctl_stat_key_unit(key) == CTL_UNIT_BYTES)
+        const struct mb_stat_key_info *k = mb_stat_key_find(key, NULL);
+
+        if (k && k->unit == MB_STAT_UNIT_BYTES)
                 return ctl_format_bytes(buf, v, ctl_arg.bytes);
         snprintf(buf, CTL_FORMAT_BYTES_MAX, "%" PRIu64, v);
         return buf;

@@ -41,7 +41,7 @@ int ctl_view_status(sd_bus *bus, int argc, char **argv) {
                        mi.page_size, mi.capacity, mi.current, mi.charge_batch, mi.ntenants, mi.nclients,
                        mi.flushes, mi.flushed_nodes);
         } else {
-                double pct = mi.capacity && mi.capacity != CTL_LIMIT_MAX ? 100.0 * (double) mi.current /
+                double pct = mi.capacity && mi.capacity != MB_LIMIT_MAX ? 100.0 * (double) mi.current /
                                                                                    (double) mi.capacity
                                                                          : 0.0;
                 printf("membrokerd %s on %s\n", mi.version ? mi.version : "?", ctl_bus_description());
@@ -307,7 +307,7 @@ static int top_iteration(sd_bus *bus, struct top_prev *prev, bool tty, unsigned 
                 }
                 fputs("]}\n", stdout);
         } else {
-                double pct = mi.capacity && mi.capacity != CTL_LIMIT_MAX
+                double pct = mi.capacity && mi.capacity != MB_LIMIT_MAX
                                      ? 100.0 * (double) mi.current / (double) mi.capacity
                                      : 0.0;
                 if (tty)

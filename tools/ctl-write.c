@@ -12,6 +12,8 @@
 
 #include "ctl-bus.h"
 #include "ctl.h"
+#include "mb_limits.h"
+#include "mb_size.h"
 
 /* ---- set / create ---- */
 
@@ -58,7 +60,9 @@ static int append_settings(sd_bus *bus, sd_bus_message *m, int n, char **assignm
                                         return ctl_bus_log_error("cannot read the capacity", &error, r);
                                 have_capacity = true;
                         }
-                        r = ctl_parse_size(value, capacity, &v);
+                        r = mb_size_parse(value, capacity, MB_SIZE_PERCENT | MB_SIZE_INFINITY, &v);
+                        if (r == 0 && v == MB_LIMIT_UNSET)
+                                r = -ERANGE; /* the API's "unchanged", refused */
                 }
                 if (r < 0) {
                         ctl_log_error("invalid value for %s: '%s' (%s)", key, value,
@@ -158,8 +162,8 @@ int ctl_write_reclaim(sd_bus *bus, int argc, char **argv) {
         uint64_t bytes, reclaimed;
         int r;
 
-        r = ctl_parse_size(argv[2], 0, &bytes);
-        if (r < 0 || bytes == CTL_LIMIT_MAX) {
+        r = mb_size_parse(argv[2], 0, 0, &bytes);
+        if (r < 0) {
                 ctl_log_error("invalid size '%s' (bytes with K/M/G/T)", argv[2]);
                 return -EINVAL;
         }

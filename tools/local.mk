@@ -10,5 +10,5 @@ tools_membrokerctl_SOURCES = \
 	%reldir%/ctl-write.c \
 	%reldir%/ctl-util.c %reldir%/ctl-util.h
 tools_membrokerctl_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS)
-tools_membrokerctl_LDADD = $(SYSTEMD_LIBS)
+tools_membrokerctl_LDADD = common/libmbcommon.la $(SYSTEMD_LIBS)
 dist_man1_MANS = %reldir%/membrokerctl.1
