@@ -1,4 +1,4 @@
-# membrokerctl (owned by the D-Bus work): the command-line front end over D-Bus,
+# membrokerctl: the command-line front end over D-Bus,
 # one file per concept (tools/ctl.h lists them).
 bin_PROGRAMS += tools/membrokerctl
 tools_membrokerctl_SOURCES = \
