@@ -81,50 +81,21 @@ int ctl_bus_call_manager(sd_bus *bus, const char *member, sd_bus_error *error, s
         return r;
 }
 
-/* ---- property maps ---- */
+/* ---- dictionaries and property maps ---- */
 
-struct prop_map {
-        const char *name;
-        char type; /* 's', 't' or 'u' */
-        size_t offset;
-};
-
-static int read_props(sd_bus_message *m, const struct prop_map *map, size_t n, void *obj) {
+/* Walk the dictionary a{@entry_sig} at @m, calling @entry inside each entry
+ * to read its key and value.  0 or the first negative errno. */
+static int read_dict(sd_bus_message *m, const char *entry_sig, int (*entry)(sd_bus_message *m, void *userdata),
+                     void *userdata) {
+        char array_sig[32];
         int r;
 
-        r = sd_bus_message_enter_container(m, 'a', "{sv}");
+        snprintf(array_sig, sizeof array_sig, "{%s}", entry_sig);
+        r = sd_bus_message_enter_container(m, 'a', array_sig);
         if (r < 0)
                 return r;
-        while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
-                const struct prop_map *p = NULL;
-                const char *name, *contents;
-                char type;
-
-                r = sd_bus_message_read(m, "s", &name);
-                if (r < 0)
-                        return r;
-                for (size_t i = 0; i < n; i++)
-                        if (strcmp(map[i].name, name) == 0)
-                                p = &map[i];
-                r = sd_bus_message_peek_type(m, &type, &contents);
-                if (r < 0)
-                        return r;
-                if (!p || contents[0] != p->type || contents[1] != '\0')
-                        r = sd_bus_message_skip(m, "v");
-                else {
-                        char *where = (char *) obj + p->offset;
-                        if (p->type == 's') {
-                                const char *s;
-                                r = sd_bus_message_read(m, "v", "s", &s);
-                                if (r >= 0) {
-                                        free(*(char **) where);
-                                        *(char **) where = strdup(s);
-                                        if (!*(char **) where)
-                                                return -ENOMEM;
-                                }
-                        } else
-                                r = sd_bus_message_read(m, "v", contents, where);
-                }
+        while ((r = sd_bus_message_enter_container(m, 'e', entry_sig)) > 0) {
+                r = entry(m, userdata);
                 if (r < 0)
                         return r;
                 r = sd_bus_message_exit_container(m);
@@ -134,6 +105,57 @@ static int read_props(sd_bus_message *m, const struct prop_map *map, size_t n, v
         if (r < 0)
                 return r;
         return sd_bus_message_exit_container(m);
+}
+
+struct prop_map {
+        const char *name;
+        char type; /* 's', 't' or 'u' */
+        size_t offset;
+};
+
+struct props_ctx {
+        const struct prop_map *map;
+        size_t n;
+        void *obj;
+};
+
+/* One property "sv": into the field the map names, when its type matches. */
+static int read_prop(sd_bus_message *m, void *userdata) {
+        const struct props_ctx *ctx = userdata;
+        const struct prop_map *p = NULL;
+        const char *name, *contents;
+        char type, *where;
+        int r;
+
+        r = sd_bus_message_read(m, "s", &name);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < ctx->n; i++)
+                if (strcmp(ctx->map[i].name, name) == 0)
+                        p = &ctx->map[i];
+        r = sd_bus_message_peek_type(m, &type, &contents);
+        if (r < 0)
+                return r;
+        if (!p || contents[0] != p->type || contents[1] != '\0')
+                return sd_bus_message_skip(m, "v");
+        where = (char *) ctx->obj + p->offset;
+        if (p->type != 's')
+                return sd_bus_message_read(m, "v", contents, where);
+
+        const char *str;
+        r = sd_bus_message_read(m, "v", "s", &str);
+        if (r < 0)
+                return r;
+        free(*(char **) where);
+        *(char **) where = strdup(str);
+        return *(char **) where ? 0 : -ENOMEM;
+}
+
+/* Properties a{sv} into the fields of @obj that @map names. */
+static int read_props(sd_bus_message *m, const struct prop_map *map, size_t n, void *obj) {
+        struct props_ctx ctx = { map, n, obj };
+
+        return read_dict(m, "sv", read_prop, &ctx);
 }
 
 static const struct prop_map manager_props[] = {
@@ -260,12 +282,63 @@ struct ctl_tenant *ctl_tenant_set_find(struct ctl_tenant_set *s, const char *pat
         return bsearch(&key, s->t, s->n, sizeof key, tenant_info_compare);
 }
 
+/* A new zeroed tenant at the end of @s (*@alloc slots allocated), or NULL. */
+static struct ctl_tenant *tenant_set_add(struct ctl_tenant_set *s, size_t *alloc) {
+        if (s->n == *alloc) {
+                size_t na = *alloc ? 2 * *alloc : 16;
+                struct ctl_tenant *nt = realloc(s->t, na * sizeof *nt);
+                if (!nt)
+                        return NULL;
+                s->t = nt;
+                *alloc = na;
+        }
+        s->t[s->n] = (struct ctl_tenant) {};
+        return &s->t[s->n++];
+}
+
+struct tenants_ctx {
+        struct ctl_tenant_set *s;
+        size_t alloc;
+};
+
+/* One interface "sa{sv}" of a managed object: a tenant into the set when it
+ * is the Tenant interface. */
+static int read_interface(sd_bus_message *m, void *userdata) {
+        struct tenants_ctx *ctx = userdata;
+        struct ctl_tenant *t;
+        const char *iface;
+        int r;
+
+        r = sd_bus_message_read(m, "s", &iface);
+        if (r < 0)
+                return r;
+        if (strcmp(iface, CTL_TENANT_IFACE) != 0)
+                return sd_bus_message_skip(m, "a{sv}");
+        t = tenant_set_add(ctx->s, &ctx->alloc);
+        if (!t)
+                return -ENOMEM;
+        r = read_props(m, tenant_props, ELEMENTSOF(tenant_props), t);
+        if (r >= 0 && !t->path)
+                r = -EBADMSG;
+        return r;
+}
+
+/* One managed object "oa{sa{sv}}". */
+static int read_object(sd_bus_message *m, void *userdata) {
+        const char *object;
+        int r;
+
+        r = sd_bus_message_read(m, "o", &object);
+        if (r < 0)
+                return r;
+        return read_dict(m, "sa{sv}", read_interface, userdata);
+}
+
 /* Every tenant with its properties, in tree order: one GetManagedObjects. */
 int ctl_bus_get_tenants(sd_bus *bus, struct ctl_tenant_set *ret) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         struct ctl_tenant_set s = {};
-        size_t alloc = 0;
         int r;
 
         r = sd_bus_call_method(bus, CTL_BUS_NAME, CTL_MANAGER_PATH, "org.freedesktop.DBus.ObjectManager",
@@ -273,68 +346,15 @@ int ctl_bus_get_tenants(sd_bus *bus, struct ctl_tenant_set *ret) {
         if (r < 0)
                 return ctl_bus_log_error("cannot list the tenants", &error, r);
 
-        r = sd_bus_message_enter_container(reply, 'a', "{oa{sa{sv}}}");
-        if (r < 0)
-                goto fail;
-        while ((r = sd_bus_message_enter_container(reply, 'e', "oa{sa{sv}}")) > 0) {
-                const char *object;
-
-                r = sd_bus_message_read(reply, "o", &object);
-                if (r < 0)
-                        goto fail;
-                r = sd_bus_message_enter_container(reply, 'a', "{sa{sv}}");
-                if (r < 0)
-                        goto fail;
-                while ((r = sd_bus_message_enter_container(reply, 'e', "sa{sv}")) > 0) {
-                        const char *iface;
-
-                        r = sd_bus_message_read(reply, "s", &iface);
-                        if (r < 0)
-                                goto fail;
-                        if (strcmp(iface, CTL_TENANT_IFACE) != 0)
-                                r = sd_bus_message_skip(reply, "a{sv}");
-                        else {
-                                if (s.n == alloc) {
-                                        size_t na = alloc ? 2 * alloc : 16;
-                                        struct ctl_tenant *nt = realloc(s.t, na * sizeof *nt);
-                                        if (!nt) {
-                                                r = -ENOMEM;
-                                                goto fail;
-                                        }
-                                        s.t = nt;
-                                        alloc = na;
-                                }
-                                s.t[s.n] = (struct ctl_tenant) {};
-                                s.n++;
-                                r = read_props(reply, tenant_props, ELEMENTSOF(tenant_props), &s.t[s.n - 1]);
-                                if (r >= 0 && !s.t[s.n - 1].path)
-                                        r = -EBADMSG;
-                        }
-                        if (r < 0)
-                                goto fail;
-                        r = sd_bus_message_exit_container(reply);
-                        if (r < 0)
-                                goto fail;
-                }
-                if (r < 0)
-                        goto fail;
-                r = sd_bus_message_exit_container(reply);
-                if (r < 0)
-                        goto fail;
-                r = sd_bus_message_exit_container(reply);
-                if (r < 0)
-                        goto fail;
+        r = read_dict(reply, "oa{sa{sv}}", read_object, &(struct tenants_ctx) { .s = &s });
+        if (r < 0) {
+                ctl_tenant_set_done(&s);
+                ctl_log_error("cannot parse the tenant list: %s", strerror(-r));
+                return r;
         }
-        if (r < 0)
-                goto fail;
-
         qsort(s.t, s.n, sizeof *s.t, tenant_info_compare);
         *ret = s;
         return 0;
-fail:
-        ctl_tenant_set_done(&s);
-        ctl_log_error("cannot parse the tenant list: %s", strerror(-r));
-        return r;
 }
 
 /* Stats of every tenant of @s: one DumpStats. */
