@@ -19,10 +19,16 @@ pkgconfig_DATA = %reldir%/membroker.pc
 bin_PROGRAMS += client/membroker-load
 client_membroker_load_SOURCES = %reldir%/membroker-load.c
 client_membroker_load_CFLAGS = $(AM_CFLAGS)
-client_membroker_load_LDADD = client/libmembroker.la
+client_membroker_load_LDADD = client/libmembroker.la common/libmbcommon.la
 
 # The README example.
 noinst_PROGRAMS += client/example
 client_example_SOURCES = %reldir%/example.c
 client_example_CFLAGS = $(AM_CFLAGS)
 client_example_LDADD = client/libmembroker.la
+
+# slab caches (client/slab.c), in libmembroker.
+client_libmembroker_la_SOURCES += %reldir%/slab.c
+
+# libmembroker's side of the restart: reconnect and re-claim (client/reconnect.h).
+client_libmembroker_la_SOURCES += %reldir%/reconnect.c %reldir%/reconnect.h

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "macros.h"
+#include "mb_size.h"
 #include "membroker.h"
 
 #define EXIT_LIMIT 1
@@ -348,37 +349,6 @@ static void usage(FILE *f) {
                 "Exit status: 0 ok, 1 an allocation failed for a limit, 2 any other error.\n");
 }
 
-/* "4096", "64K", "1M", "2G", "1T" (also "64KiB", "64KB"). */
-static int parse_size(const char *s, uint64_t *ret) {
-        char *end;
-        unsigned long long v;
-        uint64_t mult = 1;
-
-        if (!*s || *s == '-')
-                return -EINVAL;
-        errno = 0;
-        v = strtoull(s, &end, 10);
-        if (errno != 0 || end == s)
-                return -EINVAL;
-        switch (*end) {
-        case 'K': case 'k': mult = UINT64_C(1) << 10; end++; break;
-        case 'M': case 'm': mult = UINT64_C(1) << 20; end++; break;
-        case 'G': case 'g': mult = UINT64_C(1) << 30; end++; break;
-        case 'T': case 't': mult = UINT64_C(1) << 40; end++; break;
-        default: break;
-        }
-        if (mult > 1 && (strcmp(end, "iB") == 0 || strcmp(end, "B") == 0))
-                end += strlen(end);
-        else if (mult == 1 && strcmp(end, "B") == 0)
-                end++;
-        if (*end)
-                return -EINVAL;
-        if (v > UINT64_MAX / mult)
-                return -ERANGE;
-        *ret = (uint64_t) v * mult;
-        return 0;
-}
-
 static int parse_unsigned(const char *s, unsigned long long max, unsigned long long *ret) {
         char *end;
         unsigned long long v;
@@ -422,7 +392,9 @@ static int parse_args(int argc, char **argv, struct load *l) {
                         break;
                 case ARG_HOLD:
                 case ARG_CACHE:
-                        if (parse_size(optarg, c == ARG_HOLD ? &l->hold_bytes : &l->cache_bytes) < 0) {
+                        /* "64K", "1.5M", also "64KiB", "64KB", "4096B". */
+                        if (mb_size_parse(optarg, 0, MB_SIZE_BYTE_UNIT,
+                                          c == ARG_HOLD ? &l->hold_bytes : &l->cache_bytes) < 0) {
                                 fprintf(stderr, "membroker-load: invalid size for --%s: '%s'\n",
                                         c == ARG_HOLD ? "hold" : "cache", optarg);
                                 return -EINVAL;

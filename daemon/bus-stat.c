@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "bus-internal.h"
+#include "mb_stat_keys.h"
 #include "protection.h"
 
 uint64_t bus_page_size(struct manager *m) {
@@ -52,26 +53,24 @@ void bus_stat_done(struct bus_stat *s) {
         *s = (struct bus_stat) {};
 }
 
-/* memory.events / memory.events.local names (enum mb_event order). */
-static const char *const event_names[_MB_EVENT_NR] = {
-        [MB_EVENT_LOW] = "low", [MB_EVENT_HIGH] = "high", [MB_EVENT_MAX] = "max",
-        [MB_EVENT_OOM] = "oom", [MB_EVENT_OOM_KILL] = "oom_kill",
-};
-static const char *const event_local_names[_MB_EVENT_NR] = {
-        [MB_EVENT_LOW] = "low.local", [MB_EVENT_HIGH] = "high.local", [MB_EVENT_MAX] = "max.local",
-        [MB_EVENT_OOM] = "oom.local", [MB_EVENT_OOM_KILL] = "oom_kill.local",
-};
-
 void bus_events_collect(struct tenant *t, struct bus_events *ret) {
         size_t n = 0;
 
+        _Static_assert((int) MB_EVENT_KEY_NR == (int) _MB_EVENT_NR &&
+                               (int) MB_EVENT_KEY_LOW == (int) MB_EVENT_LOW &&
+                               (int) MB_EVENT_KEY_HIGH == (int) MB_EVENT_HIGH &&
+                               (int) MB_EVENT_KEY_MAX == (int) MB_EVENT_MAX &&
+                               (int) MB_EVENT_KEY_OOM == (int) MB_EVENT_OOM &&
+                               (int) MB_EVENT_KEY_OOM_KILL == (int) MB_EVENT_OOM_KILL,
+                       "mb_event_keys[] follows enum mb_event");
+
         for (int i = 0; i < _MB_EVENT_NR; i++) {
-                ret->e[n].key = event_names[i];
+                ret->e[n].key = mb_event_keys[i].name;
                 ret->e[n].value = atomic_load_explicit(&t->events[i], memory_order_relaxed);
                 n++;
         }
         for (int i = 0; i < _MB_EVENT_NR; i++) {
-                ret->e[n].key = event_local_names[i];
+                ret->e[n].key = mb_event_keys[i].local_name;
                 ret->e[n].value = atomic_load_explicit(&t->events_local[i], memory_order_relaxed);
                 n++;
         }

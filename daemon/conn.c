@@ -20,13 +20,11 @@
 #include "log.h"
 #include "macros.h"
 #include "manager.h"
+#include "mb_limits.h"
 #include "reclaim.h"
 #include "restart.h"
 #include "tenant_state.h"
 #include "worker.h"
-
-/* Charge{pages} must be within 1..WIRE_MAX_CHARGE_PAGES (protocol.md §4). */
-#define WIRE_MAX_CHARGE_PAGES 16384u
 
 /* Seed 003 ("memcg: make it suck faster"): while a tenant and its ancestors
  * have no limit and no protection (tenant_is_unlimited()), no charge of it
@@ -118,7 +116,7 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *userdata);
  * limits, the usage and the batch are read atomically, and a tenant with
  * clients (and its ancestors) cannot be removed. */
 static unsigned conn_unlimited_batch(unsigned batch) {
-        return MB_MIN(batch * UNLIMITED_CHARGE_BATCH_FACTOR, WIRE_MAX_CHARGE_PAGES);
+        return MB_MIN(batch * UNLIMITED_CHARGE_BATCH_FACTOR, MB_CHARGE_MAX_PAGES);
 }
 
 static unsigned conn_base_batch(const struct manager *m, const struct tenant *t) {
@@ -625,7 +623,7 @@ static void conn_grant(struct conn *c, uint32_t seq, uint32_t n, uint64_t thrott
         unsigned batch;
         int nextents;
 
-        nextents = arena_alloc(c->arena, c->owner, n, w->extents, WORKER_MAX_GRANT_EXTENTS);
+        nextents = arena_alloc(c->arena, c->owner, n, w->extents, MB_FRAME_MAX_EXTENTS);
         if (nextents < 0) {
                 page_counter_uncharge(&t->memory, n);
                 log_warning("tenant %s: its arena cannot supply %u more pages (%" PRIu64 " of %" PRIu64 " in use)",
@@ -741,9 +739,9 @@ static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t
 static void conn_charge(struct conn *c, const Mb__Charge *charge) {
         uint32_t n = charge->pages, need = charge->has_need ? charge->need : n;
 
-        if (n < 1 || n > WIRE_MAX_CHARGE_PAGES)
+        if (n < 1 || n > MB_CHARGE_MAX_PAGES)
                 return conn_fail(c, true, charge->seq, EINVAL, "charge of %u pages is outside 1..%u", n,
-                                 WIRE_MAX_CHARGE_PAGES);
+                                 MB_CHARGE_MAX_PAGES);
         if (need < 1 || need > n)
                 return conn_fail(c, true, charge->seq, EINVAL, "charge needing %u pages is outside 1..%u", need,
                                  n);

@@ -1,4 +1,5 @@
-# membrokerd (owned by the broker work; bus sources come from daemon/bus.mk)
+# membrokerd: the broker's modules, its D-Bus API, its service modules and
+# its man page.
 sbin_PROGRAMS += daemon/membrokerd
 
 # The broker's own modules, in a convenience library so that unit tests link
@@ -17,7 +18,26 @@ daemon_libmbbroker_la_SOURCES = \
 daemon_libmbbroker_la_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(CGROUP_CFLAGS) \
 	$(SYSTEMD_CFLAGS)
 
+# The D-Bus side (the org.membroker1 API): compiled into membrokerd itself,
+# which links $(SYSTEMD_LIBS).
+MEMBROKERD_BUS_SRCS = \
+	%reldir%/bus.c %reldir%/bus.h %reldir%/bus-internal.h \
+	%reldir%/bus-manager.c \
+	%reldir%/bus-tenant.c \
+	%reldir%/bus-stat.c
+
 daemon_membrokerd_SOURCES = %reldir%/main.c $(MEMBROKERD_BUS_SRCS)
 daemon_membrokerd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(SYSTEMD_CFLAGS)
 daemon_membrokerd_LDADD = daemon/libmbbroker.la daemon/core/libmbcore.la proto/libmbproto.la \
 	$(LIBEVENT_LIBS) $(PROTOBUF_C_LIBS) $(CGROUP_LIBS) $(SYSTEMD_LIBS) $(INIH_LIBS)
+
+# membrokerd's service modules: sd_notify/watchdog/fd store (service.c),
+# tenant limits layered over the configuration (state.c), and the restart
+# that keeps every arena and page ownership (restart.c).
+daemon_libmbbroker_la_SOURCES += \
+	%reldir%/service.c %reldir%/service.h \
+	%reldir%/state.c %reldir%/state.h \
+	%reldir%/restart.c %reldir%/restart.h \
+	%reldir%/manager-service.c %reldir%/manager-service.h
+
+dist_man8_MANS = %reldir%/membrokerd.8

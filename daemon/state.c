@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "macros.h"
+#include "mb_limits.h"
 #include "state.h"
 #include "tenant.h"
 
@@ -407,7 +408,7 @@ static int parse_text(const char *text, size_t len, bool runtime, const char *wh
                 } else if (strcmp(key, "ChargeBatch") == 0) {
                         uint64_t v;
 
-                        if (parse_u64(val, false, &v) < 0 || v > MB_CHARGE_BATCH_MAX) {
+                        if (parse_u64(val, false, &v) < 0 || v > MB_CHARGE_MAX_PAGES) {
                                 r = set_error(ret_error, what, lineno, "invalid ChargeBatch= \"%s\"", val);
                                 goto fail;
                         }

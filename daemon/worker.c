@@ -63,8 +63,8 @@ int worker_new(struct manager *m, unsigned index, struct worker **ret) {
         }
 
         w->extents = calloc(WORKER_MAX_UNCHARGE_EXTENTS, sizeof(*w->extents));
-        w->pb_extents = calloc(WORKER_MAX_GRANT_EXTENTS, sizeof(*w->pb_extents));
-        w->pb_extent_ptrs = calloc(WORKER_MAX_GRANT_EXTENTS, sizeof(*w->pb_extent_ptrs));
+        w->pb_extents = calloc(MB_FRAME_MAX_EXTENTS, sizeof(*w->pb_extents));
+        w->pb_extent_ptrs = calloc(MB_FRAME_MAX_EXTENTS, sizeof(*w->pb_extent_ptrs));
         w->frame = malloc(WIRE_HEADER_BYTES + WIRE_MAX_FRAME_BYTES);
         w->base = event_base_new();
         if (w->base)

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "arena.h"
+#include "mb_limits.h"
 #include "membroker.pb-c.h"
 #include "wire.h"
 
@@ -23,9 +24,6 @@ struct conn;
 struct event_base;
 struct event;
 
-/* At most this many extents in one Grant, so it always fits in a frame
- * (an extent packs to at most 19 bytes). */
-#define WORKER_MAX_GRANT_EXTENTS 2048u
 /* Extents one Uncharge frame can carry (each packs to at least 6 bytes). */
 #define WORKER_MAX_UNCHARGE_EXTENTS (WIRE_MAX_FRAME_BYTES / 6u + 1u)
 
@@ -47,7 +45,7 @@ struct worker {
 
         /* Scratch space for one message at a time (worker thread only). */
         struct arena_extent *extents; /* WORKER_MAX_UNCHARGE_EXTENTS */
-        Mb__Extent *pb_extents;       /* WORKER_MAX_GRANT_EXTENTS */
+        Mb__Extent *pb_extents;       /* MB_FRAME_MAX_EXTENTS */
         Mb__Extent **pb_extent_ptrs;
         uint8_t *frame;               /* WIRE_HEADER_BYTES + WIRE_MAX_FRAME_BYTES */
 };

@@ -10,11 +10,13 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "mb_limits.h"
 #include "membroker.pb-c.h"
 
 #define WIRE_PROTOCOL_VERSION 1u
 #define WIRE_HEADER_BYTES 4u
-#define WIRE_MAX_FRAME_BYTES (64u * 1024u) /* payload cap, checked before allocating */
+#define WIRE_MAX_FRAME_BYTES MB_FRAME_MAX_BYTES /* payload cap, checked before allocating */
 #define WIRE_MAX_FDS 4
 
 /**

@@ -1,16 +1,6 @@
-# systemd integration (design.md §8): the unit, the D-Bus policy and
-# activation file, membrokerd's service modules and its man page.
-
-# membrokerd's service modules: sd_notify/watchdog/fd store (service.c),
-# tenant limits layered over the configuration (state.c), and the restart
-# that keeps every arena and page ownership (restart.c).
-daemon_libmbbroker_la_SOURCES += \
-	daemon/service.c daemon/service.h \
-	daemon/state.c daemon/state.h \
-	daemon/restart.c daemon/restart.h \
-	daemon/manager-service.c daemon/manager-service.h
-
-dist_man8_MANS = daemon/membrokerd.8
+# systemd integration: the unit, the D-Bus policy and the activation file
+# (membrokerd's service modules are built by daemon/local.mk, libmembroker's
+# reconnect by client/local.mk).
 
 systemdsystemunit_DATA = systemd/membroker.service
 dbussystemconf_DATA = %reldir%/org.membroker1.conf
@@ -28,6 +18,3 @@ systemd/membroker.service: $(top_srcdir)/systemd/membroker.service.in Makefile
 systemd/org.membroker1.service: $(top_srcdir)/systemd/org.membroker1.service.in Makefile
 	$(AM_V_GEN)$(MKDIR_P) systemd && \
 	$(mb_unit_subst) $(top_srcdir)/systemd/org.membroker1.service.in >$@
-
-# libmembroker's side of the restart: reconnect and re-claim (client/reconnect.h).
-client_libmembroker_la_SOURCES += client/reconnect.c client/reconnect.h

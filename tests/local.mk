@@ -9,6 +9,7 @@ AM_TESTS_ENVIRONMENT = \
 TESTS_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 TESTS_LIBS = $(CHECK_LIBS)
 EXTRA_DIST += %reldir%/lib.sh
+include tests/common.mk
 include tests/core-counters.mk
 include tests/core-stats.mk
 include tests/broker.mk

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test-ctl-util.c - membrokerctl's pure helpers (tools/ctl-util.c): sizes in
- * and out, escaping, tenant path order.
+ * test-ctl-util.c - membrokerctl's pure helpers (tools/ctl-util.c): sizes
+ * out, escaping, tenant path order (sizes in: test-mb-size.c).
  */
 #include <check.h>
 #include <errno.h>
@@ -11,75 +11,6 @@
 #include <string.h>
 
 #include "ctl-util.h"
-
-static uint64_t size_ok(const char *s, uint64_t base) {
-        uint64_t v = 0;
-        int r = ctl_parse_size(s, base, &v);
-        ck_assert_msg(r == 0, "ctl_parse_size(\"%s\") = %d", s, r);
-        return v;
-}
-
-static int size_err(const char *s, uint64_t base) {
-        uint64_t v = 12345;
-        int r = ctl_parse_size(s, base, &v);
-        ck_assert_uint_eq(v, 12345); /* untouched on error */
-        return r;
-}
-
-START_TEST(test_parse_size_units) {
-        ck_assert_uint_eq(size_ok("0", 0), 0);
-        ck_assert_uint_eq(size_ok("4096", 0), 4096);
-        ck_assert_uint_eq(size_ok("4K", 0), 4096);
-        ck_assert_uint_eq(size_ok("4k", 0), 4096);
-        ck_assert_uint_eq(size_ok("16M", 0), 16u << 20);
-        ck_assert_uint_eq(size_ok("2G", 0), UINT64_C(2) << 30);
-        ck_assert_uint_eq(size_ok("3T", 0), UINT64_C(3) << 40);
-        ck_assert_uint_eq(size_ok("1P", 0), UINT64_C(1) << 50);
-        ck_assert_uint_eq(size_ok("15E", 0), UINT64_C(15) << 60);
-}
-END_TEST
-
-START_TEST(test_parse_size_fractions) {
-        ck_assert_uint_eq(size_ok("1.5M", 0), 3u << 19);
-        ck_assert_uint_eq(size_ok("0.5K", 0), 512);
-        ck_assert_uint_eq(size_ok("1.001K", 0), 1025); /* 1025.024 rounded down */
-        ck_assert_uint_eq(size_ok("2.25G", 0), UINT64_C(9) << 28);
-        ck_assert_uint_eq(size_ok("7.9", 0), 7); /* bytes: rounded down */
-}
-END_TEST
-
-START_TEST(test_parse_size_special) {
-        ck_assert_uint_eq(size_ok("infinity", 0), CTL_LIMIT_MAX);
-        ck_assert_uint_eq(size_ok("max", 0), CTL_LIMIT_MAX);
-        ck_assert_uint_eq(size_ok("25%", 1u << 30), 1u << 28);
-        ck_assert_uint_eq(size_ok("12.5%", 1u << 30), 1u << 27);
-        ck_assert_uint_eq(size_ok("100%", 4096), 4096);
-        ck_assert_uint_eq(size_ok("33.333333333%", 3000000), 999999); /* rounded down once */
-}
-END_TEST
-
-START_TEST(test_parse_size_errors) {
-        ck_assert_int_eq(size_err("", 0), -EINVAL);
-        ck_assert_int_eq(size_err("K", 0), -EINVAL);
-        ck_assert_int_eq(size_err("-1", 0), -EINVAL);
-        ck_assert_int_eq(size_err("1X", 0), -EINVAL);
-        ck_assert_int_eq(size_err("1KB", 0), -EINVAL);
-        ck_assert_int_eq(size_err("1.", 0), -EINVAL);
-        ck_assert_int_eq(size_err(".5K", 0), -EINVAL);
-        ck_assert_int_eq(size_err("1 K", 0), -EINVAL);
-        ck_assert_int_eq(size_err("Infinity", 0), -EINVAL);
-        ck_assert_int_eq(size_err("50%", 0), -EINVAL);   /* no base */
-        ck_assert_int_eq(size_err("50%x", 100), -EINVAL);
-        ck_assert_int_eq(size_err("101%", 100), -ERANGE);
-        ck_assert_int_eq(size_err("100.5%", 100), -ERANGE);
-        ck_assert_int_eq(size_err("16E", 0), -ERANGE);
-        ck_assert_int_eq(size_err("99999999999999999999", 0), -ERANGE);
-        /* UINT64_MAX - 1 is reserved by the API, UINT64_MAX is spelt "max". */
-        ck_assert_int_eq(size_err("18446744073709551614", 0), -ERANGE);
-        ck_assert_int_eq(size_err("18446744073709551615", 0), -ERANGE);
-        ck_assert_uint_eq(size_ok("18446744073709551613", 0), UINT64_MAX - 2);
-}
-END_TEST
 
 START_TEST(test_parse_u64) {
         uint64_t v;
@@ -106,9 +37,9 @@ START_TEST(test_format_bytes) {
         ck_assert_str_eq(ctl_format_bytes(buf, 3u << 19, false), "1.5M");
         ck_assert_str_eq(ctl_format_bytes(buf, UINT64_C(5) << 40, false), "5.0T");
         ck_assert_str_eq(ctl_format_bytes(buf, UINT64_MAX - 1, false), "15.9E");
-        ck_assert_str_eq(ctl_format_bytes(buf, CTL_LIMIT_MAX, false), "max");
+        ck_assert_str_eq(ctl_format_bytes(buf, MB_LIMIT_MAX, false), "max");
         ck_assert_str_eq(ctl_format_bytes(buf, 1536, true), "1536");
-        ck_assert_str_eq(ctl_format_bytes(buf, CTL_LIMIT_MAX, true), "max");
+        ck_assert_str_eq(ctl_format_bytes(buf, MB_LIMIT_MAX, true), "max");
 }
 END_TEST
 
@@ -170,32 +101,15 @@ START_TEST(test_path_parts) {
 }
 END_TEST
 
-START_TEST(test_stat_units) {
-        ck_assert_int_eq(ctl_stat_key_unit("pages"), CTL_UNIT_BYTES);
-        ck_assert_int_eq(ctl_stat_key_unit("stock_local"), CTL_UNIT_BYTES);
-        ck_assert_int_eq(ctl_stat_key_unit("unaccounted"), CTL_UNIT_BYTES);
-        ck_assert_int_eq(ctl_stat_key_unit("pgalloc"), CTL_UNIT_COUNT);
-        ck_assert_int_eq(ctl_stat_key_unit("charge_requests_local"), CTL_UNIT_COUNT);
-        ck_assert_int_eq(ctl_stat_key_unit("throttle_usec"), CTL_UNIT_USEC);
-        ck_assert_int_eq(ctl_stat_key_unit("throttle_usec_local"), CTL_UNIT_USEC);
-        ck_assert_int_eq(ctl_stat_key_unit("future_key"), CTL_UNIT_UNKNOWN);
-}
-END_TEST
-
 static Suite *ctl_util_suite(void) {
         Suite *s = suite_create("ctl-util");
         TCase *tc = tcase_create("core");
 
-        tcase_add_test(tc, test_parse_size_units);
-        tcase_add_test(tc, test_parse_size_fractions);
-        tcase_add_test(tc, test_parse_size_special);
-        tcase_add_test(tc, test_parse_size_errors);
         tcase_add_test(tc, test_parse_u64);
         tcase_add_test(tc, test_format_bytes);
         tcase_add_test(tc, test_escaping);
         tcase_add_test(tc, test_path_order);
         tcase_add_test(tc, test_path_parts);
-        tcase_add_test(tc, test_stat_units);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -9,7 +9,7 @@ daemon_core_libmbcore_la_SOURCES = \
 	%reldir%/tenant_map.c %reldir%/tenant_map.h \
 	%reldir%/config.c %reldir%/config.h
 daemon_core_libmbcore_la_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
-daemon_core_libmbcore_la_LIBADD = $(INIH_LIBS)
+daemon_core_libmbcore_la_LIBADD = common/libmbcommon.la $(INIH_LIBS)
 
 # The unpadded page_counter layout, for the counter-layout benchmark (seed 000).
 noinst_LTLIBRARIES += daemon/core/libmbcore-unpadded.la
