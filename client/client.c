@@ -50,7 +50,7 @@
 #include <unistd.h>
 #include <linux/membarrier.h>
 
-#include "conn.h"
+#include "wire_conn.h"
 #include "reconnect.h"
 #include "cpu.h"
 #include "macros.h"
@@ -105,7 +105,7 @@ struct mb_client {
         /* conn_lock serialises the application's exchanges with the daemon
          * (charges, and the returns of overfull stocks). */
         pthread_mutex_t conn_lock;
-        struct conn *conn;             /* read by the reader only (io_lock) */
+        struct wire_conn *conn;             /* read by the reader only (io_lock) */
         uint32_t next_seq;             /* atomic */
         bool forked;                   /* this copy lives in a fork() child */
         /* Surviving a restart of the daemon (reconnect.h): the pages charged
@@ -598,7 +598,7 @@ static int client_send(mb_client *c, const Mb__Msg *msg) {
                         reconnect_held_clear(&c->held, msg->uncharge->extents[i]->start, msg->uncharge->extents[i]->count);
                 pthread_mutex_unlock(&c->held_lock);
         }
-        r = conn_send(c->conn, msg);
+        r = wire_conn_send(c->conn, msg);
         pthread_mutex_unlock(&c->send_lock);
         return r;
 }
@@ -635,7 +635,7 @@ static int client_reconnect(mb_client *c) {
         };
         struct epoll_event ev = { .events = EPOLLIN };
         struct mb_stats_region *stats, *old = c->stats;
-        struct conn *conn = NULL, *old_conn;
+        struct wire_conn *conn = NULL, *old_conn;
         Mb__Msg *msg = NULL;
         int stats_fd = -1, arena_fd = -1, r;
 
@@ -657,7 +657,7 @@ static int client_reconnect(mb_client *c) {
                 close(arena_fd);
                 if (p == MAP_FAILED) {
                         close(stats_fd);
-                        conn_free(conn);
+                        wire_conn_free(conn);
                         mb__msg__free_unpacked(msg, NULL);
                         mb_set_error("membrokerd came back with a different arena for tenant %s", c->tenant);
                         r = -ESTALE;
@@ -668,7 +668,7 @@ static int client_reconnect(mb_client *c) {
         }
         if (msg->welcome->stats_slots != c->ncpus) {
                 close(stats_fd);
-                conn_free(conn);
+                wire_conn_free(conn);
                 mb_set_error("membrokerd came back with %u stats slots instead of %u", msg->welcome->stats_slots,
                              c->ncpus);
                 mb__msg__free_unpacked(msg, NULL);
@@ -679,7 +679,7 @@ static int client_reconnect(mb_client *c) {
         close(stats_fd);
         if (stats == MAP_FAILED) {
                 r = negative_errno();
-                conn_free(conn);
+                wire_conn_free(conn);
                 mb__msg__free_unpacked(msg, NULL);
                 mb_set_error("cannot map the new stats region: %s", strerror(-r));
                 goto out;
@@ -709,7 +709,7 @@ static int client_reconnect(mb_client *c) {
         c->client_id = msg->welcome->client_id;
         pthread_cond_broadcast(&c->io_cond);
         pthread_mutex_unlock(&c->io_lock);
-        conn_free(old_conn);
+        wire_conn_free(old_conn);
         mb__msg__free_unpacked(msg, NULL);
         r = 0;
 out:
@@ -929,7 +929,7 @@ static int client_read(mb_client *c, bool block, bool wake, const struct waiter 
                 bool done;
                 int r;
 
-                r = conn_recv(c->conn, false, &m);
+                r = wire_conn_recv(c->conn, false, &m);
                 if (r == -EAGAIN) {
                         struct pollfd p[2] = {
                                 { .fd = c->conn->fd, .events = POLLIN },
@@ -954,7 +954,7 @@ static int client_read(mb_client *c, bool block, bool wake, const struct waiter 
                 if (r < 0)
                         return r;
                 if (c->conn->nfds > 0)
-                        conn_close_fds(c->conn); /* only the Welcome carries descriptors */
+                        wire_conn_close_fds(c->conn); /* only the Welcome carries descriptors */
 
                 pthread_mutex_lock(&c->io_lock);
                 client_dispatch_locked(c, m);
@@ -970,7 +970,7 @@ static int client_read(mb_client *c, bool block, bool wake, const struct waiter 
  * MB_CONNECT_NO_THREAD make mb_get_fd() readable while a whole frame or a
  * request waits, since the socket alone would not say so. */
 static void client_reader_done_locked(mb_client *c) {
-        if (!c->thread_started && c->notify_fd >= 0 && (conn_has_frame(c->conn) || c->nrequests > 0))
+        if (!c->thread_started && c->notify_fd >= 0 && (wire_conn_has_frame(c->conn) || c->nrequests > 0))
                 (void) eventfd_write(c->notify_fd, 1);
         c->reading = false;
         pthread_cond_broadcast(&c->io_cond);
@@ -1705,7 +1705,7 @@ static int client_welcome(mb_client *c, const Mb__Welcome *w) {
         int fds[2];
         int r;
 
-        r = conn_take_fds(c->conn, fds, 2);
+        r = wire_conn_take_fds(c->conn, fds, 2);
         if (r < 0) {
                 mb_set_error("the Welcome of membrokerd did not carry the arena and stats descriptors");
                 return -EPROTO;
@@ -1770,7 +1770,7 @@ static int client_welcome(mb_client *c, const Mb__Welcome *w) {
 static void client_free(mb_client *c) {
         if (!c)
                 return;
-        conn_free(c->conn);
+        wire_conn_free(c->conn);
         if (c->wake_fd >= 0)
                 close(c->wake_fd);
         if (c->notify_fd >= 0)
@@ -1899,7 +1899,7 @@ int mb_connect_ex(const char *socket_path, const char *tenant, unsigned flags, m
         c->socket_path = strdup(socket_path);
         if (!c->socket_path)
                 return -ENOMEM;
-        r = conn_open(socket_path, &c->conn);
+        r = wire_conn_open(socket_path, &c->conn);
         if (r < 0)
                 return r;
         r = client_setup_fds(c);
@@ -1911,11 +1911,11 @@ int mb_connect_ex(const char *socket_path, const char *tenant, unsigned flags, m
         hello.client_name = program_invocation_short_name;
         msg.body_case = MB__MSG__BODY_HELLO;
         msg.hello = &hello;
-        r = conn_send(c->conn, &msg);
+        r = wire_conn_send(c->conn, &msg);
         if (r < 0)
                 return r;
 
-        r = conn_recv(c->conn, true, &reply);
+        r = wire_conn_recv(c->conn, true, &reply);
         if (r < 0) {
                 if (r == -ECONNRESET)
                         mb_set_error("membrokerd closed the connection before answering Hello");
