@@ -1,12 +1,24 @@
 # libmembroker, membroker-load and the example (owned by the client work)
 include_HEADERS += %reldir%/membroker.h
-noinst_HEADERS += %reldir%/mb_internal.h %reldir%/conn.h %reldir%/cpu.h %reldir%/stock.h
+noinst_HEADERS += %reldir%/mb_internal.h
 
 # The client library.  Only mb_[a-z]* symbols are exported (the protobuf-c
-# descriptors of the embedded wire code, mb__*, and the conn_* transport stay
-# private); client/slab.mk adds slab.c to the same library.
+# descriptors of the embedded wire code, mb__*, and the modules' internal
+# symbols stay private); client/slab.mk adds the slab caches to the same
+# library.  Grouped by concept:
 lib_LTLIBRARIES += client/libmembroker.la
-client_libmembroker_la_SOURCES = %reldir%/client.c %reldir%/conn.c
+client_libmembroker_la_SOURCES = \
+	%reldir%/client.c %reldir%/client.h \
+	%reldir%/pcpu_lock.c %reldir%/pcpu_lock.h \
+	%reldir%/stock.c %reldir%/stock.h \
+	%reldir%/session.c %reldir%/session.h \
+	%reldir%/reclaim.c %reldir%/reclaim.h \
+	%reldir%/connect.c %reldir%/connect.h \
+	%reldir%/reconnect.c %reldir%/reconnect.h \
+	%reldir%/wire_conn.c %reldir%/wire_conn.h
+# (per-CPU lock; stocks and page fast paths; request engine; answers to
+# Reclaim/Drain and shrinkers; connecting; surviving a daemon restart;
+# transport)
 client_libmembroker_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 client_libmembroker_la_LIBADD = proto/libmbproto.la $(PROTOBUF_C_LIBS)
 client_libmembroker_la_LDFLAGS = $(AM_LDFLAGS) -pthread -version-info 0:0:0 \

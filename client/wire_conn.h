@@ -34,6 +34,10 @@ int wire_conn_open(const char *path, struct wire_conn **ret);
 /* Close the socket and every descriptor still stashed; NULL is a no-op. */
 void wire_conn_free(struct wire_conn *c);
 
+static inline void wire_conn_freep(struct wire_conn **c) {
+        wire_conn_free(*c);
+}
+
 /**
  * wire_conn_send - send @msg as one frame, all of it (retrying short writes and
  * EINTR).  -ECONNRESET when the daemon closed the connection, -EMSGSIZE

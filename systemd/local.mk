@@ -28,6 +28,3 @@ systemd/membroker.service: $(top_srcdir)/systemd/membroker.service.in Makefile
 systemd/org.membroker1.service: $(top_srcdir)/systemd/org.membroker1.service.in Makefile
 	$(AM_V_GEN)$(MKDIR_P) systemd && \
 	$(mb_unit_subst) $(top_srcdir)/systemd/org.membroker1.service.in >$@
-
-# libmembroker's side of the restart: reconnect and re-claim (client/reconnect.h).
-client_libmembroker_la_SOURCES += client/reconnect.c client/reconnect.h
