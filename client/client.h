@@ -113,7 +113,7 @@ struct mb_client {
         int broken;                    /* negative errno once the session is lost (atomic reads) */
         char *broken_reason;
         bool closing;
-        bool thread_running;           /* client_thread() has started (io_lock) */
+        bool thread_running;           /* session_thread() has started (io_lock) */
         pthread_mutex_t send_lock;     /* one frame at a time on the socket */
         uint64_t conn_gen;             /* connections so far: moves on at a reconnection */
         pthread_mutex_t held_lock;     /* the held bitmap (reconnect.h) */

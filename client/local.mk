@@ -5,7 +5,9 @@ noinst_HEADERS += %reldir%/mb_internal.h
 # The client library.  Only mb_[a-z]* symbols are exported (the protobuf-c
 # descriptors of the embedded wire code, mb__*, and the modules' internal
 # symbols stay private); client/slab.mk adds the slab caches to the same
-# library.  Grouped by concept:
+# library.  By concept: the client object; the per-CPU lock; the stocks and
+# page fast paths; the request engine; answers to Reclaim/Drain and the
+# shrinkers; connecting; surviving a daemon restart; the transport.
 lib_LTLIBRARIES += client/libmembroker.la
 client_libmembroker_la_SOURCES = \
 	%reldir%/client.c %reldir%/client.h \
@@ -16,9 +18,6 @@ client_libmembroker_la_SOURCES = \
 	%reldir%/connect.c %reldir%/connect.h \
 	%reldir%/reconnect.c %reldir%/reconnect.h \
 	%reldir%/wire_conn.c %reldir%/wire_conn.h
-# (per-CPU lock; stocks and page fast paths; request engine; answers to
-# Reclaim/Drain and shrinkers; connecting; surviving a daemon restart;
-# transport)
 client_libmembroker_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 client_libmembroker_la_LIBADD = proto/libmbproto.la $(PROTOBUF_C_LIBS)
 client_libmembroker_la_LDFLAGS = $(AM_LDFLAGS) -pthread -version-info 0:0:0 \

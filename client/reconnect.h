@@ -15,7 +15,7 @@
  * so the application's pointers stay valid and the data intact; only the
  * stats region is new.
  *
- * Not thread-safe; the caller serialises (client.c: conn_lock).
+ * Not thread-safe; the caller serialises (connect_again() holds send_lock).
  */
 #pragma once
 
