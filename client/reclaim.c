@@ -143,7 +143,7 @@ int reclaim_collect(mb_client *c, void **pages, size_t n) {
         mb_assert_debug(reclaim_running(c));
         if (reclaim_ctx_add(reclaim_ctx, pages, n) < 0)
                 return session_uncharge(c, pages, n, MB__UNCHARGE_REASON__UNCHARGE_FREE, false, false, 0);
-        stock_account_locked(c, stock_lock_this(c), -(int64_t) n);
+        stock_account_unlock(c, stock_lock_this(c), -(int64_t) n);
         return 0;
 }
 

@@ -102,7 +102,7 @@ size_t stock_take_all(mb_client *c, void **out, size_t n) {
         return got;
 }
 
-void stock_account_locked(const mb_client *c, struct stock *s, int64_t n) {
+void stock_account_unlock(const mb_client *c, struct stock *s, int64_t n) {
         stock_assert_locked(s);
         if (n > 0) {
                 stock_slot_add(s->slot, MB_STAT_PAGES, n);
@@ -284,7 +284,7 @@ static int stock_alloc_locked(mb_client *c, void **out, size_t n) {
                 mb_set_error("%s", reason);
                 return r == 0 ? -ENOMEM : r;
         }
-        stock_account_locked(c, stock_lock_this(c), (int64_t) n);
+        stock_account_unlock(c, stock_lock_this(c), (int64_t) n);
         return 0;
 }
 

@@ -178,7 +178,7 @@ void stock_disable_all(mb_client *c);
 /* @n pages went to the application (@n > 0, pgalloc) or came back from it
  * (@n < 0, pgfree) on a slow path, outside the stock: account them in the
  * slot of the locked stock @s, and unlock it. */
-void stock_account_locked(const mb_client *c, struct stock *s, int64_t n);
+void stock_account_unlock(const mb_client *c, struct stock *s, int64_t n);
 
 /* Move the @take topmost pages of the locked stock @s to @out. */
 void stock_take_locked(const mb_client *c, struct stock *s, void **out, uint32_t take);
