@@ -200,6 +200,24 @@ static int session_read_failed(mb_client *c, int r) {
 
 static int session_call(mb_client *c, const Mb__Msg *req, uint32_t seq, Mb__Msg **ret);
 
+/* session_call(), and a protocol error (@what) unless the reply is a
+ * @body message. */
+static int session_call_expect(mb_client *c, const Mb__Msg *req, uint32_t seq, Mb__Msg__BodyCase body,
+                               const char *what, Mb__Msg **ret) {
+        Mb__Msg *reply = NULL;
+        int r;
+
+        r = session_call(c, req, seq, &reply);
+        if (r < 0)
+                return r;
+        if (reply->body_case != body) {
+                mb__msg__free_unpacked(reply, NULL);
+                return session_protocol_error(c, what);
+        }
+        *ret = reply;
+        return 0;
+}
+
 int session_uncharge(mb_client *c, void **pages, size_t n, Mb__UnchargeReason reason, bool wait, bool has_reply_to,
                      uint32_t reply_to) {
         _cleanup_(freep) Mb__Extent *ext = NULL;
@@ -262,13 +280,10 @@ int session_uncharge(mb_client *c, void **pages, size_t n, Mb__UnchargeReason re
                                 return session_break(c, r);
                         continue;
                 }
-                r = session_call(c, &msg, un.seq, &reply);
+                r = session_call_expect(c, &msg, un.seq, MB__MSG__BODY_ACK, "an Uncharge was not answered with an Ack",
+                                        &reply);
                 if (r < 0)
                         return r;
-                if (reply->body_case != MB__MSG__BODY_ACK) {
-                        mb__msg__free_unpacked(reply, NULL);
-                        return session_protocol_error(c, "an Uncharge was not answered with an Ack");
-                }
                 mb__msg__free_unpacked(reply, NULL);
         } while (i < n);
         return 0;
@@ -569,13 +584,9 @@ int session_charge_locked(mb_client *c, uint32_t n, uint32_t need, void **out, s
         msg.body_case = MB__MSG__BODY_CHARGE;
         msg.charge = &ch;
 
-        r = session_call(c, &msg, ch.seq, &reply);
+        r = session_call_expect(c, &msg, ch.seq, MB__MSG__BODY_GRANT, "a Charge was not answered with a Grant", &reply);
         if (r < 0)
                 return r;
-        if (reply->body_case != MB__MSG__BODY_GRANT) {
-                mb__msg__free_unpacked(reply, NULL);
-                return session_protocol_error(c, "a Charge was not answered with a Grant");
-        }
         for (size_t i = 0; i < reply->grant->n_extents; i++) {
                 const Mb__Extent *e = reply->grant->extents[i];
 
