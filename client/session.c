@@ -446,6 +446,29 @@ static void session_reader_done_locked(mb_client *c) {
         pthread_cond_broadcast(&c->io_cond);
 }
 
+/*
+ * A turn as the reader (io_lock held, nobody reading; held again on
+ * return): wait for frames and dispatch them (until @until is done, or
+ * with @wake until c->wake_fd says so), carry the session over to a
+ * restarted daemon or end it when the connection fails, and let the next
+ * reader in.
+ */
+static void session_read_turn_locked(mb_client *c, bool wake, const struct waiter *until) {
+        int r;
+
+        mb_assert_mutex_held(&c->io_lock);
+        mb_assert_debug(!c->reading);
+        c->reading = true;
+        pthread_mutex_unlock(&c->io_lock);
+        r = session_read(c, true, wake, until);
+        if (r < 0)
+                r = session_read_failed(c, r);
+        pthread_mutex_lock(&c->io_lock);
+        if (r < 0)
+                session_break_locked(c, r, mb_last_error());
+        session_reader_done_locked(c);
+}
+
 static void session_waiter_unlink_locked(mb_client *c, struct waiter *w) {
         mb_assert_mutex_held(&c->io_lock);
         for (struct waiter **p = &c->waiters; *p; p = &(*p)->next)
@@ -529,15 +552,7 @@ resend:
                         pthread_cond_wait(&c->io_cond, &c->io_lock);
                         continue;
                 }
-                c->reading = true;
-                pthread_mutex_unlock(&c->io_lock);
-                r = session_read(c, true, false, &w);
-                if (r < 0)
-                        r = session_read_failed(c, r);
-                pthread_mutex_lock(&c->io_lock);
-                if (r < 0)
-                        session_break_locked(c, r, mb_last_error());
-                session_reader_done_locked(c);
+                session_read_turn_locked(c, false, &w);
                 if (!c->thread_started && c->nrequests > 0 && !w.done && !c->broken) {
                         /* Nobody else will answer: direct reclaim. */
                         pthread_mutex_unlock(&c->io_lock);
@@ -615,8 +630,6 @@ void *session_thread(void *userdata) {
         c->thread_running = true;
         pthread_cond_broadcast(&c->io_cond);
         while (!c->closing) {
-                int r;
-
                 if (c->nrequests > 0 || __atomic_load_n(&c->events_pending, __ATOMIC_ACQUIRE)) {
                         pthread_mutex_unlock(&c->io_lock);
                         reclaim_run_requests(c);
@@ -628,15 +641,7 @@ void *session_thread(void *userdata) {
                         pthread_cond_wait(&c->io_cond, &c->io_lock);
                         continue;
                 }
-                c->reading = true;
-                pthread_mutex_unlock(&c->io_lock);
-                r = session_read(c, true, true, NULL);
-                if (r < 0)
-                        r = session_read_failed(c, r);
-                pthread_mutex_lock(&c->io_lock);
-                if (r < 0)
-                        session_break_locked(c, r, mb_last_error());
-                session_reader_done_locked(c);
+                session_read_turn_locked(c, true, NULL);
         }
         pthread_mutex_unlock(&c->io_lock);
         return NULL;
