@@ -359,7 +359,7 @@ int mb_connect(const char *socket_path, const char *tenant, mb_client **ret) {
 }
 
 /* Half-close and wait until the daemon has seen the disconnect and closed
- * its end: then everything this client held is uncharged (protocol.md §6). */
+ * its end: then everything this client held is uncharged. */
 static void connect_hangup(mb_client *c) {
         int fd = c->conn->fd;
         uint8_t buf[4096];

@@ -74,7 +74,7 @@
  * ---------------------------------------
  * Two layers, as in the kernel:
  *  1. Physical: slab pages are real broker pages, charged to the tenant in
- *     pages through the page stock (design.md §3).  `usage` and `pages`
+ *     pages through the page stock.  `usage` and `pages`
  *     include them, whether their objects are in use or not.
  *  2. Objects: like the kernel's obj_stock (mm/memcontrol.c
  *     consume_obj_stock(), refill_obj_stock(), obj_cgroup_charge()), every

@@ -129,8 +129,8 @@ static size_t stock_take_local(mb_client *c, void **out, size_t n) {
 
 /*
  * The daemon told a new batch (Grant.charge_batch): a limit appeared on a
- * tenant that had none, whose clients charged the larger seed-003 batch,
- * or ChargeBatch= changed.  The stocks keep their room (2 * batch_cap + 1
+ * tenant that had none, whose clients charged the larger batch of an
+ * unlimited tenant, or ChargeBatch= changed.  The stocks keep their room (2 * batch_cap + 1
  * pages), so a batch can grow up to what the Welcome allowed
  * (charge_batch_max, else its batch) and no further.  A
  * smaller batch trims every stock to its new limit at once, the excess
@@ -173,7 +173,7 @@ int stock_adopt_batch_locked(mb_client *c, uint32_t batch) {
  * (2 * charge_batch), whole batches go back to the daemon until it does not,
  * the coldest pages first (the bottom of the stock, then the oldest of
  * @pages): for one page that is the one Uncharge of charge_batch pages of
- * design.md §3, as the kernel's refill_stock() drains an overfull stock.
+ * the stock protocol, as the kernel's refill_stock() drains an overfull stock.
  * @freed of the pages come from the application (counted as pgfree).
  * conn_lock held.
  */

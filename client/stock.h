@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * stock.h - the per-CPU stock of pre-charged pages (design.md §3), the
- * client's counterpart of the kernel's struct memcg_stock_pcp.
+ * stock.h - the per-CPU stock of pre-charged pages, the client's
+ * counterpart of the kernel's struct memcg_stock_pcp.
  *
  * One struct stock per possible CPU, each on its own cache line; its page
  * array and its slot of the stats region live on lines of their own, so two
@@ -111,8 +111,8 @@ static inline void stock_unlock_nr(struct stock *s, uint32_t nr) {
 /* "Caller holds the stock lock", asserted in debug builds. */
 #define stock_assert_locked(s) mb_assert_debug(pcpu_locked(&(s)->lock))
 
-/* Whether @c takes its stock locks in rseq mode (pcpu_lock.h), unless
- * MEMBROKER_RSEQ=0 says otherwise.  Decided once per client. */
+/* Whether a new client takes its stock locks in rseq mode (pcpu_lock.h):
+ * when the process can, unless MEMBROKER_RSEQ=0.  Fixed per client. */
 bool stock_rseq_mode(void);
 
 /* Take the lock of stock @cpu from wherever the caller runs (the remote way
