@@ -1,12 +1,23 @@
 # libmembroker, membroker-load and the example (owned by the client work)
 include_HEADERS += %reldir%/membroker.h
-noinst_HEADERS += %reldir%/mb_internal.h %reldir%/conn.h %reldir%/cpu.h %reldir%/stock.h
+noinst_HEADERS += %reldir%/mb_internal.h
 
 # The client library.  Only mb_[a-z]* symbols are exported (the protobuf-c
-# descriptors of the embedded wire code, mb__*, and the conn_* transport stay
-# private); client/slab.mk adds slab.c to the same library.
+# descriptors of the embedded wire code, mb__*, and the modules' internal
+# symbols stay private); the slab caches below are part of the same
+# library.  By concept: the client object; the per-CPU lock; the stocks and
+# page fast paths; the request engine; answers to Reclaim/Drain and the
+# shrinkers; connecting; surviving a daemon restart; the transport.
 lib_LTLIBRARIES += client/libmembroker.la
-client_libmembroker_la_SOURCES = %reldir%/client.c %reldir%/conn.c
+client_libmembroker_la_SOURCES = \
+	%reldir%/client.c %reldir%/client.h \
+	%reldir%/pcpu_lock.c %reldir%/pcpu_lock.h \
+	%reldir%/stock.c %reldir%/stock.h \
+	%reldir%/session.c %reldir%/session.h \
+	%reldir%/reclaim.c %reldir%/reclaim.h \
+	%reldir%/connect.c %reldir%/connect.h \
+	%reldir%/reconnect.c %reldir%/reconnect.h \
+	%reldir%/wire_conn.c %reldir%/wire_conn.h
 client_libmembroker_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 client_libmembroker_la_LIBADD = proto/libmbproto.la $(PROTOBUF_C_LIBS)
 client_libmembroker_la_LDFLAGS = $(AM_LDFLAGS) -pthread -version-info 0:0:0 \
@@ -15,7 +26,7 @@ client_libmembroker_la_LDFLAGS = $(AM_LDFLAGS) -pthread -version-info 0:0:0 \
 pkgconfigdir = $(libdir)/pkgconfig
 pkgconfig_DATA = %reldir%/membroker.pc
 
-# membroker-load: a real client that holds and churns memory (design.md §1).
+# membroker-load: a real client that holds and churns memory (for demos, tests and benchmarks).
 bin_PROGRAMS += client/membroker-load
 client_membroker_load_SOURCES = %reldir%/membroker-load.c
 client_membroker_load_CFLAGS = $(AM_CFLAGS)
@@ -27,8 +38,13 @@ client_example_SOURCES = %reldir%/example.c
 client_example_CFLAGS = $(AM_CFLAGS)
 client_example_LDADD = client/libmembroker.la
 
-# slab caches (client/slab.c), in libmembroker.
-client_libmembroker_la_SOURCES += %reldir%/slab.c
-
-# libmembroker's side of the restart: reconnect and re-claim (client/reconnect.h).
-client_libmembroker_la_SOURCES += %reldir%/reconnect.c %reldir%/reconnect.h
+# Slab caches on broker pages (client/slab.h), in libmembroker.  The unit
+# tests (tests/slab.mk) link the same sources against a fake client.
+SLAB_SOURCES = \
+	%reldir%/slab.h \
+	%reldir%/slab_cache.c \
+	%reldir%/slab_page.c \
+	%reldir%/slab_ctx.c \
+	%reldir%/slab_reclaim.c \
+	%reldir%/slab_debug.c
+client_libmembroker_la_SOURCES += $(SLAB_SOURCES)

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * mb_internal.h - what the library's modules share with each other (not
- * installed).  Implemented in client/client.c; used by client/slab.c.
+ * mb_internal.h - what the client object offers the library's other
+ * layers (not installed): implemented by client.c and stock.c, used by the
+ * slab caches (slab.h) and by white-box tests, which may link a fake client
+ * in its place (tests/slab-fake-client.c).  The client's own modules share
+ * client.h instead.
  */
 #pragma once
 

@@ -201,7 +201,7 @@ int mb_process(mb_client *c);
  * lists, partial slabs per cache).  Slab pages are ordinary pages of this
  * client (they count in `pages` and in the tenant's usage); live object
  * bytes show as `slab_reclaimable` / `slab_unreclaimable` in the tenant's
- * stat, charged per object through a per-CPU byte stock (client/slab.c
+ * stat, charged per object through a per-CPU byte stock (client/slab.h
  * explains both layers).  Destroy a client's caches before mb_close(). */
 typedef struct mb_cache mb_cache;
 #define MB_CACHE_RECLAIMABLE 0x1u /* pages count as slab_reclaimable */
@@ -252,7 +252,7 @@ struct mb_cache_stats {
 /* A consistent-enough snapshot (exact when no other thread uses the cache). */
 int mb_cache_stats(mb_cache *cache, struct mb_cache_stats *ret);
 
-/* The byte-grained charging of all caches of a client (see client/slab.c):
+/* The byte-grained charging of all caches of a client (see client/slab.h):
  * (charged_pages - uncharged_pages) * page size == live object bytes +
  * stock_bytes; reclaimable/unreclaimable_bytes are what has been written to
  * the stats region, pending_* what the per-CPU stocks hold back (each

@@ -169,11 +169,11 @@ static void sleep_msec(unsigned ms) {
 }
 
 /* The next frame, waiting until @deadline (ms, CLOCK_MONOTONIC). */
-static int recv_until(struct conn *c, uint64_t deadline, Mb__Msg **ret) {
+static int recv_until(struct wire_conn *c, uint64_t deadline, Mb__Msg **ret) {
         for (;;) {
                 struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
                 uint64_t now;
-                int r = conn_recv(c, false, ret);
+                int r = wire_conn_recv(c, false, ret);
 
                 if (r != -EAGAIN)
                         return r;
@@ -189,7 +189,7 @@ static int recv_until(struct conn *c, uint64_t deadline, Mb__Msg **ret) {
 }
 
 /* One attempt on a connected socket.  -EAGAIN: try again later. */
-static int reconnect_once(const struct reconnect_info *info, const struct reconnect_held *held, struct conn *c,
+static int reconnect_once(const struct reconnect_info *info, const struct reconnect_held *held, struct wire_conn *c,
                           uint64_t deadline, Mb__Msg **ret_msg, int *ret_stats_fd, int *ret_arena_fd) {
         _cleanup_(freep) Mb__Extent *ext = NULL;
         _cleanup_(freep) Mb__Extent **extp = NULL;
@@ -217,7 +217,7 @@ static int reconnect_once(const struct reconnect_info *info, const struct reconn
         hello.held_more = more;
         msg.body_case = MB__MSG__BODY_HELLO;
         msg.hello = &hello;
-        r = conn_send(c, &msg);
+        r = wire_conn_send(c, &msg);
         if (r < 0)
                 return -EAGAIN; /* the daemon went away again */
 
@@ -237,7 +237,7 @@ static int reconnect_once(const struct reconnect_info *info, const struct reconn
                 mb__msg__free_unpacked(reply, NULL);
                 return -EPROTO;
         }
-        r = conn_take_fds(c, fds, 2);
+        r = wire_conn_take_fds(c, fds, 2);
         if (r < 0) {
                 mb__msg__free_unpacked(reply, NULL);
                 mb_set_error("the Welcome of membrokerd did not carry the arena and stats descriptors");
@@ -278,7 +278,7 @@ static int reconnect_once(const struct reconnect_info *info, const struct reconn
                 claim.more = more;
                 cm.body_case = MB__MSG__BODY_CLAIM;
                 cm.claim = &claim;
-                r = conn_send(c, &cm);
+                r = wire_conn_send(c, &cm);
                 if (r >= 0)
                         r = recv_until(c, deadline, &ack);
                 if (r >= 0 && ack->body_case == MB__MSG__BODY_ERROR) {
@@ -305,7 +305,7 @@ static int reconnect_once(const struct reconnect_info *info, const struct reconn
         return 0;
 }
 
-int reconnect_session(const struct reconnect_info *info, const struct reconnect_held *held, struct conn **ret_conn,
+int reconnect_session(const struct reconnect_info *info, const struct reconnect_held *held, struct wire_conn **ret_conn,
                  Mb__Msg **ret_msg, int *ret_stats_fd, int *ret_arena_fd) {
         uint64_t deadline = now_msec() + (uint64_t) info->timeout_sec * 1000u;
         unsigned delay = MB_RECONNECT_FIRST_DELAY_MSEC;
@@ -313,8 +313,8 @@ int reconnect_session(const struct reconnect_info *info, const struct reconnect_
         if (info->timeout_sec == 0 || info->token == 0)
                 return -ECONNRESET;
         for (;;) {
-                struct conn *c = NULL;
-                int r = conn_open(info->socket_path, &c);
+                struct wire_conn *c = NULL;
+                int r = wire_conn_open(info->socket_path, &c);
 
                 if (r >= 0) {
                         r = reconnect_once(info, held, c, deadline, ret_msg, ret_stats_fd, ret_arena_fd);
@@ -322,7 +322,7 @@ int reconnect_session(const struct reconnect_info *info, const struct reconnect_
                                 *ret_conn = c;
                                 return 0;
                         }
-                        conn_free(c);
+                        wire_conn_free(c);
                         if (r != -EAGAIN)
                                 return r;
                 } else if (r != -ECONNREFUSED && r != -ENOENT && r != -EAGAIN) {

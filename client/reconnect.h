@@ -15,7 +15,7 @@
  * so the application's pointers stay valid and the data intact; only the
  * stats region is new.
  *
- * Not thread-safe; the caller serialises (client.c: conn_lock).
+ * Not thread-safe; the caller serialises (connect_again() holds send_lock).
  */
 #pragma once
 
@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "conn.h"
+#include "wire_conn.h"
 #include "membroker.pb-c.h"
 
 /* $MEMBROKER_RECONNECT_TIMEOUT_SEC: how long to try (default below); 0
@@ -77,5 +77,5 @@ unsigned reconnect_timeout_sec(void);
  * (the daemon came back without this client's memory: a different arena,
  * or it has no record of the token), or the daemon's refusal.
  */
-int reconnect_session(const struct reconnect_info *info, const struct reconnect_held *held, struct conn **ret_conn,
+int reconnect_session(const struct reconnect_info *info, const struct reconnect_held *held, struct wire_conn **ret_conn,
                       Mb__Msg **ret_msg, int *ret_stats_fd, int *ret_arena_fd);

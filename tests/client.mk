@@ -39,3 +39,11 @@ CLIENT_TESTS = \
 TESTS += $(CLIENT_TESTS) tests/test-client-proto
 dist_check_SCRIPTS += $(CLIENT_TESTS)
 EXTRA_DIST += %reldir%/client-env.sh
+
+# The scope-bound locks and debug-build lock assertions of common/macros.h
+# that the client library's modules use.
+check_PROGRAMS += tests/test-lock-guard
+TESTS += tests/test-lock-guard
+tests_test_lock_guard_SOURCES = %reldir%/test-lock-guard.c
+tests_test_lock_guard_CFLAGS = $(TESTS_CFLAGS)
+tests_test_lock_guard_LDADD = $(TESTS_LIBS)

@@ -90,7 +90,7 @@ const struct mb_shrinker *fake_client_shrinker(mb_client *c, size_t i) {
         return i < c->nshrinkers ? c->shrinkers[i] : NULL;
 }
 
-/* ---- the part of the library slab.c uses ---- */
+/* ---- the part of the library the slab caches use ---- */
 
 void *mb_page_alloc(mb_client *c) {
         void *p = NULL;
@@ -114,7 +114,7 @@ int mb_page_free(mb_client *c, void *page) {
         size_t off = (size_t) ((char *) page - c->base);
 
         if ((char *) page < c->base || off >= c->npages * c->page_size || off % c->page_size)
-                abort(); /* slab.c must never do that */
+                abort(); /* the slab caches must never do that */
         /* Like hole punching, forget the contents. */
         memset(page, 0x5a, c->page_size);
         pthread_mutex_lock(&c->lock);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test-slab.c - unit tests of client/slab.c, linked against a fake client
+ * test-slab.c - unit tests of client/slab.h, linked against a fake client
  * (tests/slab-fake-client.c) so that layouts, the byte stock, the shrinker
  * callbacks and forced remote frees can be checked exactly.  The
  * integration tests (test-slab-*.sh) run the same code in the real library
@@ -79,7 +79,7 @@ static uint64_t live_bytes(mb_cache *s) {
         return st.live_objects * st.object_bytes;
 }
 
-/* The byte stock invariant and the stat: see client/slab.c. */
+/* The byte stock invariant and the stat: see client/slab.h. */
 static void check_charging(uint64_t live_reclaimable, uint64_t live_unreclaimable) {
         struct mb_slab_stats ss;
 

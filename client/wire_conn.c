@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * conn.c - socket transport of libmembroker (see conn.h).
+ * conn.c - socket transport of libmembroker (see wire_conn.h).
  */
 #include <errno.h>
 #include <poll.h>
@@ -10,17 +10,17 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "conn.h"
+#include "wire_conn.h"
 #include "macros.h"
 #include "mb_internal.h"
 
 /* Room for one frame of the largest size plus what follows it. */
 #define CONN_RBUF_BYTES (WIRE_HEADER_BYTES + WIRE_MAX_FRAME_BYTES + 4096u)
 
-int conn_open(const char *path, struct conn **ret) {
+int wire_conn_open(const char *path, struct wire_conn **ret) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         _cleanup_(closep) int fd = -1;
-        struct conn *c;
+        struct wire_conn *c;
         size_t len = strlen(path);
 
         if (len == 0 || len >= sizeof(sa.sun_path)) {
@@ -59,23 +59,23 @@ int conn_open(const char *path, struct conn **ret) {
         return 0;
 }
 
-void conn_close_fds(struct conn *c) {
+void wire_conn_close_fds(struct wire_conn *c) {
         for (size_t i = 0; i < c->nfds; i++)
                 close(c->fds[i]);
         c->nfds = 0;
 }
 
-void conn_free(struct conn *c) {
+void wire_conn_free(struct wire_conn *c) {
         if (!c)
                 return;
-        conn_close_fds(c);
+        wire_conn_close_fds(c);
         if (c->fd >= 0)
                 close(c->fd);
         free(c->rbuf);
         free(c);
 }
 
-int conn_send(struct conn *c, const Mb__Msg *msg) {
+int wire_conn_send(struct wire_conn *c, const Mb__Msg *msg) {
         _cleanup_(freep) uint8_t *buf = NULL;
         size_t len, off = 0;
         int r;
@@ -105,8 +105,8 @@ int conn_send(struct conn *c, const Mb__Msg *msg) {
 }
 
 /* Keep the descriptors of one SCM_RIGHTS message; more than fit are closed
- * and make the stash invalid (conn_take_fds() then fails). */
-static void conn_stash_fds(struct conn *c, struct msghdr *mh) {
+ * and make the stash invalid (wire_conn_take_fds() then fails). */
+static void wire_conn_stash_fds(struct wire_conn *c, struct msghdr *mh) {
         for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
                 size_t n;
                 int fds[WIRE_MAX_FDS * 2];
@@ -126,7 +126,7 @@ static void conn_stash_fds(struct conn *c, struct msghdr *mh) {
 }
 
 /* Read what the socket has (at least one byte when @block). */
-static int conn_fill(struct conn *c, bool block) {
+static int wire_conn_fill(struct wire_conn *c, bool block) {
         union {
                 struct cmsghdr align;
                 uint8_t buf[CMSG_SPACE(sizeof(int) * WIRE_MAX_FDS)];
@@ -155,7 +155,7 @@ static int conn_fill(struct conn *c, bool block) {
                 return (int) n;
         }
         if (mh.msg_controllen > 0)
-                conn_stash_fds(c, &mh);
+                wire_conn_stash_fds(c, &mh);
         if (mh.msg_flags & MSG_CTRUNC) {
                 /* Descriptors were lost: the session cannot be trusted. */
                 mb_set_error("membrokerd sent more file descriptors than expected");
@@ -169,7 +169,7 @@ static int conn_fill(struct conn *c, bool block) {
         return 0;
 }
 
-int conn_recv(struct conn *c, bool block, Mb__Msg **ret) {
+int wire_conn_recv(struct wire_conn *c, bool block, Mb__Msg **ret) {
         for (;;) {
                 size_t used;
                 int r;
@@ -186,15 +186,15 @@ int conn_recv(struct conn *c, bool block, Mb__Msg **ret) {
                                 return -EPROTO;
                         }
                 }
-                r = conn_fill(c, block);
+                r = wire_conn_fill(c, block);
                 if (r < 0)
                         return r;
         }
 }
 
-int conn_take_fds(struct conn *c, int *ret, size_t n) {
+int wire_conn_take_fds(struct wire_conn *c, int *ret, size_t n) {
         if (c->nfds != n) {
-                conn_close_fds(c);
+                wire_conn_close_fds(c);
                 return -EBADMSG;
         }
         memcpy(ret, c->fds, n * sizeof(int));
@@ -202,7 +202,7 @@ int conn_take_fds(struct conn *c, int *ret, size_t n) {
         return 0;
 }
 
-bool conn_has_frame(const struct conn *c) {
+bool wire_conn_has_frame(const struct wire_conn *c) {
         uint32_t payload;
 
         return wire_frame_length(c->rbuf, c->rlen, &payload) == 0 && c->rlen >= WIRE_HEADER_BYTES + payload;

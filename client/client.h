@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * client.h - the library's client object (mb_client), shared by its
+ * modules (not installed):
+ *
+ *   stock.c     the per-CPU stocks of charged pages and the page fast paths
+ *   session.c   the request engine: the reader, waiters, calls to the daemon
+ *   reclaim.c   answers to Reclaim and Drain, the shrinkers
+ *   connect.c   connecting, reconnecting after a daemon restart, closing
+ *   client.c    the object itself: errors, lifetime, fork(), accessors
+ *
+ * over wire_conn.c (the transport) and reconnect.c (the re-claim protocol).
+ *
+ * Pages move between three places:
+ *   application  <-- pop / push -->  stock of some CPU  <-- Charge / Uncharge -->  daemon
+ * and the stats slots follow them: MB_STAT_PAGES counts pages the
+ * application holds, MB_STAT_STOCK pages in the stocks, MB_STAT_PGALLOC and
+ * MB_STAT_PGFREE every alloc and free.  A slot is written only under the
+ * lock of the stock of the same CPU (mb_stats_abi.h: one writer per slot).
+ *
+ * Locks, in order: conn_lock (the application's exchanges with the daemon,
+ * one at a time) -> io_lock (reader role, waiters, queued requests, session
+ * state) -> a stock lock; send_lock (-> held_lock) and cb_lock are taken
+ * alone; shrinker_lock (read) is held while shrinkers run, with no other
+ * lock.  The rules are asserted in debug builds (mb_assert_debug()).
+ */
+#pragma once
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "macros.h"
+#include "mb_internal.h"
+#include "mb_stats_abi.h"
+#include "membroker.h"
+#include "reconnect.h"
+#include "wire_conn.h"
+
+/* The most pages one Charge may ask for (the daemon refuses more). */
+#define CHARGE_MAX_PAGES 16384u
+#define ERROR_MESSAGE_BYTES 512
+
+struct stock;
+struct waiter;
+
+/* A Reclaim or Drain from the daemon, to be answered (reclaim.c). */
+struct daemon_request {
+        uint32_t seq;
+        uint64_t pages; /* UINT64_MAX: Drain */
+};
+
+struct pending_event {
+        char *name;
+        uint64_t count;
+};
+
+struct mb_client {
+        /* Read by every fast path; written only while connecting.  The
+         * stocks' own fields change under their locks. */
+        struct stock *stocks;          /* [ncpus], one cache line each */
+        uint8_t *base;                 /* the tenant arena, mapped shared */
+        uint64_t arena_bytes;
+        uint64_t page_mask;            /* page_size - 1 */
+        ptrdiff_t rseq_offset;         /* cpu_rseq_offset(), -1 without rseq */
+        ptrdiff_t rseq_area;           /* __rseq_offset: the struct rseq */
+        bool rseq_lock;                /* stock locks taken with rseq (stock.h) */
+        unsigned ncpus;                /* = stats slots = stocks */
+        unsigned page_shift;
+
+        /* The session, fixed by the Welcome. */
+        size_t page_size;
+        unsigned charge_batch;         /* pages per Charge; the daemon may change it
+                                        * (Grant.charge_batch), under conn_lock */
+        unsigned batch_cap;            /* the largest batch the Welcome allowed
+                                        * (charge_batch_max): the stocks have room
+                                        * for 2 * batch_cap + 1 pages each */
+        uint64_t arena_pages;
+        uint64_t client_id;
+        bool unlimited;
+        char *tenant;
+        struct mb_stats_region *stats;
+        size_t stats_bytes;
+        void **stock_pages;            /* backing of every stock's pages[] */
+        unsigned flags;
+
+        /* conn_lock serialises the application's exchanges with the daemon
+         * (charges, and the returns of overfull stocks). */
+        pthread_mutex_t conn_lock;
+        struct wire_conn *conn;             /* read by the reader only (io_lock) */
+        uint32_t next_seq;             /* atomic */
+        bool forked;                   /* this copy lives in a fork() child */
+        /* Surviving a restart of the daemon (reconnect.h): the pages charged
+         * to this client (held_lock), its token, its arena's identity, where
+         * to go. */
+        struct reconnect_held held;
+        uint64_t token;
+        dev_t arena_dev;
+        ino_t arena_ino;
+        char *socket_path;
+
+        /* io_lock guards who reads the socket, the threads waiting for
+         * replies, the daemon's queued requests and the session state;
+         * io_cond signals a change of any of them. */
+        pthread_mutex_t io_lock;
+        pthread_cond_t io_cond;
+        bool reading;                  /* a thread is reading the socket */
+        struct waiter *waiters;
+        struct daemon_request *requests; /* Reclaim/Drain to answer, in order */
+        size_t nrequests, requests_alloc;
+        int broken;                    /* negative errno once the session is lost (atomic reads) */
+        char *broken_reason;
+        bool closing;
+        bool thread_running;           /* session_thread() has started (io_lock) */
+        pthread_mutex_t send_lock;     /* one frame at a time on the socket */
+        uint64_t conn_gen;             /* connections so far: moves on at a reconnection */
+        pthread_mutex_t held_lock;     /* the held bitmap (reconnect.h) */
+        pthread_t thread;              /* the library's thread ... */
+        bool thread_started;           /* ... unless MB_CONNECT_NO_THREAD */
+        int wake_fd;                   /* eventfd: wakes the thread from poll() */
+        int notify_fd;                 /* eventfd: work for mb_process() (NO_THREAD) */
+        int poll_fd;                   /* epoll of the socket and notify_fd: mb_get_fd() */
+
+        /* shrinker_lock guards the shrinkers (read while they run). */
+        pthread_rwlock_t shrinker_lock;
+        const struct mb_shrinker **shrinkers;
+        size_t nshrinkers;
+
+        /* cb_lock guards the application's event callback and the queued
+         * events. */
+        pthread_mutex_t cb_lock;
+        mb_event_fn event_fn;
+        void *event_userdata;
+        struct pending_event *events;
+        size_t nevents;
+        int events_pending;            /* atomic hint: nevents > 0 */
+
+        mb_client *reg_prev, *reg_next; /* every live client, for fork() */
+};
+
+/* Whether @page is a page of @c's arena (the start of one). */
+static inline bool client_page_valid(const mb_client *c, const void *page) {
+        uintptr_t off = (uintptr_t) page - (uintptr_t) c->base;
+
+        return off < c->arena_bytes && (off & c->page_mask) == 0;
+}
+
+/**
+ * client_new - a client object with its locks set up and nothing else (no
+ * connection, no mapping).  NULL when out of memory.
+ */
+mb_client *client_new(unsigned flags);
+
+/* Free @c and everything it owns; NULL is a no-op.  No thread of the
+ * library may run any more. */
+void client_free(mb_client *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(mb_client *, client_free);
+
+/* Enter @c in the list of live clients (disabled in a fork() child), and
+ * take it out again. */
+void client_registry_add(mb_client *c);
+void client_registry_remove(mb_client *c);

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * session.h - the request engine of a client (session.c): the reader role,
+ * the threads waiting for replies, the calls to the daemon and the state of
+ * the session (broken or not).  Lock order and fields: client.h.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "client.h"
+#include "membroker.pb-c.h"
+
+/* Negative errno once the session is lost, else 0 (no lock needed). */
+static inline int session_broken(const mb_client *c) {
+        return __atomic_load_n(&c->broken, __ATOMIC_ACQUIRE);
+}
+
+/* "No library lock held" (the application's callbacks may call back into
+ * the library), asserted in debug builds. */
+#define session_assert_unlocked(c)                          \
+        do {                                                \
+                mb_assert_mutex_not_held(&(c)->conn_lock);  \
+                mb_assert_mutex_not_held(&(c)->io_lock);    \
+                mb_assert_mutex_not_held(&(c)->send_lock);  \
+                mb_assert_mutex_not_held(&(c)->cb_lock);    \
+        } while (0)
+
+/**
+ * session_lost - the error for a request on a session that is over: -ECHILD
+ * in a fork() child, else the error that ended it, with mb_set_error()
+ * saying why.  Takes io_lock.
+ */
+int session_lost(mb_client *c);
+
+/**
+ * session_break_locked - the session is over: remember @err and @reason
+ * (the first time only), empty and disable the stocks, drop the queued
+ * daemon requests, wake every waiter.  io_lock held.  Returns @err.
+ */
+int session_break_locked(mb_client *c, int err, const char *reason);
+
+/* session_break_locked() with this thread's mb_last_error() as the reason;
+ * takes io_lock. */
+int session_break(mb_client *c, int err);
+
+/* The end of the connection without an Error: the daemon went away (a
+ * restart).  Can this session be carried over (reconnect.h)? */
+bool session_can_reconnect(const mb_client *c, int err);
+
+/* The next request sequence number. */
+uint32_t session_next_seq(mb_client *c);
+
+/**
+ * session_charge_locked - Charge @n (<= CHARGE_MAX_PAGES) pages, or only
+ * @need (<= @n) of them when @n do not fit under a limit (Charge.need):
+ * their addresses into @out, their number into *@ret_got.  Adopts a new
+ * batch the Grant carries (stock_adopt_batch_locked()).  conn_lock held.
+ * Returns 0, -ENOMEM at a limit (the session goes on), or the error that
+ * ended the session.
+ */
+int session_charge_locked(mb_client *c, uint32_t n, uint32_t need, void **out, size_t *ret_got);
+
+/**
+ * session_uncharge - send Uncharge frames for @pages (sorted in place,
+ * coalesced into extents, a bounded number of extents per frame).  With
+ * @wait, wait for each Ack (conn_lock held: the application's slow paths);
+ * without, the Acks are dropped when they arrive (any thread, never waits
+ * for the daemon).  With @has_reply_to the last frame answers the daemon's
+ * request @reply_to (always at least one frame then, possibly without
+ * extents).  Returns 0 or a negative errno (the session is then broken,
+ * except for -ENOMEM).
+ */
+int session_uncharge(mb_client *c, void **pages, size_t n, Mb__UnchargeReason reason, bool wait, bool has_reply_to,
+                     uint32_t reply_to);
+
+/* Call the event callback for queued events.  No library lock may be held. */
+void session_dispatch_events(mb_client *c);
+
+/* The library's thread (unless MB_CONNECT_NO_THREAD): reads the socket
+ * whenever no other thread does, answers Reclaim and Drain, calls the event
+ * callback, until c->closing.  pthread_create() start routine. */
+void *session_thread(void *userdata);

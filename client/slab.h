@@ -1,0 +1,519 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * slab.h - slab caches on broker pages, with byte-grained charging: what
+ * the slab modules share (not installed).
+ *
+ *   slab_cache.c   caches: create, destroy, the alloc/free fast paths, stats
+ *   slab_page.c    slab pages: the page->slab table, partial and empty lists
+ *   slab_ctx.c     the per-client context and its byte stocks (obj_stock)
+ *   slab_reclaim.c draining the per-CPU lists, shrinking, the shrinker
+ *   slab_debug.c   red zones, poison, bad-free reports (MB_CACHE_DEBUG)
+ *
+ * SLUB (mm/slub.c) is the model.  A cache hands out objects of one size.
+ * Its slabs are broker pages: taken with mb_page_alloc(), so they come from
+ * this CPU's page stock and are charged to the tenant like every other page
+ * (they count in the tenant's `usage` and in its `pages` stat), and given
+ * back with mb_page_free().
+ *
+ * Structure
+ * ---------
+ *  - Per CPU (the CPU slot of mb_client_cpu(), the same one the page stock
+ *    uses), every cache keeps a free list of objects, linked through a free
+ *    pointer stored in the free objects themselves.  mb_cache_alloc() pops
+ *    from it, mb_cache_free() pushes onto it.  Both take the client's
+ *    per-CPU slab lock, like the kernel's local_lock around
+ *    memcg_stock_pcp: the per-CPU lock of pcpu_lock.h, shared with the page
+ *    stocks, taken with a restartable sequence (rseq), so without any atomic
+ *    instruction, by the threads of that CPU, and remotely (compare and
+ *    swap plus an rseq membarrier) by anyone else.  MEMBROKER_SLAB_RSEQ=0
+ *    takes it in atomic mode.
+ *  - When the per-CPU list is empty, the CPU takes the whole free lists of
+ *    slabs of the cache at once, until it holds half of `cpu_max`: the
+ *    cache's partial slabs first, then its empty ones, else a new page (a
+ *    new slab becomes the CPU's active slab, cf. SLUB's c->slab /
+ *    get_freelist()).  When a per-CPU list grows past `cpu_max` objects
+ *    (twice a slab's objects, at least what 32 KiB hold, at most 1024),
+ *    half of it goes back to the slabs the objects belong to, in one batch
+ *    under the cache lock (like SLUB's put_cpu_partial()/__slab_free(), or
+ *    the per-CPU "sheaves" of newer kernels).
+ *  - Remote frees: an object freed on another CPU than the one it was
+ *    allocated on simply goes onto the freeing CPU's list; objects are not
+ *    owned by CPUs, only by slabs, and every slab's free list and counters
+ *    are changed under the cache lock.  A thread that migrates between
+ *    reading its CPU slot and taking the lock is also correct: it then uses
+ *    the other slot's list under that slot's lock.
+ *  - Per cache: partial slabs (some objects free), empty slabs (all free)
+ *    and full slabs (on no list, like SLUB's).  Past `empty_keep` empty
+ *    slabs (SLUB's calculate_min_partial(): 5..10 by object size) an empty
+ *    slab is given back at once; mb_cache_shrink() gives every empty slab
+ *    back (like __kmem_cache_shrink()).  Reclaimable caches register a
+ *    shrinker: count = empty slabs + the slabs that draining the per-CPU
+ *    lists would empty, scan = drain and give them back.
+ *
+ * Object sizes
+ * ------------
+ * 8 bytes up to a page.  Up to page_size/2 several objects share a slab;
+ * above page_size/2 every object is a whole page of its own (one object
+ * per slab: "larger requests go to whole pages").  Larger than a page:
+ * mb_cache_create() fails with EINVAL -- use mb_page_alloc_bulk(), broker
+ * pages are not contiguous.  Alignment: a power of two up to the system
+ * page size (default and minimum 8).
+ *
+ * Metadata
+ * --------
+ * In the slab, nothing but the objects: the free pointer lives inside the
+ * free object (at offset 0), or right after it when a constructor must be
+ * kept intact or in debug mode.  Outside the slab: one `struct mb_slab`
+ * (48 bytes) per slab page, plus its pointer in the cache's page->slab hash
+ * table (at most half full: 16 bytes per slab).  So a 64-byte object costs
+ * (48 + 16) / 64 = 1 byte of metadata, an 8-byte one 0.125 byte; the
+ * figure including alignment padding and the unused tail of the page is in
+ * mb_cache_stats() `overhead_bytes_per_object`.
+ *
+ * Byte-grained charging and the slab stat
+ * ---------------------------------------
+ * Two layers, as in the kernel:
+ *  1. Physical: slab pages are real broker pages, charged to the tenant in
+ *     pages through the page stock.  `usage` and `pages`
+ *     include them, whether their objects are in use or not.
+ *  2. Objects: like the kernel's obj_stock (mm/memcontrol.c
+ *     consume_obj_stock(), refill_obj_stock(), obj_cgroup_charge()), every
+ *     CPU slot has a byte stock.  An allocation consumes the cache's
+ *     `object_bytes` (object plus its in-slab metadata and padding, as the
+ *     kernel charges obj_full_size()) from it; when it runs dry, whole
+ *     pages' worth of bytes are charged (counted in `charged_pages`) and the
+ *     leftover stays in the stock.  A free refills it, and when it holds more
+ *     than a page, the whole pages' worth are uncharged (`uncharged_pages`)
+ *     and the remainder (< 1 page) stays.  Invariant, per client:
+ *       (charged_pages - uncharged_pages) * page_size
+ *           == bytes of live objects + bytes in the byte stocks,
+ *     and the byte stocks hold at most ncpus * page_size bytes.  The byte
+ *     charge is the object-level view of the same memory: it does not take
+ *     more pages from the daemon (the slab pages already are charged); the
+ *     difference between slab pages and charged bytes is the slab's
+ *     fragmentation (empty and partial slabs, metadata, page tails).
+ *  3. The stat: `slab_reclaimable` / `slab_unreclaimable` are the bytes of
+ *     live objects of reclaimable / other caches (NR_SLAB_RECLAIMABLE_B /
+ *     NR_SLAB_UNRECLAIMABLE_B), `slab` their sum.  Deltas gather in the
+ *     per-CPU stock and are written into the client's stats region with
+ *     mb_client_stat_add() when they pass a page's worth, like the kernel's
+ *     __account_obj_stock(); the daemon folds them through rstat like every
+ *     activity counter.  So the stat may lag by < page_size bytes per item
+ *     per CPU; mb_slab_drain() (and destroying the client's last cache)
+ *     writes everything, after which the stat is exact.
+ *
+ * Debug mode (MB_CACHE_DEBUG, or MEMBROKER_SLAB_DEBUG=1 for every cache)
+ * ---------------------------------------------------------------------
+ * Each object gets red zones before and after it (0xcc while allocated,
+ * 0xbb while free, SLUB_RED_ACTIVE/INACTIVE), a state tag, and, unless the
+ * cache has a constructor (SLUB does not poison those either), its bytes are
+ * poisoned on free (0x6b, last byte 0xa5: POISON_FREE/POISON_END) and
+ * checked on the next allocation.  Detected and reported on stderr with the
+ * cache name and address: double free, free into the wrong cache, free of a
+ * pointer that is not the start of an object, red zone overwrite, write
+ * after free.  A bad free is ignored (nothing is corrupted); a damaged red
+ * zone or poison is reported and repaired.  When debug mode is off, the
+ * alloc and free paths pay one predictable branch for it.  (Without debug
+ * mode, frees of foreign pointers are still detected, and dropped, when the
+ * per-CPU list is flushed, but a double free is not.)
+ *
+ * Locks, in order: slab_registry_lock -> ctx->lock -> per-CPU slab lock ->
+ * cache->lock.  mb_page_alloc()/mb_page_free() and constructors are called
+ * with no lock held.
+ *
+ * Caches must be destroyed before mb_close() of their client.
+ *
+ * fork(): the library's rule (membroker.h) applies to caches too.  In the
+ * child, the inherited caches' objects live in the parent's shared pages,
+ * so mb_cache_alloc() fails with ECHILD, mb_cache_free() and
+ * mb_cache_shrink() do nothing, and mb_cache_destroy() only releases the
+ * child's copy of the cache's bookkeeping.  The check shares the fast
+ * path's one unlikely branch with debug mode (the fork generation).
+ */
+#pragma once
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "macros.h"
+#include "mb_internal.h"
+#include "membroker.h"
+#include "pcpu_lock.h"
+
+#define SLAB_MIN_OBJECT_BYTES 8u
+#define SLAB_MIN_ALIGN_BYTES 8u
+#define SLAB_REDZONE_BYTES 16u
+#define SLAB_DEBUG_ENV "MEMBROKER_SLAB_DEBUG"
+#define SLAB_LIVE_REPORT_MAX 5u   /* addresses of live objects printed by destroy */
+#define SLAB_CPU_MAX_MIN_OBJECTS 8u
+#define SLAB_CPU_MAX_MAX_OBJECTS 1024u
+#define SLAB_CPU_LIST_BYTES (32u * 1024u) /* what a per-CPU list may park, at least 2 slabs' worth */
+#define SLAB_RSEQ_TRIES 3u        /* fast-path attempts before the slow lock */
+#define SLAB_RSEQ_ENV "MEMBROKER_SLAB_RSEQ" /* =0: atomic per-CPU locks only */
+
+/* include/linux/poison.h */
+#define SLAB_POISON_FREE 0x6b
+#define SLAB_POISON_END 0xa5
+#define SLAB_RED_INACTIVE 0xbb
+#define SLAB_RED_ACTIVE 0xcc
+
+/* Debug state tag, stored after the free pointer. */
+#define SLAB_TAG_FREE UINT64_C(0xf4eef4eef4eef4ee)
+#define SLAB_TAG_ALLOC UINT64_C(0xa110ca7eda110ca7)
+
+enum {
+        SLAB_STAT_RECLAIMABLE = 0,
+        SLAB_STAT_UNRECLAIMABLE = 1,
+        _SLAB_STAT_NR,
+};
+
+enum {
+        SLAB_ON_NO_LIST = 0, /* full, or handed to a CPU */
+        SLAB_ON_PARTIAL,
+        SLAB_ON_EMPTY,
+};
+
+
+struct slab_list_node {
+        struct slab_list_node *prev, *next;
+};
+
+/* One slab page.  Kept outside the page, so that the page holds only
+ * objects.  Protected by its cache's lock. */
+struct mb_slab {
+        struct slab_list_node node; /* partial or empty list */
+        char *page;
+        uint64_t key;               /* page index relative to cache->base */
+        void *freelist;             /* free objects not held by any CPU */
+        uint32_t nfree;             /* objects on freelist */
+        uint32_t list;              /* SLAB_ON_* */
+};
+
+/* The client's per-CPU slab state: the lock that serialises all slab work
+ * on this CPU slot, and the byte stock (the kernel's obj_stock_pcp). */
+struct slab_pcpu {
+        int lock;                         /* the per-CPU lock word (pcpu_lock.h) */
+        uint32_t _pad;
+        int64_t nr_bytes;                 /* pre-charged bytes (obj_stock nr_bytes) */
+        int64_t pending[_SLAB_STAT_NR];   /* stat deltas not written yet (nr_slab_*_b) */
+        uint64_t charged_pages;           /* pages' worth charged when the stock ran dry */
+        uint64_t uncharged_pages;         /* pages' worth uncharged from a full stock */
+} _cacheline_aligned_;
+
+/* Slab state shared by the caches of one client. */
+struct slab_ctx {
+        mb_client *client;
+        struct slab_ctx *next;            /* registry */
+        unsigned refs;                    /* caches; under slab_registry_lock */
+        unsigned ncpus;
+        size_t page_size;
+        unsigned page_shift;
+        pthread_mutex_t lock;             /* caches list */
+        struct slab_list_node caches;
+        int64_t written[_SLAB_STAT_NR];   /* bytes written to the stats region (atomic) */
+        struct slab_pcpu *pcpu;
+        bool rseq;                        /* per-CPU locks in rseq mode (pcpu_lock.h) */
+        ptrdiff_t rseq_area;              /* __rseq_offset: the struct rseq */
+};
+
+/* A cache's per-CPU free list; changed under the client's per-CPU lock. */
+struct cache_cpu {
+        void *freelist;
+        uint32_t count;
+        uint32_t _pad;
+        uint64_t allocs;
+        uint64_t frees;
+} _cacheline_aligned_;
+
+struct mb_cache {
+        /* Read-mostly, used on every alloc and free. */
+        struct slab_ctx *ctx;
+        mb_client *client;
+        struct cache_cpu *cpu;
+        uint32_t object_bytes;   /* slot stride: bytes an object takes and is charged */
+        uint32_t fp_offset;      /* free pointer, from the object start */
+        uint32_t cpu_max;        /* per-CPU list length that triggers a flush */
+        uint32_t stat;           /* SLAB_STAT_* */
+        uint32_t fork_gen;       /* slab_fork_gen at creation */
+        bool debug;
+        bool poison;
+
+        /* Layout. */
+        unsigned flags;
+        size_t object_size;      /* as asked */
+        size_t align;
+        size_t obj_offset;       /* object start within its slot */
+        size_t objects;          /* per slab */
+        void (*ctor)(void *object);
+        char *name;
+
+        /* Slabs; under lock (slow paths only: on its own cache line, away
+         * from the read-mostly fields above). */
+        pthread_mutex_t lock _cacheline_aligned_;
+        struct slab_list_node partial;
+        struct slab_list_node empty;
+        uint64_t nr_partial;
+        uint64_t nr_empty;       /* also read without the lock by the shrinker's count */
+        uint64_t nr_slabs;
+        uint64_t slabs_allocated;
+        uint64_t slabs_freed;
+        unsigned empty_keep;
+        struct mb_slab **table;  /* page key -> slab, open addressing */
+        size_t table_size;       /* power of two, or 0 */
+        size_t table_used;
+        uintptr_t base;          /* arena base, learnt from the first slab */
+        bool base_known;
+
+        uint64_t errors;         /* reports printed (atomic) */
+
+        struct mb_shrinker shrinker;
+        bool shrinker_registered;
+        struct slab_list_node ctx_node;
+};
+
+
+/* Caches of every client and their contexts (slab_ctx.c). */
+extern pthread_mutex_t slab_registry_lock;
+/* Bumped in every fork() child; a cache made in another generation is an
+ * inherited copy (slab_cache.c). */
+extern uint32_t slab_fork_gen;
+
+/* ---- small helpers ---- */
+
+#define slab_container_of(ptr, type, member) ((type *) ((char *) (ptr) - offsetof(type, member)))
+
+static inline void slab_list_init(struct slab_list_node *h) {
+        h->prev = h->next = h;
+}
+
+static inline bool slab_list_empty(const struct slab_list_node *h) {
+        return h->next == h;
+}
+
+static inline void slab_list_add_tail(struct slab_list_node *h, struct slab_list_node *n) {
+        n->prev = h->prev;
+        n->next = h;
+        h->prev->next = n;
+        h->prev = n;
+}
+
+static inline void slab_list_del(struct slab_list_node *n) {
+        n->prev->next = n->next;
+        n->next->prev = n->prev;
+        n->prev = n->next = n;
+}
+
+static inline size_t slab_align_up(size_t n, size_t a) {
+        return (n + a - 1) & ~(a - 1);
+}
+
+static inline bool slab_is_pow2(size_t n) {
+        return n && !(n & (n - 1));
+}
+
+static inline void *slab_get_fp(const mb_cache *s, const void *obj) {
+        void *p;
+        memcpy(&p, (const char *) obj + s->fp_offset, sizeof(p));
+        return p;
+}
+
+static inline void slab_set_fp(const mb_cache *s, void *obj, void *next) {
+        memcpy((char *) obj + s->fp_offset, &next, sizeof(next));
+}
+
+static inline uint64_t *slab_tag(const mb_cache *s, void *obj) {
+        return (uint64_t *) ((char *) obj + s->fp_offset + sizeof(void *));
+}
+
+
+static inline bool slab_cache_inherited(const mb_cache *s) {
+        return s->fork_gen != __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED);
+}
+
+/* ---- the per-CPU slab lock (pcpu_lock.h) ----
+ *
+ * It only has to exclude the other threads that run on (or were just
+ * migrated from) the same CPU slot, and whoever drains the slot from another
+ * CPU (shrink, destroy, stats).  The CPU slot is mb_client_cpu()'s, the one
+ * the page stock uses; the rseq attempt fails (and the remote way is taken)
+ * when the thread does not run on that CPU. */
+
+/* Lock the slot of CPU @cpu from wherever we run (drains, stats). */
+static inline struct slab_pcpu *slab_pcpu_lock_cpu(struct slab_ctx *ctx, unsigned cpu) {
+        struct slab_pcpu *p = &ctx->pcpu[cpu];
+
+        pcpu_lock_remote(&p->lock, cpu, ctx->rseq);
+        return p;
+}
+
+/* Lock the slot of the CPU we run on; its number in *@ret_cpu. */
+static inline struct slab_pcpu *slab_pcpu_lock_this(struct slab_ctx *ctx, unsigned *ret_cpu) {
+        unsigned cpu;
+
+#if PCPU_HAVE_RSEQ
+        if (_likely_(ctx->rseq))
+                for (unsigned tries = 0; tries < SLAB_RSEQ_TRIES; tries++) {
+                        int r;
+
+                        cpu = mb_client_cpu(ctx->client);
+                        r = pcpu_rseq_trylock(&ctx->pcpu[cpu].lock, cpu, ctx->rseq_area);
+                        if (_likely_(r == PCPU_RSEQ_LOCKED)) {
+                                *ret_cpu = cpu;
+                                return &ctx->pcpu[cpu];
+                        }
+                        if (r == PCPU_RSEQ_BUSY)
+                                pcpu_wait_unlocked(&ctx->pcpu[cpu].lock);
+                }
+#endif
+        cpu = mb_client_cpu(ctx->client);
+        *ret_cpu = cpu;
+        return slab_pcpu_lock_cpu(ctx, cpu);
+}
+
+static inline void slab_pcpu_unlock(struct slab_pcpu *p) {
+        pcpu_unlock(&p->lock);
+}
+
+#define slab_pcpu_assert_locked(p) mb_assert_debug(pcpu_locked(&(p)->lock))
+
+/* ---- byte stock: consume_obj_stock(), refill_obj_stock(),
+ *      __account_obj_stock() of mm/memcontrol.c (slot locked) ---- */
+
+
+/* __account_obj_stock(): gather stat deltas per CPU; once they pass a
+ * page's worth, hand them to the caller to write (*@flush) after it drops
+ * the lock. */
+static inline void slab_stock_account(struct slab_ctx *ctx, struct slab_pcpu *p, unsigned stat, int64_t delta,
+                                      int64_t *flush) {
+        int64_t v = p->pending[stat] + delta;
+
+        if (_unlikely_(v > (int64_t) ctx->page_size || v < -(int64_t) ctx->page_size)) {
+                *flush = v;
+                v = 0;
+        }
+        p->pending[stat] = v;
+}
+
+/* consume_obj_stock(), falling back to obj_cgroup_charge(): take @bytes
+ * from the stock, charging whole pages' worth when it runs dry. */
+static inline void slab_stock_charge(struct slab_ctx *ctx, struct slab_pcpu *p, unsigned stat, uint32_t bytes,
+                                     int64_t *flush) {
+        if (_unlikely_(p->nr_bytes < (int64_t) bytes)) {
+                uint64_t pages = DIV_ROUND_UP((uint64_t) bytes - (uint64_t) p->nr_bytes, ctx->page_size);
+
+                p->nr_bytes += (int64_t) (pages << ctx->page_shift);
+                p->charged_pages += pages;
+        }
+        p->nr_bytes -= bytes;
+        slab_stock_account(ctx, p, stat, bytes, flush);
+}
+
+/* refill_obj_stock(): give @bytes back to the stock; above a page, uncharge
+ * the whole pages' worth and keep the remainder. */
+static inline void slab_stock_uncharge(struct slab_ctx *ctx, struct slab_pcpu *p, unsigned stat, uint32_t bytes,
+                                       int64_t *flush) {
+        p->nr_bytes += bytes;
+        if (_unlikely_(p->nr_bytes > (int64_t) ctx->page_size)) {
+                uint64_t pages = (uint64_t) p->nr_bytes >> ctx->page_shift;
+
+                p->nr_bytes &= (int64_t) ctx->page_size - 1;
+                p->uncharged_pages += pages;
+        }
+        slab_stock_account(ctx, p, stat, -(int64_t) bytes, flush);
+}
+
+
+/* ---- slab_ctx.c: the per-client context ---- */
+
+/* Write @delta bytes of @stat into the stats region.  Called with no slab
+ * lock held: mb_client_stat_add() takes the page stock's lock. */
+void slab_ctx_stat_write(struct slab_ctx *ctx, unsigned stat, int64_t delta);
+
+/**
+ * slab_ctx_get - find or make the slab context of @c and take a reference.
+ * slab_registry_lock held.  Returns 0 and *@ret, -EINVAL for a page size
+ * that is not a power of two, or -ENOMEM.
+ */
+int slab_ctx_get(mb_client *c, struct slab_ctx **ret);
+
+/* Drop a reference; the last one writes out the stocks and frees the
+ * context.  slab_registry_lock held. */
+void slab_ctx_put(struct slab_ctx *ctx);
+
+/* ---- slab_page.c: slab pages and their lists (cache->lock) ---- */
+
+static inline char *slab_page_object(const mb_cache *s, const struct mb_slab *slab, size_t i) {
+        return slab->page + i * s->object_bytes + s->obj_offset;
+}
+
+/* The slab of @s that holds @ptr, or NULL.  Cache lock held. */
+struct mb_slab *slab_page_lookup(const mb_cache *s, const void *ptr);
+
+/* Enter @slab in the page->slab table.  Cache lock held.  -ENOMEM. */
+int slab_page_insert(mb_cache *s, struct mb_slab *slab);
+
+/**
+ * slab_page_new - allocate_slab() + setup_object(): a new page (from
+ * mb_page_alloc()), every object set up (and constructed) once, all on the
+ * slab's free list.  No lock held.  NULL with errno and mb_last_error().
+ */
+struct mb_slab *slab_page_new(mb_cache *s);
+
+/* Move @slab to list @list (SLAB_ON_*).  Cache lock held. */
+void slab_page_move(mb_cache *s, struct mb_slab *slab, uint32_t list);
+
+/**
+ * slab_page_flush_list - objects back to their slabs: the batch part of
+ * __slab_free().  Foreign pointers found here (possible only without debug
+ * mode) are reported and dropped.  No lock held on entry.  Returns the
+ * number of slab pages that became empty past `empty_keep` and were given
+ * back.
+ */
+size_t slab_page_flush_list(mb_cache *s, void *list);
+
+/**
+ * slab_page_take_partial - give a CPU the whole free lists of partial (else
+ * empty) slabs, until it holds half its cpu_max: SLUB's get_partial() +
+ * get_freelist().  The CPU's list is empty on entry.  Cache lock taken
+ * here.  True when it got any object.
+ */
+bool slab_page_take_partial(mb_cache *s, void **ret_list, uint32_t *ret_count);
+
+/* Give up to @max empty slabs back.  No lock held.  Returns how many. */
+size_t slab_page_release_empty(mb_cache *s, size_t max);
+
+/* ---- slab_reclaim.c: draining and shrinking ---- */
+
+/* flush_all() for one cache: every CPU's list back to the slabs.  Returns
+ * the number of pages given back on the way. */
+size_t slab_reclaim_drain_cpus(mb_cache *s);
+
+/* The shrinker of a reclaimable cache (struct mb_shrinker). */
+unsigned long slab_reclaim_count(void *userdata);
+unsigned long slab_reclaim_scan(void *userdata, unsigned long nr_to_scan);
+
+/* ---- slab_debug.c: debug mode (s->debug) ---- */
+
+/* Report a problem of @s on stderr, counted in its `errors`. */
+void slab_debug_report(mb_cache *s, const char *fmt, ...) _printf_(2, 3);
+
+/* Red zones, poison and the free tag of a new object (debug mode). */
+void slab_debug_init_object(mb_cache *s, char *obj);
+
+/* An object just taken off a free list: it must be free, unchanged since
+ * its free (poison) and have intact red zones.  Then mark it allocated. */
+void slab_debug_alloc(mb_cache *s, char *obj);
+
+/* Validate a free in debug mode.  Returns false when the free must be
+ * ignored (it was reported). */
+bool slab_debug_free(mb_cache *s, char *obj);
+
+/* MEMBROKER_SLAB_DEBUG asks debug mode for every cache. */
+bool slab_debug_env(void);
+
+/* Up to @max addresses of live objects of @slab: the objects not on its
+ * free list (the per-CPU lists drained before). */
+size_t slab_debug_live_objects(mb_cache *s, struct mb_slab *slab, void **ret, size_t max);

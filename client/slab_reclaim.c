@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * slab_reclaim.c - giving slab pages back: draining the per-CPU lists
+ * (flush_all()), mb_cache_shrink() (__kmem_cache_shrink()) and the shrinker
+ * of reclaimable caches (count_objects()/scan_objects()).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macros.h"
+#include "mb_internal.h"
+#include "membroker.h"
+#include "slab.h"
+
+size_t slab_reclaim_drain_cpus(mb_cache *s) {
+        size_t n = 0;
+
+        for (unsigned cpu = 0; cpu < s->ctx->ncpus; cpu++) {
+                struct slab_pcpu *p = slab_pcpu_lock_cpu(s->ctx, cpu);
+                struct cache_cpu *cc = &s->cpu[cpu];
+                void *list;
+
+                list = cc->freelist;
+                cc->freelist = NULL;
+                cc->count = 0;
+                slab_pcpu_unlock(p);
+                n += slab_page_flush_list(s, list);
+        }
+        return n;
+}
+
+size_t mb_cache_shrink(mb_cache *s) {
+        size_t n;
+
+        if (slab_cache_inherited(s))
+                return 0;
+        n = slab_reclaim_drain_cpus(s);
+
+        return n + slab_page_release_empty(s, SIZE_MAX);
+}
+
+/* ---- shrinker (reclaimable caches) ---- */
+
+static int slab_reclaim_key_cmp(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+
+        return x < y ? -1 : x > y;
+}
+
+/*
+ * count_objects(): the empty slabs, plus the slabs that draining the per-CPU
+ * lists would empty.  Those are not simply cached / objects-per-slab: a slab
+ * whose free objects are split between its own free list (partial) and
+ * the CPU lists empties too, so that quotient undercounts, and a scan asked
+ * for "everything the count said" left empty slabs behind.  So the CPU
+ * lists are walked: their objects' slab keys are gathered (each CPU under
+ * its lock), then, under the cache lock, a slab counts when its own free
+ * objects plus those on CPU lists make all of its objects.  Racy (the lists
+ * change as soon as the locks drop), as count_objects() may be, but never
+ * dereferences a slab it did not look up under the cache lock.  Runs only
+ * when the daemon asks for pages.
+ */
+unsigned long slab_reclaim_count(void *userdata) {
+        mb_cache *s = userdata;
+        struct slab_ctx *ctx = s->ctx;
+        _cleanup_(freep) uint64_t *keys = NULL;
+        size_t nkeys = 0, alloc = 0;
+        uint64_t cached = 0, would_empty = 0;
+        uintptr_t base;
+
+        if (slab_cache_inherited(s))
+                return 0;
+        for (unsigned cpu = 0; cpu < ctx->ncpus; cpu++)
+                cached += __atomic_load_n(&s->cpu[cpu].count, __ATOMIC_RELAXED);
+        if (cached == 0)
+                return (unsigned long) __atomic_load_n(&s->nr_empty, __ATOMIC_RELAXED);
+
+        pthread_mutex_lock(&s->lock);
+        base = s->base; /* known: there are objects */
+        pthread_mutex_unlock(&s->lock);
+        for (unsigned cpu = 0; cpu < ctx->ncpus; cpu++) {
+                struct slab_pcpu *p = slab_pcpu_lock_cpu(ctx, cpu);
+                struct cache_cpu *cc = &s->cpu[cpu];
+
+                if (nkeys + cc->count > alloc) {
+                        size_t a = MB_MAX(2 * alloc, nkeys + cc->count);
+                        uint64_t *k = realloc(keys, a * sizeof(*k));
+
+                        if (!k) {
+                                slab_pcpu_unlock(p);
+                                /* The lower bound, without the walk. */
+                                return (unsigned long) (__atomic_load_n(&s->nr_empty, __ATOMIC_RELAXED) +
+                                                        cached / s->objects);
+                        }
+                        keys = k;
+                        alloc = a;
+                }
+                for (void *o = cc->freelist; o; o = slab_get_fp(s, o))
+                        keys[nkeys++] = ((uintptr_t) o - base) >> ctx->page_shift;
+                slab_pcpu_unlock(p);
+        }
+        qsort(keys, nkeys, sizeof(*keys), slab_reclaim_key_cmp);
+
+        pthread_mutex_lock(&s->lock);
+        for (size_t i = 0, run; i < nkeys; i += run) {
+                struct mb_slab *slab;
+
+                for (run = 1; i + run < nkeys && keys[i + run] == keys[i]; run++)
+                        ;
+                slab = slab_page_lookup(s, (void *) (base + (uintptr_t) (keys[i] << ctx->page_shift)));
+                if (slab && slab->list != SLAB_ON_EMPTY && slab->nfree + run == s->objects)
+                        would_empty++;
+        }
+        would_empty += s->nr_empty;
+        pthread_mutex_unlock(&s->lock);
+        return (unsigned long) would_empty;
+}
+
+unsigned long slab_reclaim_scan(void *userdata, unsigned long nr_to_scan) {
+        mb_cache *s = userdata;
+        size_t n;
+
+        if (slab_cache_inherited(s))
+                return 0;
+        n = slab_reclaim_drain_cpus(s);
+        if (n < nr_to_scan)
+                n += slab_page_release_empty(s, nr_to_scan - n);
+        return (unsigned long) n;
+}
+
