@@ -22,6 +22,7 @@ struct manager;
 struct conn;
 struct event_base;
 struct event;
+struct mailbox;
 
 /* At most this many extents in one Grant, so it always fits in a frame
  * (an extent packs to at most 19 bytes). */
@@ -35,12 +36,10 @@ struct worker {
         pthread_t thread;
         bool started;
         struct event_base *base;
-        struct event *wakeup;
 
-        pthread_mutex_t lock; /* protects pending[] and stopping */
-        int *pending;         /* accepted sockets not yet taken over */
-        size_t npending, pending_alloc;
-        bool stopping;
+        /* Accepted sockets to take over, then the stop (daemon/mailbox.h). */
+        struct mailbox *inbox;
+        bool stopping; /* worker thread only */
 
         struct conn *conns; /* worker thread only */
         unsigned nconns;
