@@ -32,7 +32,12 @@ bool tenant_try_charge(struct tenant *t, unsigned long nr_pages, unsigned long n
         struct page_counter *fail = NULL;
         unsigned long batch = nr_pages;
 
-        *ret = (struct tenant_charge) {};
+        /* Not the whole struct: the event array is written as needed (this
+         * is every charge's path). */
+        ret->charged = 0;
+        ret->over = NULL;
+        ret->over_high = false;
+        ret->nevents = 0;
         /* try_charge_memcg(): lock-free and hierarchical; a batch that does
          * not fit falls back to what is needed before anything is
          * counted. */

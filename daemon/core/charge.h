@@ -90,9 +90,10 @@ bool tenant_try_charge(struct tenant *t, unsigned long nr_pages, unsigned long n
 
 /**
  * tenant_charge_check_high - the high half of the decision alone, for a
- * charge that was made elsewhere (the reclaimer's retry): fill @ret with
- * `high` events for every level of @t, root included, above its high, and
- * set @ret->over_high.  @ret->charged is left 0.
+ * charge that was made elsewhere (the reclaimer's retry): append to @ret
+ * (initialised by the caller, e.g. to all zeroes) a `high` event for every
+ * level of @t, root included, above its high, and set @ret->over_high when
+ * there is one.
  */
 void tenant_charge_check_high(struct tenant *t, struct tenant_charge *ret);
 
