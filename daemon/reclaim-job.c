@@ -39,7 +39,6 @@
 #include "reclaim-internal.h"
 #include "reclaim_plan.h"
 #include "tenant_state.h"
-#include "worker.h"
 
 static void job_continue(struct reclaim_job *j);
 static void job_free(struct reclaim_job *j);

@@ -38,9 +38,9 @@
  * charges on behalf of a client whose charge waits.  Workers own the
  * connections: they send the requests, receive the answers (uncharging the
  * pages at once), and reply to the clients.  The two sides talk through
- * mailboxes (daemon/mailbox.h), so a worker never waits for the main thread nor for a client:
- * a charge that needs reclaim is parked on its connection and completed by a
- * later message.  A client that does not answer within ReclaimTimeoutMSec=
+ * mailboxes (daemon/mailbox.h), so a worker never waits for the main
+ * thread nor for a client: a charge that needs reclaim is parked on its
+ * connection and completed by a later message.  A client that does not answer within ReclaimTimeoutMSec=
  * is skipped for that round, counted and logged; as long as that request is
  * unanswered, later rounds skip it at once, so a stopped client stalls
  * nobody.
