@@ -14,6 +14,8 @@
  */
 #pragma once
 
+#include <assert.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -132,6 +134,7 @@ struct reclaim_job {
 
 struct reclaimer {
         struct manager *m;
+        pthread_t main_thread;  /* the one that runs m->base */
         const struct reclaim_client_ops *ops;
         struct mailbox *inbox;
         struct mailbox **boxes; /* one per worker, by worker index */
@@ -148,6 +151,10 @@ struct reclaimer {
  * level are plenty. */
 #define HIGH_MAX_ROUNDS_PER_LEVEL 4u
 #define PRESSURE_MAX_ROUNDS 4u
+
+/* Jobs, requests and rc->outstanding belong to the main thread: say so
+ * where it matters (compiled out with NDEBUG). */
+#define reclaim_assert_main_thread(r) assert(pthread_equal(pthread_self(), (r)->main_thread))
 
 /* ---- reclaim.c ---- */
 

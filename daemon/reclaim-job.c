@@ -582,6 +582,7 @@ static bool step_pressure(struct reclaim_job *j) {
 static void job_continue(struct reclaim_job *j) {
         bool more = false;
 
+        reclaim_assert_main_thread(j->r);
         if (j->r->shutting_down)
                 return;
         switch (j->kind) {
@@ -804,6 +805,7 @@ int reclaim_proactive(struct reclaimer *r, struct tenant *t, uint64_t pages, man
                       void *userdata) {
         struct reclaim_job *j;
 
+        reclaim_assert_main_thread(r);
         j = job_new(r, JOB_PROACTIVE);
         if (!j)
                 return -ENOMEM;
@@ -824,6 +826,7 @@ void reclaim_enforce_limits(struct reclaimer *r, struct tenant *t) {
 
         if (!r || r->shutting_down)
                 return;
+        reclaim_assert_main_thread(r);
         if (page_counter_read(&t->memory) <= MB_MIN(page_counter_get_max(&t->memory),
                                                     page_counter_get_high(&t->memory)))
                 return;
@@ -851,6 +854,7 @@ void reclaim_pressure(struct reclaimer *r) {
 
         if (!r || r->shutting_down)
                 return;
+        reclaim_assert_main_thread(r);
         r->stats.pressure_events++;
         if (r->pressure_running)
                 return;

@@ -188,6 +188,7 @@ static void reclaimer_box_handle(void *userdata, void *p) {
         struct reclaimer *r = userdata;
         struct rmsg *msg = p;
 
+        reclaim_assert_main_thread(r);
         if (r->shutting_down)
                 goto done;
         switch (msg->type) {
@@ -229,6 +230,7 @@ int reclaimer_new(struct manager *m, const struct reclaim_client_ops *ops, struc
                 return -ENOMEM;
         r->m = m;
         r->ops = ops;
+        r->main_thread = pthread_self();
         r->boxes = calloc(MB_MAX(m->nworkers, 1u), sizeof(struct mailbox *));
         k = r->boxes ? mailbox_new(m->base, sizeof(struct rmsg), reclaimer_box_handle, rmsg_dispose, r, &r->inbox)
                      : -ENOMEM;

@@ -164,6 +164,10 @@ static void ptr_handle(void *userdata, void *p) {
                 event_base_loopbreak(rx->base);
 }
 
+static unsigned disposed(void) {
+        return atomic_load(&freed_by_dispose);
+}
+
 static void ptr_dispose(void *userdata, void *p) {
         free(*(unsigned **) p);
         atomic_fetch_add(&freed_by_dispose, 1);
@@ -184,7 +188,7 @@ START_TEST(test_pointer_messages_are_moved) {
         receiver_join(&rx); /* leak-checked under the sanitizers */
         ck_assert_uint_eq(rx.received, 1000);
         ck_assert_uint_eq(rx.out_of_order, 0);
-        ck_assert_uint_eq(atomic_load(&freed_by_dispose), 0);
+        ck_assert_uint_eq(disposed(), 0);
 }
 END_TEST
 
@@ -207,7 +211,7 @@ START_TEST(test_close_disposes_and_refuses) {
 
         /* Never delivered (the loop never ran): disposed at close. */
         mailbox_close(box);
-        ck_assert_uint_eq(atomic_load(&freed_by_dispose), 5);
+        ck_assert_uint_eq(disposed(), 5);
         ck_assert_uint_eq(mailbox_pending(box), 0);
 
         /* A post after the close fails and the message is disposed. */
@@ -217,7 +221,7 @@ START_TEST(test_close_disposes_and_refuses) {
                 ck_assert_ptr_nonnull(value);
                 ck_assert_int_eq(mailbox_post(box, &value), -ESHUTDOWN);
         }
-        ck_assert_uint_eq(atomic_load(&freed_by_dispose), 6);
+        ck_assert_uint_eq(disposed(), 6);
         mailbox_close(box); /* idempotent */
         mailbox_free(box);
         event_base_free(base);
