@@ -118,7 +118,8 @@ struct tenant_charge_retry {
  * charge of @nr_pages: drain the stocks once, then reclaim (the amount in
  * *@ret_reclaim_pages: what is missing below the max, at least
  * RECLAIM_CLUSTER_PAGES) while fewer than MAX_RECLAIM_RETRIES rounds were
- * fruitless, then out of memory: an `oom` event at the failing level
+ * fruitless, fewer than RECLAIM_MAX_ROUNDS ran and the last reclaim found
+ * someone to ask, then out of memory: an `oom` event at the failing level
  * (appended to @failed->events, mem_cgroup_oom()) and OOM_KILL when that
  * level's OOMPolicy= is kill, else NOMEM.  @failed comes from a failed
  * tenant_try_charge().
