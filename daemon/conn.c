@@ -16,6 +16,7 @@
 #include <event2/event.h>
 
 #include "auth.h"
+#include "charge.h"
 #include "conn.h"
 #include "log.h"
 #include "macros.h"
@@ -26,15 +27,6 @@
 #include "tenant_state.h"
 #include "worker.h"
 
-/* Seed 003 ("memcg: make it suck faster"): while a tenant and its ancestors
- * have no limit and no protection (tenant_is_unlimited()), no charge of it
- * can meet a limit, so a larger per-CPU stock costs nothing that matters
- * and its clients charge this many times ChargeBatch per trip: the
- * daemon's equivalent of the kernel patching its memcg hooks out is to be
- * asked less often, the round trip being the whole cost of a charge here
- * (BENCHMARKS.md, table 2).  When a limit appears the next Grant tells the
- * client the normal batch (Grant.charge_batch). */
-#define UNLIMITED_CHARGE_BATCH_FACTOR 4u
 /* A client must say Hello within this time. */
 #define CONN_HELLO_TIMEOUT_SEC 30
 /* After a fatal Error, give the peer this long to take it before closing. */
@@ -104,19 +96,14 @@ static bool conn_maybe_finish(struct conn *c);
 static void conn_write_cb(struct bufferevent *bev, void *userdata);
 static void conn_event_cb(struct bufferevent *bev, short what, void *userdata);
 
-/* The batch a client of @t should charge: ChargeBatch= of the tenant (or
- * its nearest ancestor, or the broker's), times the seed-003 factor while
- * nothing is limited up the tree -- and while the root, whose max is the
- * Capacity and which every tenant shares, is far from it: the larger stocks
- * of many clients would otherwise fill the capacity with unused pages.
- * The factor is given below a quarter of the capacity and taken back above
- * a half; in between a client keeps what it has (@current; a new client
- * gets the plain batch), so that a usage hovering around one threshold does not make
- * the clients trim and refill their stocks at every charge.  No lock: the
- * limits, the usage and the batch are read atomically, and a tenant with
- * clients (and its ancestors) cannot be removed. */
+/* The batch policy is the core's (tenant_effective_charge_batch()): while a
+ * tenant and its ancestors have nothing limited, no charge of it can meet a
+ * limit, so its clients charge a larger batch per trip, the round trip
+ * being the whole cost of a charge here; when a limit appears the next
+ * Grant tells the client the normal batch (Grant.charge_batch).  A tenant
+ * with clients (and its ancestors) cannot be removed, so no lock. */
 static unsigned conn_unlimited_batch(unsigned batch) {
-        return MB_MIN(batch * UNLIMITED_CHARGE_BATCH_FACTOR, MB_CHARGE_MAX_PAGES);
+        return MB_MIN(tenant_unlimited_charge_batch(batch), MB_CHARGE_MAX_PAGES);
 }
 
 static unsigned conn_base_batch(const struct manager *m, const struct tenant *t) {
@@ -124,19 +111,7 @@ static unsigned conn_base_batch(const struct manager *m, const struct tenant *t)
 }
 
 unsigned conn_charge_batch(const struct manager *m, const struct tenant *t, unsigned current) {
-        unsigned batch = conn_base_batch(m, t), big = conn_unlimited_batch(batch);
-        const struct page_counter *root = &m->tree->root->memory;
-        unsigned long usage, capacity;
-
-        if (!tenant_is_unlimited(t))
-                return batch;
-        usage = page_counter_read(root);
-        capacity = page_counter_get_max(root);
-        if (usage < capacity / 4)
-                return big;
-        if (usage > capacity / 2)
-                return batch;
-        return current == big ? big : batch;
+        return tenant_effective_charge_batch(t, atomic_load(&m->broker_charge_batch), current);
 }
 
 /* ---- sending ---- */
@@ -608,10 +583,6 @@ static void conn_hello(struct conn *c, const Mb__Hello *hello) {
 
 /* ---- Charge ---- */
 
-static struct tenant *tenant_of_counter(struct page_counter *pc) {
-        return (struct tenant *) ((char *) pc - offsetof(struct tenant, memory));
-}
-
 static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t need);
 
 /* Grant @n charged pages: pick them in the arena, record them, reply. */
@@ -685,19 +656,19 @@ static void conn_charge_next(struct conn *c) {
         }
 }
 
-/* The pages are charged.  mem_cgroup_handle_over_high(): when the charge
- * left the tenant or an ancestor above its high, count `high` where it is
- * exceeded (as reclaim_high() walks the hierarchy), and hold the Grant
- * while the reclaimer takes the overage back and computes the throttle. */
-static void conn_charge_charged(struct conn *c, uint32_t seq, uint32_t n) {
-        bool over_high = false;
+/* Count the events the charge decision returned (memcg_memory_event()). */
+static void conn_charge_events(struct conn *c, const struct tenant_charge *res) {
+        for (size_t i = 0; i < res->nevents; i++)
+                conn_memory_event(c, res->events[i].tenant, res->events[i].event);
+}
 
-        for (struct tenant *x = c->tenant; x; x = x->parent)
-                if (page_counter_read(&x->memory) > page_counter_get_high(&x->memory)) {
-                        conn_memory_event(c, x, MB_EVENT_HIGH);
-                        over_high = true;
-                }
-        if (over_high) {
+/* The pages are charged.  mem_cgroup_handle_over_high(): when the charge
+ * left the tenant or an ancestor above its high (@res has the `high`
+ * events), hold the Grant while the reclaimer takes the overage back and
+ * computes the throttle. */
+static void conn_charge_charged(struct conn *c, uint32_t seq, uint32_t n, const struct tenant_charge *res) {
+        conn_charge_events(c, res);
+        if (res->over_high) {
                 conn_park(c, seq, n, true);
                 reclaim_charge_over_high(c->rc, seq, n);
                 return;
@@ -706,34 +677,22 @@ static void conn_charge_charged(struct conn *c, uint32_t seq, uint32_t n) {
 }
 
 static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t need) {
-        struct tenant *t = c->tenant;
-        struct page_counter *fail = NULL;
-        bool ok;
+        struct tenant_charge res;
 
         conn_daemon_stat(c, MB_STAT_CHARGE_REQUESTS, 1);
-
-        /* try_charge_memcg(): lock-free, hierarchical; a batch that does
-         * not fit falls back to what is needed ("if (batch > nr_pages)
-         * { batch = nr_pages; goto retry; }") before anything is counted. */
-        ok = page_counter_try_charge(&t->memory, n, &fail);
-        if (!ok && need < n) {
-                n = need;
-                ok = page_counter_try_charge(&t->memory, n, &fail);
-        }
-        if (!ok) {
-                struct tenant *over = tenant_of_counter(fail);
-
-                /* memcg_memory_event(mem_over_limit, MEMCG_MAX), then the
-                 * reclaimer drains the stocks of over's subtree, reclaims
-                 * there and retries (drain_all_stock(),
-                 * try_to_free_mem_cgroup_pages(), MAX_RECLAIM_RETRIES); the
-                 * reply comes from conn_charge_resume(). */
-                conn_memory_event(c, over, MB_EVENT_MAX);
+        if (!tenant_try_charge(c->tenant, n, need, 0, &res)) {
+                /* `max` counted; the reclaimer drains the stocks of the
+                 * failing subtree, reclaims there and retries
+                 * (tenant_charge_next()); the reply comes from
+                 * conn_charge_resume().  Still @need pages: the batch fell
+                 * back first. */
+                n = MB_MIN(n, need);
+                conn_charge_events(c, &res);
                 conn_park(c, seq, n, false);
                 reclaim_charge_failed(c->rc, seq, n);
                 return;
         }
-        conn_charge_charged(c, seq, n);
+        conn_charge_charged(c, seq, (uint32_t) res.charged, &res);
 }
 
 static void conn_charge(struct conn *c, const Mb__Charge *charge) {
@@ -772,6 +731,8 @@ static void conn_charge(struct conn *c, const Mb__Charge *charge) {
 /* ---- the reclaimer's side (reclaim.h) ---- */
 
 void conn_charge_resume(struct conn *c, uint32_t seq, uint32_t pages, int error, const char *reason) {
+        struct tenant_charge res;
+
         if (!c->charge_parked || c->parked_charged || c->parked_seq != seq || c->parked_pages != pages) {
                 log_error("client %" PRIu64 ": the reclaimer completed charge %u, which is not waiting", c->client_id,
                           seq);
@@ -792,7 +753,10 @@ void conn_charge_resume(struct conn *c, uint32_t seq, uint32_t pages, int error,
                 return;
         }
         c->charge_parked = false;
-        conn_charge_charged(c, seq, pages);
+        /* The reclaimer charged; the high half of the decision is ours. */
+        res = (struct tenant_charge) {};
+        tenant_charge_check_high(c->tenant, &res);
+        conn_charge_charged(c, seq, pages, &res);
         if (!c->charge_parked)
                 conn_charge_next(c);
 }
@@ -878,6 +842,16 @@ void conn_send_event(struct conn *c, const char *event, uint64_t count, const ch
         msg.event = &e;
         (void) conn_send(c, &msg);
 }
+
+/* How the reclaimer and the event relay reach the connections. */
+const struct reclaim_client_ops conn_reclaim_client_ops = {
+        .reclaim_request = conn_reclaim_request,
+        .drain_request = conn_drain_request,
+        .charge_resume = conn_charge_resume,
+        .charge_grant_later = conn_charge_grant_later,
+        .send_event = conn_send_event,
+        .kill = reclaim_client_sigkill,
+};
 
 /* ---- Uncharge ---- */
 

@@ -13,6 +13,8 @@
  */
 #pragma once
 
+#include <stdint.h>
+
 struct worker;
 struct manager;
 struct tenant;
@@ -28,3 +30,22 @@ int conn_new(struct worker *w, int fd);
 unsigned conn_charge_batch(const struct manager *m, const struct tenant *t, unsigned current);
 /* Disconnect and free everything the client held. */
 void conn_free(struct conn *c);
+
+/* ---- the reclaimer's side, on the connection's worker thread ---- */
+
+/* Send Reclaim{seq, pages} (counts pgscan) / Drain{seq}. */
+void conn_reclaim_request(struct conn *c, uint32_t seq, uint32_t pages);
+void conn_drain_request(struct conn *c, uint32_t seq);
+/* The parked charge @seq of @pages: @error 0 = the reclaimer charged it (go
+ * on as a successful charge), else reply Error{@error, @reason}.  May end the
+ * connection: the caller must not use @c afterwards. */
+void conn_charge_resume(struct conn *c, uint32_t seq, uint32_t pages, int error, const char *reason);
+/* The parked, charged, over-high charge @seq may be granted after
+ * @delay_usec (the throttle).  May end the connection (see above). */
+void conn_charge_grant_later(struct conn *c, uint32_t seq, uint64_t delay_usec);
+/* Send Event{event, count, tenant} unless the client's output is backed up. */
+void conn_send_event(struct conn *c, const char *event, uint64_t count, const char *tenant);
+
+/* The connections as struct reclaim_client_ops (daemon/reclaim.h) for the
+ * reclaimer and the client event relay. */
+extern const struct reclaim_client_ops conn_reclaim_client_ops;

@@ -3,7 +3,7 @@
 sbin_PROGRAMS += daemon/membrokerd
 
 # The broker's own modules, in a convenience library so that unit tests link
-# them without main().
+# them without main() (tests/test-mailbox does).
 noinst_LTLIBRARIES += daemon/libmbbroker.la
 daemon_libmbbroker_la_SOURCES = \
 	%reldir%/arena.c %reldir%/arena.h \
@@ -12,7 +12,10 @@ daemon_libmbbroker_la_SOURCES = \
 	%reldir%/conn.c %reldir%/conn.h \
 	%reldir%/worker.c %reldir%/worker.h \
 	%reldir%/manager.c %reldir%/manager.h \
-	%reldir%/reclaim.c %reldir%/reclaim.h \
+	%reldir%/mailbox.c %reldir%/mailbox.h \
+	%reldir%/client-events.c %reldir%/client-events.h \
+	%reldir%/reclaim.c %reldir%/reclaim.h %reldir%/reclaim-internal.h \
+	%reldir%/reclaim-job.c %reldir%/reclaim-oom.c \
 	%reldir%/pressure.c %reldir%/pressure.h \
 	%reldir%/tenant_state.h
 daemon_libmbbroker_la_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(CGROUP_CFLAGS) \

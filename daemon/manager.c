@@ -14,8 +14,11 @@
 #include <event2/listener.h>
 
 #include "bus.h"
+#include "client-events.h"
+#include "conn.h"
 #include "log.h"
 #include "macros.h"
+#include "mailbox.h"
 #include "manager-service.h"
 #include "manager.h"
 #include "pressure.h"
@@ -31,6 +34,7 @@
 #define MANAGER_MAX_CHARGE_BATCH_PAGES 16384u /* a Charge carries at most this */
 #define ACCEPT_PAUSE_USEC 100000 /* listener pause when out of descriptors */
 
+/* A message of m->event_box: a tenant's event count moved. */
 struct manager_event {
         char *path;
         enum mb_event event;
@@ -93,71 +97,45 @@ static int free_state_cb(struct tenant *t, void *userdata) {
 void manager_queue_event(struct manager *m, struct tenant *t, enum mb_event event) {
         struct tenant_state *ts = tenant_state_of(t);
         unsigned bit = 1u << event;
-        char *path;
+        struct manager_event e;
 
         /* Coalesce: one queued entry per tenant and event until delivered. */
         if (ts && (atomic_fetch_or(&ts->events_queued, bit) & bit))
                 return;
-        path = strdup(t->path);
-        if (!path)
-                goto fail;
-
-        pthread_mutex_lock(&m->event_lock);
-        if (m->nevents == m->events_alloc) {
-                size_t n = MB_MAX(m->events_alloc * 2, (size_t) 16);
-                struct manager_event *e = realloc(m->events, n * sizeof(*e));
-                if (!e) {
-                        pthread_mutex_unlock(&m->event_lock);
-                        free(path);
-                        goto fail;
-                }
-                m->events = e;
-                m->events_alloc = n;
-        }
-        m->events[m->nevents++] = (struct manager_event) {
-                .path = path,
-                .event = event,
-                .count = atomic_load(&t->events[event]),
-        };
-        pthread_mutex_unlock(&m->event_lock);
-        if (m->event_wakeup)
-                event_active(m->event_wakeup, EV_READ, 0);
-        return;
-
-fail:
+        e = (struct manager_event) { .path = strdup(t->path), .event = event, .count = atomic_load(&t->events[event]) };
+        if (!e.path || !m->event_box)
+                free(e.path);
+        else if (mailbox_post(m->event_box, &e) == 0)
+                return; /* else the mailbox freed the path */
         if (ts)
                 atomic_fetch_and(&ts->events_queued, ~bit);
 }
 
-static void manager_deliver_events(evutil_socket_t fd, short what, void *userdata) {
+static void manager_event_dispose(void *userdata, void *p) {
+        struct manager_event *e = p;
+
+        free(e->path);
+}
+
+/* The main thread: emit the bus signal and tell the clients. */
+static void manager_deliver_event(void *userdata, void *p) {
         struct manager *m = userdata;
-        struct manager_event *events;
-        size_t n;
+        struct manager_event *e = p;
+        /* The tenant may be gone: look it up by path (the tree changes on
+         * this thread only). */
+        struct tenant *t = tenant_lookup(m->tree, e->path);
+        uint64_t count = e->count;
 
-        pthread_mutex_lock(&m->event_lock);
-        events = TAKE_PTR(m->events);
-        n = m->nevents;
-        m->nevents = m->events_alloc = 0;
-        pthread_mutex_unlock(&m->event_lock);
-
-        for (size_t i = 0; i < n; i++) {
-                /* The tenant may be gone: look it up by path (the tree
-                 * changes on this thread only). */
-                struct tenant *t = tenant_lookup(m->tree, events[i].path);
-                uint64_t count = events[i].count;
-
-                if (t) {
-                        struct tenant_state *ts = tenant_state_of(t);
-                        if (ts)
-                                atomic_fetch_and(&ts->events_queued, ~(1u << events[i].event));
-                        count = atomic_load(&t->events[events[i].event]);
-                }
-                bus_emit_memory_event(m, events[i].path, events[i].event, count);
-                if (t)
-                        reclaim_deliver_event(m->reclaimer, t, events[i].event, count);
-                free(events[i].path);
+        if (t) {
+                struct tenant_state *ts = tenant_state_of(t);
+                if (ts)
+                        atomic_fetch_and(&ts->events_queued, ~(1u << e->event));
+                count = atomic_load(&t->events[e->event]);
         }
-        free(events);
+        bus_emit_memory_event(m, e->path, e->event, count);
+        if (t)
+                client_events_deliver(m->client_events, t, e->event, count);
+        free(e->path);
 }
 
 /* ---- statistics ---- */
@@ -934,7 +912,6 @@ int manager_new(struct manager **ret) {
                 return -ENOMEM;
         pthread_rwlock_init(&m->tree_lock, NULL);
         pthread_mutex_init(&m->stats_lock, NULL);
-        pthread_mutex_init(&m->event_lock, NULL);
         m->next_client_id = 1;
         m->bus_kind = MANAGER_BUS_SYSTEM;
         *ret = m;
@@ -1001,9 +978,10 @@ int manager_start(struct manager *m, char **ret_error) {
         m->base = event_base_new();
         if (!m->base)
                 return log_error_errno(-ENOMEM, "cannot create the event base");
-        m->event_wakeup = event_new(m->base, -1, 0, manager_deliver_events, m);
-        if (!m->event_wakeup)
-                return -ENOMEM;
+        r = mailbox_new(m->base, sizeof(struct manager_event), manager_deliver_event, manager_event_dispose, m,
+                        &m->event_box);
+        if (r < 0)
+                return r;
 
         /* Workers: Workers= or one per online CPU. */
         m->nworkers = m->config->broker.workers;
@@ -1024,9 +1002,12 @@ int manager_start(struct manager *m, char **ret_error) {
                         return log_error_errno(r, "cannot start worker %u: %m", i);
         }
 
-        r = reclaimer_new(m, &m->reclaimer);
+        r = reclaimer_new(m, &conn_reclaim_client_ops, &m->reclaimer);
         if (r < 0)
                 return log_error_errno(r, "cannot set up reclaim: %m");
+        r = client_events_new(m, &conn_reclaim_client_ops, &m->client_events);
+        if (r < 0)
+                return log_error_errno(r, "cannot set up the clients' events: %m");
 
         r = manager_listen(m);
         if (r < 0)
@@ -1083,6 +1064,7 @@ void manager_free(struct manager *m) {
         pressure_free(m->pressure);
         m->pressure = NULL;
         reclaimer_shutdown(m->reclaimer);
+        client_events_shutdown(m->client_events);
 
         /* No new clients, then every client's pages go back. */
         if (m->listener)
@@ -1099,13 +1081,14 @@ void manager_free(struct manager *m) {
         free(m->workers);
         reclaimer_free(m->reclaimer);
         m->reclaimer = NULL;
+        client_events_free(m->client_events);
+        m->client_events = NULL;
 
         bus_free(m);
 
         /* Undelivered events: the bus is gone. */
-        for (size_t i = 0; i < m->nevents; i++)
-                free(m->events[i].path);
-        free(m->events);
+        mailbox_free(m->event_box);
+        m->event_box = NULL;
 
         if (m->sigint)
                 event_free(m->sigint);
@@ -1117,8 +1100,6 @@ void manager_free(struct manager *m) {
                 event_free(m->sigusr1);
         if (m->flush_timer)
                 event_free(m->flush_timer);
-        if (m->event_wakeup)
-                event_free(m->event_wakeup);
         if (m->watchdog)
                 event_free(m->watchdog);
         restart_free(m->restart); /* its timer belongs to the base */
@@ -1134,7 +1115,6 @@ void manager_free(struct manager *m) {
         if (m->base)
                 event_base_free(m->base);
 
-        pthread_mutex_destroy(&m->event_lock);
         pthread_mutex_destroy(&m->stats_lock);
         pthread_rwlock_destroy(&m->tree_lock);
         free(m->config_dir);

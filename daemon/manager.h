@@ -31,7 +31,8 @@ struct evconnlistener;
 struct worker;
 struct bus_state;
 struct tenant_state;
-struct manager_event;
+struct mailbox;
+struct client_events;
 struct reclaimer;
 struct pressure;
 struct state;
@@ -66,7 +67,7 @@ struct manager {
         struct evconnlistener *listener;
         struct event *sigint, *sigterm, *sighup;
         struct event *flush_timer;
-        struct event *event_wakeup; /* worker -> main: tenant events queued */
+        struct mailbox *event_box;  /* worker -> main: tenant events (daemon/mailbox.h) */
 
         enum manager_bus_kind bus_kind;
         char *bus_address;
@@ -87,9 +88,7 @@ struct manager {
         char *pressure_path;         /* --pressure-file */
         char *pressure_trigger;      /* --pressure-trigger */
 
-        pthread_mutex_t event_lock; /* protects the queue below */
-        struct manager_event *events;
-        size_t nevents, events_alloc;
+        struct client_events *client_events; /* events told to clients */
 
         /* Added by the service work (daemon/service.c, state.c, restart.c). */
         struct state *state;       /* limits layered over the files (main thread) */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * reclaim.h - cooperative reclaim: the daemon asks clients to give pages
- * back (design.md §3, issue 6).
+ * back.
  *
  * The kernel reclaims by scanning LRU lists; the broker cannot see into its
  * clients, so it asks them: Reclaim{seq, pages} ("give back up to this
@@ -38,10 +38,9 @@
  * charges on behalf of a client whose charge waits.  Workers own the
  * connections: they send the requests, receive the answers (uncharging the
  * pages at once), and reply to the clients.  The two sides talk through
- * mailboxes (a mutex-protected queue and an event made active across
- * threads), so a worker never waits for the main thread nor for a client:
- * a charge that needs reclaim is parked on its connection and completed by a
- * later message.  A client that does not answer within ReclaimTimeoutMSec=
+ * mailboxes (daemon/mailbox.h), so a worker never waits for the main
+ * thread nor for a client: a charge that needs reclaim is parked on its
+ * connection and completed by a later message.  A client that does not answer within ReclaimTimeoutMSec=
  * is skipped for that round, counted and logged; as long as that request is
  * unanswered, later rounds skip it at once, so a stopped client stalls
  * nobody.
@@ -49,7 +48,13 @@
  * A struct reclaim_client stands for one attached connection; it is
  * reference-counted so that messages about it stay valid after the
  * connection is gone.  The tenant's list of them (tenant_state->clients,
- * under tenant_state->lock) is how the reclaimer finds whom to ask.
+ * under tenant_state->lock) is how the reclaimer finds whom to ask.  The
+ * reclaimer reaches the connections only through the struct
+ * reclaim_client_ops it is given at creation, on their worker's thread.
+ *
+ * The decisions are the accounting core's: whether a charge fits and what
+ * it does after a failure (daemon/core/charge.h), whom to ask for how much
+ * (daemon/core/reclaim_plan.h).
  */
 #pragma once
 
@@ -58,6 +63,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "charge.h"
 #include "manager.h"
 #include "tenant.h"
 
@@ -66,11 +72,6 @@ struct worker;
 struct reclaimer;
 struct reclaim_req;
 
-/* try_charge_memcg(): rounds that free nothing before a charge gives up. */
-#define MAX_RECLAIM_RETRIES 16u
-/* Rounds of any kind one charge or proactive request may take at most
- * (rounds that make progress do not use up the retries above). */
-#define RECLAIM_MAX_ROUNDS 64u
 /* How long a charge waits for the client an OOM kill chose to go away. */
 #define RECLAIM_OOM_WAIT_USEC (5ULL * 1000 * 1000)
 /* Under host pressure each PSI event asks for this fraction (1 / 2^shift)
@@ -103,20 +104,40 @@ struct reclaim_client {
         bool linked;
 };
 
-/* ---- life cycle (manager.c, worker.c) ---- */
+/*
+ * What the reclaimer needs from a connection.  Every call but kill runs on
+ * the connection's worker thread, with @c owned by that thread.
+ */
+struct reclaim_client_ops {
+        /* Send Reclaim{seq, pages} (counts pgscan) / Drain{seq}. */
+        void (*reclaim_request)(struct conn *c, uint32_t seq, uint32_t pages);
+        void (*drain_request)(struct conn *c, uint32_t seq);
+        /* The parked charge @seq of @pages: @error 0 = the reclaimer
+         * charged it (go on as a successful charge), else reply
+         * Error{@error, @reason}.  May end the connection: the caller must
+         * not use @c afterwards. */
+        void (*charge_resume)(struct conn *c, uint32_t seq, uint32_t pages, int error, const char *reason);
+        /* The parked, charged, over-high charge @seq may be granted after
+         * @delay_usec (the throttle).  May end the connection (see above). */
+        void (*charge_grant_later)(struct conn *c, uint32_t seq, uint64_t delay_usec);
+        /* Send Event{event, count, tenant} unless the client's output is
+         * backed up. */
+        void (*send_event)(struct conn *c, const char *event, uint64_t count, const char *tenant);
+        /* Main thread: SIGKILL the client's process (OOMPolicy=kill).
+         * 0 or a negative errno. */
+        int (*kill)(struct reclaim_client *rc);
+};
 
-/* The reclaimer on @m->base (main thread).  -ENOMEM. */
-int reclaimer_new(struct manager *m, struct reclaimer **ret);
+/* ---- life cycle (manager.c) ---- */
+
+/* The reclaimer on @m->base (main thread), reaching the connections through
+ * @ops (static storage).  -ENOMEM. */
+int reclaimer_new(struct manager *m, const struct reclaim_client_ops *ops, struct reclaimer **ret);
 /* Stop: every job ends (proactive callbacks get what was reclaimed so far),
  * nothing more is sent to workers.  Call before the workers are freed. */
 void reclaimer_shutdown(struct reclaimer *r);
 /* Free (after the workers are gone); NULL is a no-op. */
 void reclaimer_free(struct reclaimer *r);
-
-/* The worker's mailbox, on its event base (worker_new()).  -ENOMEM. */
-int reclaim_worker_init(struct worker *w);
-/* Drop what is still queued for @w (worker_free(), thread stopped). */
-void reclaim_worker_done(struct worker *w);
 
 /* ---- connections (worker thread of the connection) ---- */
 
@@ -132,15 +153,27 @@ int reclaim_client_attach(struct manager *m, struct worker *w, struct conn *c, s
  * tenant's list, tell the reclaimer, drop the connection's reference. */
 void reclaim_client_detach(struct reclaim_client *rc);
 
+/* References: a message about @rc holds one.  Any thread. */
+struct reclaim_client *reclaim_client_ref(struct reclaim_client *rc);
+void reclaim_client_unref(struct reclaim_client *rc);
+
+/**
+ * reclaim_client_sigkill - SIGKILL @rc's process: through its pidfd when it
+ * has one (pidfd_send_signal(), no pid reuse race), else by pid.  0 or a
+ * negative errno (-ESRCH without a pid).  The default kill of
+ * struct reclaim_client_ops.
+ */
+int reclaim_client_sigkill(struct reclaim_client *rc);
+
 static inline void reclaim_client_set_held(struct reclaim_client *rc, uint64_t held) {
         atomic_store_explicit(&rc->held, held, memory_order_relaxed);
 }
 
 /* A Charge of @pages (seq @seq) failed at a max: reclaim and retry
- * asynchronously; the result comes back as conn_charge_resume(). */
+ * asynchronously; the result comes back as ops->charge_resume(). */
 void reclaim_charge_failed(struct reclaim_client *rc, uint32_t seq, uint32_t pages);
 /* A Charge of @pages, already charged, left some level above its high:
- * reclaim the overage; conn_charge_grant_later() says when to grant. */
+ * reclaim the overage; ops->charge_grant_later() says when to grant. */
 void reclaim_charge_over_high(struct reclaim_client *rc, uint32_t seq, uint32_t pages);
 /* The client answered Reclaim/Drain @reply_to; @pages were uncharged. */
 void reclaim_answered(struct reclaim_client *rc, uint32_t reply_to, uint64_t pages);
@@ -165,10 +198,6 @@ void reclaim_enforce_limits(struct reclaimer *r, struct tenant *t);
  * tree, never below effective low.  Ignored while one is running. */
 void reclaim_pressure(struct reclaimer *r);
 
-/* Tell the clients attached in @t's subtree about an event of @t (called
- * where the bus signal is emitted). */
-void reclaim_deliver_event(struct reclaimer *r, struct tenant *t, enum mb_event event, uint64_t count);
-
 /* Counters for the state dump and tests. */
 struct reclaim_stats {
         uint64_t jobs;          /* reclaim jobs started */
@@ -180,18 +209,3 @@ struct reclaim_stats {
         uint64_t oom_kills;
 };
 void reclaim_get_stats(const struct reclaimer *r, struct reclaim_stats *ret);
-
-/* ---- implemented by daemon/conn.c, called on the connection's worker ---- */
-
-/* Send Reclaim{seq, pages} (counts pgscan) / Drain{seq}. */
-void conn_reclaim_request(struct conn *c, uint32_t seq, uint32_t pages);
-void conn_drain_request(struct conn *c, uint32_t seq);
-/* The parked charge @seq of @pages: @error 0 = the reclaimer charged it (go
- * on as a successful charge), else reply Error{@error, @reason}.  May end the
- * connection: the caller must not use @c afterwards. */
-void conn_charge_resume(struct conn *c, uint32_t seq, uint32_t pages, int error, const char *reason);
-/* The parked, charged, over-high charge @seq may be granted after
- * @delay_usec (the throttle).  May end the connection (see above). */
-void conn_charge_grant_later(struct conn *c, uint32_t seq, uint64_t delay_usec);
-/* Send Event{event, count, tenant} unless the client's output is backed up. */
-void conn_send_event(struct conn *c, const char *event, uint64_t count, const char *tenant);

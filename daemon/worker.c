@@ -9,35 +9,41 @@
 #include "conn.h"
 #include "log.h"
 #include "macros.h"
+#include "mailbox.h"
 #include "manager.h"
 #include "worker.h"
 
-static void worker_wakeup_cb(evutil_socket_t fd, short what, void *userdata) {
+/* WORKER_STOP in the inbox: disconnect everyone and leave the loop. */
+#define WORKER_STOP (-1)
+
+/* The inbox's messages: an accepted socket to take over, or WORKER_STOP.
+ * Sockets that come after the stop are closed. */
+static void worker_inbox_handle(void *userdata, void *msg) {
         struct worker *w = userdata;
-        _cleanup_(freep) int *fds = NULL;
-        size_t n;
-        bool stopping;
+        int fd = *(int *) msg;
 
-        pthread_mutex_lock(&w->lock);
-        fds = TAKE_PTR(w->pending);
-        n = w->npending;
-        w->npending = w->pending_alloc = 0;
-        stopping = w->stopping;
-        pthread_mutex_unlock(&w->lock);
-
-        for (size_t i = 0; i < n; i++) {
-                if (stopping)
-                        close(fds[i]);
+        if (fd != WORKER_STOP) {
+                if (w->stopping)
+                        close(fd);
                 else
-                        (void) conn_new(w, fds[i]);
+                        (void) conn_new(w, fd);
+                return;
         }
+        if (w->stopping)
+                return;
+        /* Shutdown: every client's pages go back, as on a crash. */
+        w->stopping = true;
+        while (w->conns)
+                conn_free(w->conns);
+        event_base_loopbreak(w->base);
+}
 
-        if (stopping) {
-                /* Shutdown: every client's pages go back, as on a crash. */
-                while (w->conns)
-                        conn_free(w->conns);
-                event_base_loopbreak(w->base);
-        }
+/* A socket never taken over. */
+static void worker_inbox_dispose(void *userdata, void *msg) {
+        int fd = *(int *) msg;
+
+        if (fd >= 0)
+                close(fd);
 }
 
 static void *worker_main(void *userdata) {
@@ -56,20 +62,15 @@ int worker_new(struct manager *m, unsigned index, struct worker **ret) {
                 return -ENOMEM;
         w->m = m;
         w->index = index;
-        r = pthread_mutex_init(&w->lock, NULL);
-        if (r != 0) {
-                free(w);
-                return -r;
-        }
 
         w->extents = calloc(WORKER_MAX_UNCHARGE_EXTENTS, sizeof(*w->extents));
         w->pb_extents = calloc(MB_FRAME_MAX_EXTENTS, sizeof(*w->pb_extents));
         w->pb_extent_ptrs = calloc(MB_FRAME_MAX_EXTENTS, sizeof(*w->pb_extent_ptrs));
         w->frame = malloc(WIRE_HEADER_BYTES + WIRE_MAX_FRAME_BYTES);
         w->base = event_base_new();
-        if (w->base)
-                w->wakeup = event_new(w->base, -1, 0, worker_wakeup_cb, w);
-        if (!w->extents || !w->pb_extents || !w->pb_extent_ptrs || !w->frame || !w->base || !w->wakeup) {
+        r = w->base ? mailbox_new(w->base, sizeof(int), worker_inbox_handle, worker_inbox_dispose, w, &w->inbox)
+                    : -ENOMEM;
+        if (r < 0 || !w->extents || !w->pb_extents || !w->pb_extent_ptrs || !w->frame) {
                 worker_free(w);
                 return -ENOMEM;
         }
@@ -88,37 +89,24 @@ int worker_start(struct worker *w) {
 }
 
 void worker_add_fd(struct worker *w, int fd) {
-        pthread_mutex_lock(&w->lock);
-        if (w->stopping)
-                goto refuse;
-        if (w->npending == w->pending_alloc) {
-                size_t n = MB_MAX(w->pending_alloc * 2, (size_t) 16);
-                int *p = realloc(w->pending, n * sizeof(int));
-                if (!p)
-                        goto refuse;
-                w->pending = p;
-                w->pending_alloc = n;
-        }
-        w->pending[w->npending++] = fd;
-        pthread_mutex_unlock(&w->lock);
-        /* Thread-safe with evthread_use_pthreads(): wakes the worker's loop. */
-        event_active(w->wakeup, EV_READ, 0);
-        return;
-
-refuse:
-        pthread_mutex_unlock(&w->lock);
-        close(fd);
+        /* On failure (stopped, out of memory) the mailbox closes @fd. */
+        (void) mailbox_post(w->inbox, &fd);
 }
 
 void worker_stop(struct worker *w) {
+        int stop = WORKER_STOP;
+
         if (!w || !w->started)
                 return;
-        pthread_mutex_lock(&w->lock);
-        w->stopping = true;
-        pthread_mutex_unlock(&w->lock);
-        event_active(w->wakeup, EV_READ, 0);
+        if (mailbox_post(w->inbox, &stop) < 0)
+                /* Cannot happen while the worker runs, save out of
+                 * memory: stop the loop without disconnecting (the
+                 * connections go in worker_free()). */
+                event_base_loopbreak(w->base);
         pthread_join(w->thread, NULL);
         w->started = false;
+        /* What came after the stop is closed; later sockets are refused. */
+        mailbox_close(w->inbox);
 }
 
 void worker_free(struct worker *w) {
@@ -128,14 +116,9 @@ void worker_free(struct worker *w) {
         /* Connections never taken over (the thread never ran). */
         while (w->conns)
                 conn_free(w->conns);
-        for (size_t i = 0; i < w->npending; i++)
-                close(w->pending[i]);
-        free(w->pending);
-        if (w->wakeup)
-                event_free(w->wakeup);
+        mailbox_free(w->inbox); /* closes the sockets still queued */
         if (w->base)
                 event_base_free(w->base);
-        pthread_mutex_destroy(&w->lock);
         free(w->extents);
         free(w->pb_extents);
         free(w->pb_extent_ptrs);

@@ -23,6 +23,7 @@ struct manager;
 struct conn;
 struct event_base;
 struct event;
+struct mailbox;
 
 /* Extents one Uncharge frame can carry (each packs to at least 6 bytes). */
 #define WORKER_MAX_UNCHARGE_EXTENTS (WIRE_MAX_FRAME_BYTES / 6u + 1u)
@@ -33,12 +34,10 @@ struct worker {
         pthread_t thread;
         bool started;
         struct event_base *base;
-        struct event *wakeup;
 
-        pthread_mutex_t lock; /* protects pending[] and stopping */
-        int *pending;         /* accepted sockets not yet taken over */
-        size_t npending, pending_alloc;
-        bool stopping;
+        /* Accepted sockets to take over, then the stop (daemon/mailbox.h). */
+        struct mailbox *inbox;
+        bool stopping; /* worker thread only */
 
         struct conn *conns; /* worker thread only */
         unsigned nconns;

@@ -14,6 +14,16 @@ tests_test_arena_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/daemon
 tests_test_arena_CFLAGS = $(TESTS_CFLAGS)
 tests_test_arena_LDADD = $(TESTS_LIBS)
 
+# Unit test of the cross-thread mailbox, linked from the daemon's own
+# convenience library (libmbbroker) with real threads and event bases.
+check_PROGRAMS += tests/test-mailbox
+TESTS += tests/test-mailbox
+tests_test_mailbox_SOURCES = tests/test-mailbox.c
+tests_test_mailbox_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/daemon
+tests_test_mailbox_CFLAGS = $(TESTS_CFLAGS) $(LIBEVENT_CFLAGS)
+tests_test_mailbox_LDADD = daemon/libmbbroker.la daemon/core/libmbcore.la proto/libmbproto.la \
+	$(LIBEVENT_LIBS) $(PROTOBUF_C_LIBS) $(CGROUP_LIBS) $(SYSTEMD_LIBS) $(INIH_LIBS) $(TESTS_LIBS)
+
 BROKER_TESTS = \
 	tests/test-broker-session.sh \
 	tests/test-broker-badinput.sh \

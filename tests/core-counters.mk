@@ -1,4 +1,5 @@
-# tests: core-counters -- page_counter, effective protection, high delay.
+# tests: core-counters -- page_counter, effective protection, high delay,
+# the charge decision and reclaim planning.
 # Unit tests (Check) of the accounting core's counter modules.
 
 # page_counter, padded layout (the one the daemon uses).
@@ -26,3 +27,17 @@ TESTS += tests/test-high-delay
 tests_test_high_delay_SOURCES = tests/test-high-delay.c
 tests_test_high_delay_CFLAGS = $(TESTS_CFLAGS)
 tests_test_high_delay_LDADD = daemon/core/libmbcore.la $(TESTS_LIBS)
+
+# The charge decision (try_charge_memcg()) and the batch policy.
+check_PROGRAMS += tests/test-charge
+TESTS += tests/test-charge
+tests_test_charge_SOURCES = tests/test-charge.c
+tests_test_charge_CFLAGS = $(TESTS_CFLAGS)
+tests_test_charge_LDADD = daemon/core/libmbcore.la $(TESTS_LIBS)
+
+# Reclaim target planning (shrink_node_memcgs(), get_scan_count()).
+check_PROGRAMS += tests/test-reclaim-plan
+TESTS += tests/test-reclaim-plan
+tests_test_reclaim_plan_SOURCES = tests/test-reclaim-plan.c
+tests_test_reclaim_plan_CFLAGS = $(TESTS_CFLAGS)
+tests_test_reclaim_plan_LDADD = daemon/core/libmbcore.la $(TESTS_LIBS)

@@ -6,6 +6,8 @@ daemon_core_libmbcore_la_SOURCES = \
 	%reldir%/high_delay.c %reldir%/high_delay.h \
 	%reldir%/rstat.c %reldir%/rstat.h \
 	%reldir%/tenant.c %reldir%/tenant.h \
+	%reldir%/charge.c %reldir%/charge.h \
+	%reldir%/reclaim_plan.c %reldir%/reclaim_plan.h \
 	%reldir%/tenant_map.c %reldir%/tenant_map.h \
 	%reldir%/config.c %reldir%/config.h
 daemon_core_libmbcore_la_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)

@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reclaim-internal.h - what the reclaimer's files share, nobody else:
+ *
+ *   reclaim.c       transport: client handles, the mailboxes between the
+ *                   reclaimer and the workers, the calls into the
+ *                   connections through struct reclaim_client_ops, life
+ *                   cycle;
+ *   reclaim-job.c   the job state machine: requests, rounds, the steps of
+ *                   each kind of job (planning through
+ *                   daemon/core/reclaim_plan.h, charge retries through
+ *                   daemon/core/charge.h);
+ *   reclaim-oom.c   mem_cgroup_out_of_memory(): victim choice and the kill.
+ */
+#pragma once
+
+#include <assert.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reclaim.h"
+
+struct event;
+struct mailbox;
+
+/* ---- messages ---- */
+
+enum rmsg_type {
+        /* to the reclaimer (main thread) */
+        RMSG_CHARGE_FAILED,
+        RMSG_OVER_HIGH,
+        RMSG_ANSWER,
+        RMSG_GONE,
+        /* to a worker */
+        RMSG_SEND_RECLAIM,
+        RMSG_SEND_DRAIN,
+        RMSG_CHARGE_DONE,
+        RMSG_GRANT_LATER,
+};
+
+struct rmsg {
+        enum rmsg_type type;
+        struct reclaim_client *rc; /* a reference travels with the message */
+        uint32_t seq;
+        uint32_t pages;
+        uint64_t value; /* pages answered, delay in usec */
+        int error;
+        char *text;  /* error reason */
+};
+
+/* ---- jobs and requests ---- */
+
+enum job_kind {
+        JOB_CHARGE,     /* try_charge_memcg() at max */
+        JOB_HIGH,       /* mem_cgroup_handle_over_high() */
+        JOB_PROACTIVE,  /* memory_reclaim() */
+        JOB_LIMIT,      /* memory_max_write() / memory_high_write() */
+        JOB_PRESSURE,   /* PSI */
+};
+
+enum job_state {
+        JOB_IDLE,        /* between rounds: the next step is due */
+        JOB_ROUND,       /* requests in flight */
+        JOB_WAIT_VICTIM, /* an OOM kill was sent, waiting for the client to go */
+};
+
+struct grant_waiter {
+        struct reclaim_client *rc;
+        uint32_t seq, pages;
+};
+
+struct reclaim_req {
+        struct reclaimer *r;
+        struct reclaim_client *rc;
+        uint32_t seq;
+        uint32_t asked; /* pages; 0 for a Drain */
+        bool drain;
+        bool timed_out;
+        struct reclaim_job *owner;   /* NULL once the owner stopped waiting */
+        struct reclaim_job **waiters; /* rounds of other jobs waiting for this answer */
+        size_t nwaiters, waiters_alloc;
+        struct reclaim_req *prev, *next; /* reclaimer->reqs */
+};
+
+struct reclaim_job {
+        struct reclaimer *r;
+        struct reclaim_job *prev, *next;
+        enum job_kind kind;
+        enum job_state state;
+        struct event *timer, *kick;
+        char *path;            /* PROACTIVE, LIMIT: the target */
+
+        uint64_t goal, reclaimed; /* pages */
+        unsigned rounds, fruitless;
+        bool drained;
+        bool use_low;          /* the next round starts with the pass below low */
+        bool last_low_skipped; /* the last round skipped tenants below low */
+        uint64_t last_got;
+
+        /* The round in flight. */
+        unsigned pending;
+        uint64_t round_got;
+        bool round_drain, round_low;
+        struct reclaim_req **owned;
+        size_t nowned, owned_alloc;
+        struct reclaim_req **subs;
+        size_t nsubs, subs_alloc;
+
+        /* Clients that gave nothing: not asked again by this job. */
+        uint64_t *dry;
+        size_t ndry, dry_alloc;
+
+        /* CHARGE */
+        struct reclaim_client *charger;
+        uint32_t seq, pages;
+
+        /* HIGH: the charging clients' tenant and the levels over high */
+        struct tenant *leaf;
+        struct grant_waiter *waiters;
+        size_t nwaiters, waiters_alloc;
+        char **levels;
+        size_t nlevels, level;
+        unsigned level_rounds;
+
+        /* PROACTIVE */
+        manager_reclaim_cb cb;
+        void *userdata;
+
+        /* OOM */
+        struct reclaim_client *victim;
+};
+
+struct reclaimer {
+        struct manager *m;
+        pthread_t main_thread;  /* the one that runs m->base */
+        const struct reclaim_client_ops *ops;
+        struct mailbox *inbox;
+        struct mailbox **boxes; /* one per worker, by worker index */
+        unsigned nboxes;
+        struct reclaim_job *jobs;
+        struct reclaim_req *reqs;
+        bool pressure_running;
+        bool shutting_down;
+        struct reclaim_stats stats;
+};
+
+/* mem_cgroup_handle_over_high() retries while reclaim makes progress; the
+ * broker asks every client of the subtree in one round, so a few rounds per
+ * level are plenty. */
+#define HIGH_MAX_ROUNDS_PER_LEVEL 4u
+#define PRESSURE_MAX_ROUNDS 4u
+
+/* Jobs, requests and rc->outstanding belong to the main thread: say so
+ * where it matters (compiled out with NDEBUG). */
+#define reclaim_assert_main_thread(r) assert(pthread_equal(pthread_self(), (r)->main_thread))
+
+/* ---- reclaim.c ---- */
+
+/* Main thread: a message for the worker serving @rc (a reference to @rc is
+ * taken); takes @text.  Dropped while shutting down. */
+void reclaim_post_to_worker(struct reclaimer *r, enum rmsg_type type, struct reclaim_client *rc, uint32_t seq,
+                            uint32_t pages, uint64_t value, int error, char *text);
+
+/* memcg_memory_event() from the main thread: count, and queue the bus
+ * signal (and the clients' Event) for every level whose count changed. */
+void reclaim_memory_event(struct reclaimer *r, struct tenant *t, enum mb_event event);
+
+/* ---- reclaim-job.c (main thread) ---- */
+
+void reclaim_job_charge_failed(struct reclaimer *r, struct reclaim_client *rc, uint32_t seq, uint32_t pages);
+void reclaim_job_over_high(struct reclaimer *r, struct reclaim_client *rc, uint32_t seq, uint32_t pages);
+void reclaim_job_answer(struct reclaimer *r, struct reclaim_client *rc, uint32_t seq, uint64_t pages);
+void reclaim_job_client_gone(struct reclaimer *r, struct reclaim_client *rc);
+/* End every job and drop every request (shutdown). */
+void reclaim_jobs_stop(struct reclaimer *r);
+/* Run @j's next step from its loop (not from inside a step). */
+void reclaim_job_kick(struct reclaim_job *j);
+
+/* ---- reclaim-oom.c (main thread) ---- */
+
+/*
+ * OOMPolicy=kill: kill the client holding the most pages in @oom's subtree
+ * (oom_badness() without rss: pages held) through the ops table, count
+ * oom_kill on its tenant, and make @j wait for it to go
+ * (JOB_WAIT_VICTIM).  False when there is no one to kill.
+ */
+bool reclaim_job_oom_kill(struct reclaim_job *j, struct tenant *oom);

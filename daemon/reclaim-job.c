@@ -1,0 +1,878 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reclaim-job.c - cooperative reclaim, the job state machine (see
+ * reclaim.h and reclaim-internal.h).
+ *
+ * A job is one reason to reclaim: a charge that failed at a max
+ * (try_charge_memcg()), charges that went above a high
+ * (mem_cgroup_handle_over_high()), a proactive request (memory_reclaim()),
+ * a lowered limit (memory_max_write()) or host pressure.  A job runs in
+ * rounds; a round asks some clients for pages (Reclaim) or for their stocks
+ * (Drain) and ends when every one of them answered, or when
+ * ReclaimTimeoutMSec= passed.  Between rounds the job decides, as the kernel
+ * function it mirrors does, whether to retry, to charge, to throttle, to
+ * invoke the OOM policy or to stop.
+ *
+ * A request is one Reclaim or Drain to one client.  A client has at most one
+ * unanswered request (rc->outstanding): a round that wants to ask a client
+ * that is still busy with another job's request waits for that answer
+ * instead (it "subscribes"), unless the request already timed out, in which
+ * case the client is skipped at once.  So concurrent charges at one limit
+ * share the clients' answers, and a stopped client costs one timeout, not
+ * one per round.
+ *
+ * Main thread only.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "high_delay.h"
+#include "log.h"
+#include "macros.h"
+#include "manager.h"
+#include "reclaim-internal.h"
+#include "reclaim_plan.h"
+#include "tenant_state.h"
+
+static void job_continue(struct reclaim_job *j);
+static void job_free(struct reclaim_job *j);
+static void round_finish(struct reclaim_job *j);
+
+/* ---- small arrays ---- */
+
+static int ptr_push(void ***v, size_t *n, size_t *alloc, void *p) {
+        if (*n == *alloc) {
+                size_t a = MB_MAX(*alloc * 2, (size_t) 8);
+                void **nv = realloc(*v, a * sizeof(void *));
+
+                if (!nv)
+                        return -ENOMEM;
+                *v = nv;
+                *alloc = a;
+        }
+        (*v)[(*n)++] = p;
+        return 0;
+}
+
+/* Remove @p from the array (order is not kept); false when absent. */
+static bool ptr_remove(void **v, size_t *n, const void *p) {
+        for (size_t i = 0; i < *n; i++)
+                if (v[i] == p) {
+                        v[i] = v[--*n];
+                        return true;
+                }
+        return false;
+}
+
+static bool job_is_dry(const struct reclaim_job *j, uint64_t id) {
+        for (size_t i = 0; i < j->ndry; i++)
+                if (j->dry[i] == id)
+                        return true;
+        return false;
+}
+
+static void job_mark_dry(struct reclaim_job *j, uint64_t id) {
+        if (job_is_dry(j, id))
+                return;
+        if (j->ndry == j->dry_alloc) {
+                size_t a = MB_MAX(j->dry_alloc * 2, (size_t) 8);
+                uint64_t *p = realloc(j->dry, a * sizeof(*p));
+
+                if (!p)
+                        return; /* it will be asked again: harmless */
+                j->dry = p;
+                j->dry_alloc = a;
+        }
+        j->dry[j->ndry++] = id;
+}
+
+
+/* ---- requests ---- */
+
+void reclaim_job_kick(struct reclaim_job *j) {
+        event_active(j->kick, EV_TIMEOUT, 0);
+}
+
+static void req_free(struct reclaim_req *req) {
+        struct reclaimer *r = req->r;
+
+        MB_LIST_REMOVE(r->reqs, req);
+        if (req->rc->outstanding == req)
+                req->rc->outstanding = NULL;
+        reclaim_client_unref(req->rc);
+        free(req->waiters);
+        free(req);
+}
+
+/* The rounds waiting for @req stop waiting for it. */
+static void req_release_waiters(struct reclaim_req *req) {
+        for (size_t i = 0; i < req->nwaiters; i++) {
+                struct reclaim_job *w = req->waiters[i];
+
+                (void) ptr_remove((void **) w->subs, &w->nsubs, req);
+                if (w->pending > 0 && --w->pending == 0)
+                        reclaim_job_kick(w);
+        }
+        req->nwaiters = 0;
+}
+
+/* @req got its answer (@pages were returned) or its client left. */
+static void req_resolve(struct reclaim_req *req, uint64_t pages) {
+        struct reclaim_job *j = req->owner;
+
+        /* A client that left has no tenant to speak of any more (it may be
+         * removed once the client is gone): rc->tenant is only used while
+         * !gone, on this thread. */
+        if (req->timed_out && !atomic_load(&req->rc->gone)) {
+                req->r->stats.late_answers++;
+                if (req->rc->timeout_logged)
+                        log_info("client %" PRIu64 " (%s, pid %d) of tenant %s answered a reclaim request late "
+                                 "(%" PRIu64 " pages)",
+                                 req->rc->client_id, req->rc->name, (int) req->rc->pid, req->rc->tenant->path, pages);
+                req->rc->timeout_logged = false;
+        }
+        if (j) {
+                (void) ptr_remove((void **) j->owned, &j->nowned, req);
+                j->round_got += pages;
+                /* One that gave part of what was asked is asked again next
+                 * round, as shrink_slab() calls every shrinker again on
+                 * each pass of memory_reclaim()/try_charge_memcg(): what it
+                 * freed may have freed more (an LRU emptying slabs).  One
+                 * that gave nothing has nothing to give. */
+                if (!req->drain && pages == 0)
+                        job_mark_dry(j, req->rc->client_id);
+                if (j->pending > 0 && --j->pending == 0)
+                        reclaim_job_kick(j);
+        }
+        req_release_waiters(req);
+        req_free(req);
+}
+
+static int req_send(struct reclaim_job *j, struct reclaim_client *rc, uint32_t asked, bool drain) {
+        struct reclaimer *r = j->r;
+        struct reclaim_req *req;
+
+        req = calloc(1, sizeof(*req));
+        if (!req)
+                return -ENOMEM;
+        if (ptr_push((void ***) &j->owned, &j->nowned, &j->owned_alloc, req) < 0) {
+                free(req);
+                return -ENOMEM;
+        }
+        req->r = r;
+        req->rc = reclaim_client_ref(rc);
+        req->seq = ++rc->next_seq;
+        if (req->seq == 0)
+                req->seq = ++rc->next_seq;
+        req->asked = asked;
+        req->drain = drain;
+        req->owner = j;
+        MB_LIST_PREPEND(r->reqs, req);
+        rc->outstanding = req;
+        j->pending++;
+        r->stats.requests++;
+        reclaim_post_to_worker(r, drain ? RMSG_SEND_DRAIN : RMSG_SEND_RECLAIM, rc, req->seq, asked, 0, 0, NULL);
+        return 0;
+}
+
+/* @rc is busy with another request: wait for that answer in this round,
+ * unless it already timed out (then the client is skipped).  True when
+ * subscribed. */
+static bool req_subscribe(struct reclaim_job *j, struct reclaim_req *req) {
+        if (req->timed_out || req->owner == j)
+                return false;
+        for (size_t i = 0; i < j->nsubs; i++)
+                if (j->subs[i] == req)
+                        return false;
+        if (ptr_push((void ***) &req->waiters, &req->nwaiters, &req->waiters_alloc, j) < 0)
+                return false;
+        if (ptr_push((void ***) &j->subs, &j->nsubs, &j->subs_alloc, req) < 0) {
+                req->nwaiters--;
+                return false;
+        }
+        j->pending++;
+        return true;
+}
+
+
+/* ---- planning a round (daemon/core/reclaim_plan.h) ---- */
+
+/* Whether @rc can be asked in this round: it holds pages, it did not give
+ * nothing earlier in job @j (NULL: a drain, no such memory), and it is not
+ * stalled on a request it let time out (rc->outstanding: main thread). */
+static bool plan_client_usable(const struct reclaim_job *j, const struct reclaim_client *rc) {
+        if (atomic_load_explicit(&rc->held, memory_order_relaxed) == 0 || atomic_load(&rc->gone))
+                return false;
+        if (rc->outstanding && rc->outstanding->timed_out)
+                return false;
+        return !j || !job_is_dry(j, rc->client_id);
+}
+
+/* reclaim_plan_clients_cb: the usable clients of leaf @t, referenced (the
+ * targets' handles; plan_release() drops them). */
+static int plan_clients_cb(struct reclaim_plan *p, struct tenant *t, uint64_t offer, bool low, void *userdata) {
+        const struct reclaim_job *j = userdata;
+        struct tenant_state *ts = tenant_state_of(t);
+        _cleanup_(freep) struct reclaim_plan_client *v = NULL;
+        size_t n = 0, alloc = 0, taken = 0;
+        int r = 0;
+
+        if (!ts)
+                return 0;
+        pthread_mutex_lock(&ts->lock);
+        for (struct reclaim_client *rc = ts->clients; rc; rc = rc->next) {
+                if (!plan_client_usable(j, rc))
+                        continue;
+                if (n == alloc) {
+                        size_t a = MB_MAX(alloc * 2, (size_t) 8);
+                        struct reclaim_plan_client *nv = realloc(v, a * sizeof(*nv));
+
+                        if (!nv) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        v = nv;
+                        alloc = a;
+                }
+                v[n++] = (struct reclaim_plan_client) {
+                        .handle = reclaim_client_ref(rc),
+                        .held = atomic_load_explicit(&rc->held, memory_order_relaxed),
+                };
+        }
+        pthread_mutex_unlock(&ts->lock);
+        if (r == 0) {
+                size_t first = p->ntargets;
+
+                r = reclaim_plan_add_clients(p, t, offer, low, v, n);
+                /* These are targets now: plan_release() drops them. */
+                taken = p->ntargets - first;
+        }
+        for (size_t i = taken; i < n; i++)
+                reclaim_client_unref(v[i].handle);
+        return r;
+}
+
+static void plan_release(struct reclaim_plan *p) {
+        for (size_t i = 0; i < p->ntargets; i++)
+                reclaim_client_unref(p->targets[i].handle);
+        reclaim_plan_done(p);
+}
+
+static struct reclaim_plan plan_init(struct reclaim_job *j, struct tenant *root, bool drain) {
+        return (struct reclaim_plan) {
+                .root = root,
+                .drain = drain,
+                .recursive = j->r->m->tree->recursive_protection,
+                .clients = plan_clients_cb,
+                .userdata = drain ? NULL : j,
+        };
+}
+
+
+/* ---- rounds ---- */
+
+static void round_arm_timer(struct reclaim_job *j) {
+        unsigned ms = j->r->m->config ? j->r->m->config->broker.reclaim_timeout_msec : 250;
+        struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+
+        j->state = JOB_ROUND;
+        if (j->pending == 0)
+                reclaim_job_kick(j);
+        else
+                event_add(j->timer, &tv);
+}
+
+/* Send the requests of @p; true when the round waits for answers. */
+static bool round_send(struct reclaim_job *j, struct reclaim_plan *p) {
+        struct tenant *low_counted = NULL;
+
+        for (size_t i = 0; i < p->ntargets; i++) {
+                struct reclaim_target *tg = &p->targets[i];
+                struct reclaim_client *rc = tg->handle;
+
+                if (!p->drain && tg->ask == 0)
+                        continue;
+                if (rc->outstanding) {
+                        (void) req_subscribe(j, rc->outstanding);
+                        continue;
+                }
+                if (tg->low && tg->tenant != low_counted) {
+                        /* shrink_node_memcgs(): reclaiming below low is an
+                         * event of the tenant, once per round (a tenant's
+                         * clients are next to each other in the plan). */
+                        reclaim_memory_event(j->r, tg->tenant, MB_EVENT_LOW);
+                        low_counted = tg->tenant;
+                }
+                if (req_send(j, rc, p->drain ? 0 : (uint32_t) MB_MIN(tg->ask, (uint64_t) UINT32_MAX), p->drain) < 0)
+                        log_error("reclaim: out of memory, client %" PRIu64 " is not asked", rc->client_id);
+        }
+        return j->pending > 0;
+}
+
+/* Start a round that drains the stocks of @root's subtree
+ * (drain_all_stock()).  False when there is nobody to ask. */
+static bool job_start_drain(struct reclaim_job *j, struct tenant *root) {
+        struct reclaim_plan p = plan_init(j, root, true);
+        bool wait;
+
+        if (reclaim_plan_build(&p, 0) < 0) {
+                plan_release(&p);
+                return false;
+        }
+        j->round_drain = true;
+        j->round_low = false;
+        j->round_got = 0;
+        wait = round_send(j, &p);
+        plan_release(&p);
+        if (!wait)
+                return false;
+        j->r->stats.rounds++;
+        round_arm_timer(j);
+        return true;
+}
+
+/*
+ * Start one reclaim round in @root's subtree for @goal pages, as one
+ * try_to_free_mem_cgroup_pages() call: a pass that respects low, and when
+ * that finds nothing because low protects everything (or the last round got
+ * nothing that way), a pass below low (do_try_to_free_pages()'s
+ * memcg_low_reclaim retry).  @allow_low false never reclaims below low
+ * (pressure).  False when there is nobody to ask.
+ */
+static bool job_start_reclaim(struct reclaim_job *j, struct tenant *root, uint64_t goal, bool allow_low) {
+        struct reclaim_plan p = plan_init(j, root, false);
+        bool wait;
+
+        if (goal == 0)
+                return false;
+        p.allow_low = allow_low;
+        p.low_first = j->use_low;
+        if (reclaim_plan_build(&p, goal) < 0) {
+                plan_release(&p);
+                return false;
+        }
+        j->round_drain = false;
+        j->round_low = p.low_pass;
+        j->last_low_skipped = p.low_skipped;
+        j->round_got = 0;
+        wait = round_send(j, &p);
+        plan_release(&p);
+        if (!wait)
+                return false;
+        j->r->stats.rounds++;
+        round_arm_timer(j);
+        return true;
+}
+
+/* The round is over: every answer is in, or the timeout passed (then the
+ * requests still unanswered are the clients skipped). */
+static void round_finish(struct reclaim_job *j) {
+        struct reclaimer *r = j->r;
+        unsigned ms = r->m->config ? r->m->config->broker.reclaim_timeout_msec : 250;
+
+        event_del(j->timer);
+        /* Requests still unanswered: the clients are skipped this round. */
+        while (j->nowned > 0) {
+                struct reclaim_req *req = j->owned[--j->nowned];
+                struct reclaim_client *rc = req->rc;
+
+                req->owner = NULL;
+                req->timed_out = true;
+                r->stats.timeouts++;
+                if (!rc->timeout_logged && !atomic_load(&rc->gone)) {
+                        rc->timeout_logged = true;
+                        log_notice("client %" PRIu64 " (%s, pid %d) of tenant %s did not answer a %s request "
+                                   "within %u ms; skipped until it answers",
+                                   rc->client_id, rc->name, (int) rc->pid, rc->tenant->path,
+                                   req->drain ? "drain" : "reclaim", ms);
+                }
+                req_release_waiters(req);
+        }
+        while (j->nsubs > 0) {
+                struct reclaim_req *req = j->subs[--j->nsubs];
+
+                (void) ptr_remove((void **) req->waiters, &req->nwaiters, j);
+        }
+        j->pending = 0;
+        j->state = JOB_IDLE;
+        j->rounds++;
+
+        if (!j->round_drain) {
+                j->reclaimed += j->round_got;
+                j->last_got = j->round_got;
+                /* Nothing that way: the next round may go below low. */
+                j->use_low = j->round_got == 0 && j->last_low_skipped && !j->round_low;
+                if (j->round_got == 0 && !j->use_low)
+                        j->fruitless++;
+        }
+        job_continue(j);
+}
+
+/* ---- the steps of each kind of job ---- */
+
+static bool job_charger_gone(const struct reclaim_job *j) {
+        return !j->charger || atomic_load(&j->charger->gone);
+}
+
+/* The charge failed for good: reply ENOMEM with the reason. */
+static void charge_fail(struct reclaim_job *j, const struct tenant_charge *res, unsigned long usage,
+                        unsigned long max) {
+        struct reclaim_client *rc = j->charger;
+        char *reason = NULL;
+
+        if (asprintf(&reason, "charge of %u pages to %s failed: %s at max (usage %lu pages, max %lu pages)",
+                     j->pages, rc->tenant->path, res->over->path, usage, max) < 0)
+                reason = NULL;
+        log_debug("client %" PRIu64 ": %s", rc->client_id, reason ? reason : "out of memory");
+        reclaim_post_to_worker(j->r, RMSG_CHARGE_DONE, rc, j->seq, j->pages, 0, ENOMEM,
+                               reason ? reason : strdup("out of memory"));
+}
+
+/* try_charge_memcg() from its first failure on, the decisions being
+ * tenant_try_charge() and tenant_charge_next(); false when done. */
+static bool step_charge(struct reclaim_job *j) {
+        struct reclaimer *r = j->r;
+        struct reclaim_client *rc = j->charger;
+        struct tenant_charge res;
+        struct tenant_charge_retry retry;
+        unsigned long usage, max, goal;
+
+        if (job_charger_gone(j))
+                return false; /* the client left; its parked charge went with it */
+        /* The worker counted `max` at the first failure, and counts `high`
+         * when it resumes the charge (it makes the Grant). */
+        if (tenant_try_charge(rc->tenant, j->pages, j->pages, TENANT_CHARGE_RETRY, &res)) {
+                reclaim_post_to_worker(r, RMSG_CHARGE_DONE, rc, j->seq, j->pages, 0, 0, NULL);
+                return false;
+        }
+        usage = page_counter_read(&res.over->memory);
+        max = page_counter_get_max(&res.over->memory);
+        retry = (struct tenant_charge_retry) { .drained = j->drained, .rounds = j->rounds, .fruitless = j->fruitless };
+        for (;;) {
+                switch (tenant_charge_next(&res, j->pages, &retry, &goal)) {
+                case TENANT_CHARGE_DRAIN:
+                        retry.drained = j->drained = true;
+                        if (job_start_drain(j, res.over))
+                                return true;
+                        continue;
+                case TENANT_CHARGE_RECLAIM:
+                        if (job_start_reclaim(j, res.over, goal, true))
+                                return true;
+                        retry.reclaim_exhausted = true;
+                        continue;
+                case TENANT_CHARGE_OOM_KILL:
+                case TENANT_CHARGE_NOMEM:
+                        break;
+                }
+                break;
+        }
+        /* Still short: the OOM path (the `oom` event is in res). */
+        for (size_t i = 0; i < res.nevents; i++)
+                reclaim_memory_event(r, res.events[i].tenant, res.events[i].event);
+        if (res.over->oom_policy == MB_OOM_KILL && reclaim_job_oom_kill(j, res.over))
+                return true;
+        charge_fail(j, &res, usage, max);
+        return false;
+}
+
+/* mem_cgroup_handle_over_high(): reclaim the overage of every level that
+ * was over its high, then throttle each waiting charge. */
+static bool step_high(struct reclaim_job *j) {
+        struct reclaimer *r = j->r;
+
+        while (j->level < j->nlevels) {
+                struct tenant *x = tenant_lookup(r->m->tree, j->levels[j->level]);
+                unsigned long usage, high;
+
+                if (x) {
+                        usage = page_counter_read(&x->memory);
+                        high = page_counter_get_high(&x->memory);
+                        if (usage > high && j->level_rounds < HIGH_MAX_ROUNDS_PER_LEVEL &&
+                            (j->level_rounds == 0 || j->last_got > 0 || j->use_low)) {
+                                j->level_rounds++;
+                                if (job_start_reclaim(j, x, usage - high, true))
+                                        return true;
+                        }
+                }
+                j->level++;
+                j->level_rounds = 0;
+                j->use_low = false;
+        }
+
+        for (size_t i = 0; i < j->nwaiters; i++) {
+                struct grant_waiter *gw = &j->waiters[i];
+                uint64_t delay;
+
+                if (atomic_load(&gw->rc->gone))
+                        continue; /* its parked charge went with it */
+                delay = high_delay_throttle_usec(&gw->rc->tenant->memory, gw->pages);
+                reclaim_post_to_worker(r, RMSG_GRANT_LATER, gw->rc, gw->seq, gw->pages, delay, 0, NULL);
+        }
+        return false;
+}
+
+static bool step_proactive(struct reclaim_job *j) {
+        struct tenant *t = tenant_lookup(j->r->m->tree, j->path);
+
+        if (!t || j->reclaimed >= j->goal || j->fruitless >= MAX_RECLAIM_RETRIES || j->rounds >= RECLAIM_MAX_ROUNDS)
+                return false;
+        return job_start_reclaim(j, t, j->goal - j->reclaimed, true);
+}
+
+static bool step_limit(struct reclaim_job *j) {
+        struct reclaimer *r = j->r;
+        struct tenant *t = tenant_lookup(r->m->tree, j->path);
+        unsigned long usage, max, high;
+
+        if (!t)
+                return false;
+        usage = page_counter_read(&t->memory);
+        max = page_counter_get_max(&t->memory);
+        high = page_counter_get_high(&t->memory);
+
+        if (usage > max) {
+                /* memory_max_write() */
+                if (!j->drained) {
+                        j->drained = true;
+                        if (job_start_drain(j, t))
+                                return true;
+                }
+                if (j->fruitless < MAX_RECLAIM_RETRIES && j->rounds < RECLAIM_MAX_ROUNDS &&
+                    job_start_reclaim(j, t, usage - max, true))
+                        return true;
+                reclaim_memory_event(r, t, MB_EVENT_OOM);
+                if (t->oom_policy == MB_OOM_KILL && reclaim_job_oom_kill(j, t))
+                        return true;
+                log_warning("tenant %s: usage %lu pages stays above its max of %lu pages: nothing more to reclaim",
+                            t->path, usage, max);
+                return false;
+        }
+        if (usage > high && j->fruitless < MAX_RECLAIM_RETRIES && j->rounds < RECLAIM_MAX_ROUNDS)
+                /* memory_high_write() */
+                return job_start_reclaim(j, t, usage - high, true);
+        return false;
+}
+
+/* Host pressure: a share of every tenant's usage above its effective low,
+ * never below it. */
+static bool step_pressure(struct reclaim_job *j) {
+        struct tenant *root = j->r->m->tree->root;
+
+        if (j->rounds == 0) {
+                uint64_t excess = reclaim_plan_excess_above_low(root, j->r->m->tree->recursive_protection);
+
+                j->goal = excess >> RECLAIM_PRESSURE_SHIFT;
+                if (j->goal == 0 && excess > 0)
+                        j->goal = 1;
+                log_debug("memory pressure: %" PRIu64 " pages above effective low, asking for %" PRIu64, excess,
+                          j->goal);
+        }
+        if (j->reclaimed >= j->goal || j->fruitless > 0 || j->rounds >= PRESSURE_MAX_ROUNDS)
+                return false;
+        return job_start_reclaim(j, root, j->goal - j->reclaimed, false);
+}
+
+/* Run the job's next step; free it when it is done. */
+static void job_continue(struct reclaim_job *j) {
+        bool more = false;
+
+        reclaim_assert_main_thread(j->r);
+        if (j->r->shutting_down)
+                return;
+        switch (j->kind) {
+        case JOB_CHARGE:
+                more = step_charge(j);
+                break;
+        case JOB_HIGH:
+                more = step_high(j);
+                break;
+        case JOB_PROACTIVE:
+                more = step_proactive(j);
+                break;
+        case JOB_LIMIT:
+                more = step_limit(j);
+                break;
+        case JOB_PRESSURE:
+                more = step_pressure(j);
+                break;
+        }
+        if (!more)
+                job_free(j);
+}
+
+static void job_kick_cb(evutil_socket_t fd, short what, void *userdata) {
+        struct reclaim_job *j = userdata;
+
+        switch (j->state) {
+        case JOB_IDLE:
+                job_continue(j);
+                break;
+        case JOB_ROUND:
+                if (j->pending == 0)
+                        round_finish(j);
+                break;
+        case JOB_WAIT_VICTIM:
+                if (j->victim && atomic_load(&j->victim->gone)) {
+                        event_del(j->timer);
+                        reclaim_client_unref(TAKE_PTR(j->victim));
+                        j->state = JOB_IDLE;
+                        j->fruitless = 0; /* a kill freed memory: the retries start over */
+                        job_continue(j);
+                }
+                break;
+        }
+}
+
+static void job_timer_cb(evutil_socket_t fd, short what, void *userdata) {
+        struct reclaim_job *j = userdata;
+
+        switch (j->state) {
+        case JOB_ROUND:
+                round_finish(j);
+                break;
+        case JOB_WAIT_VICTIM:
+                log_warning("client %" PRIu64 " (pid %d) did not exit within %llu ms of SIGKILL",
+                            j->victim->client_id, (int) j->victim->pid, RECLAIM_OOM_WAIT_USEC / 1000);
+                reclaim_client_unref(TAKE_PTR(j->victim));
+                j->state = JOB_IDLE;
+                job_continue(j);
+                break;
+        case JOB_IDLE:
+                break;
+        }
+}
+
+static struct reclaim_job *job_new(struct reclaimer *r, enum job_kind kind) {
+        struct reclaim_job *j = calloc(1, sizeof(*j));
+
+        if (!j)
+                return NULL;
+        j->r = r;
+        j->kind = kind;
+        j->timer = evtimer_new(r->m->base, job_timer_cb, j);
+        j->kick = event_new(r->m->base, -1, 0, job_kick_cb, j);
+        if (!j->timer || !j->kick) {
+                if (j->timer)
+                        event_free(j->timer);
+                if (j->kick)
+                        event_free(j->kick);
+                free(j);
+                return NULL;
+        }
+        MB_LIST_PREPEND(r->jobs, j);
+        r->stats.jobs++;
+        return j;
+}
+
+static void job_free(struct reclaim_job *j) {
+        struct reclaimer *r = j->r;
+
+        MB_LIST_REMOVE(r->jobs, j);
+
+        /* Requests of a job that ends early stay with their clients. */
+        while (j->nowned > 0) {
+                struct reclaim_req *req = j->owned[--j->nowned];
+
+                req->owner = NULL;
+                req_release_waiters(req);
+        }
+        while (j->nsubs > 0) {
+                struct reclaim_req *req = j->subs[--j->nsubs];
+
+                (void) ptr_remove((void **) req->waiters, &req->nwaiters, j);
+        }
+        if (j->kind == JOB_PROACTIVE && j->cb)
+                j->cb(r->m, MB_MIN(j->reclaimed, j->goal) * r->m->page_size, j->userdata);
+        if (j->kind == JOB_PRESSURE)
+                r->pressure_running = false;
+
+        event_free(j->timer);
+        event_free(j->kick);
+        reclaim_client_unref(j->charger);
+        reclaim_client_unref(j->victim);
+        for (size_t i = 0; i < j->nwaiters; i++)
+                reclaim_client_unref(j->waiters[i].rc);
+        free(j->waiters);
+        for (size_t i = 0; i < j->nlevels; i++)
+                free(j->levels[i]);
+        free(j->levels);
+        free(j->owned);
+        free(j->subs);
+        free(j->dry);
+        free(j->path);
+        free(j);
+}
+
+/* ---- messages from the workers (reclaim.c) ---- */
+
+void reclaim_job_charge_failed(struct reclaimer *r, struct reclaim_client *rc, uint32_t seq, uint32_t pages) {
+        struct reclaim_job *j;
+
+        if (atomic_load(&rc->gone))
+                return;
+        j = job_new(r, JOB_CHARGE);
+        if (!j) {
+                reclaim_post_to_worker(r, RMSG_CHARGE_DONE, rc, seq, pages, 0, ENOMEM,
+                               strdup("out of memory in membrokerd while reclaiming"));
+                return;
+        }
+        j->charger = reclaim_client_ref(rc);
+        j->seq = seq;
+        j->pages = pages;
+        reclaim_job_kick(j);
+}
+
+void reclaim_job_over_high(struct reclaimer *r, struct reclaim_client *rc, uint32_t seq, uint32_t pages) {
+        struct reclaim_job *j = NULL;
+        struct grant_waiter *gw;
+
+        if (atomic_load(&rc->gone))
+                return;
+        /* Charges of one tenant that go over high together wait for one
+         * reclaim of the overage. */
+        for (struct reclaim_job *x = r->jobs; x; x = x->next)
+                if (x->kind == JOB_HIGH && x->leaf == rc->tenant) {
+                        j = x;
+                        break;
+                }
+        if (!j) {
+                j = job_new(r, JOB_HIGH);
+                if (!j)
+                        goto grant_now;
+                j->leaf = rc->tenant;
+                for (struct tenant *x = rc->tenant; x; x = x->parent) {
+                        char **v;
+
+                        if (page_counter_read(&x->memory) <= page_counter_get_high(&x->memory))
+                                continue;
+                        v = realloc(j->levels, (j->nlevels + 1) * sizeof(char *));
+                        if (!v)
+                                break;
+                        j->levels = v;
+                        j->levels[j->nlevels] = strdup(x->path);
+                        if (j->levels[j->nlevels])
+                                j->nlevels++;
+                }
+                reclaim_job_kick(j);
+        }
+        if (j->nwaiters == j->waiters_alloc) {
+                size_t a = MB_MAX(j->waiters_alloc * 2, (size_t) 4);
+                struct grant_waiter *v = realloc(j->waiters, a * sizeof(*v));
+
+                if (!v)
+                        goto grant_now;
+                j->waiters = v;
+                j->waiters_alloc = a;
+        }
+        gw = &j->waiters[j->nwaiters++];
+        *gw = (struct grant_waiter) { .rc = reclaim_client_ref(rc), .seq = seq, .pages = pages };
+        return;
+
+grant_now:
+        reclaim_post_to_worker(r, RMSG_GRANT_LATER, rc, seq, pages, high_delay_throttle_usec(&rc->tenant->memory, pages),
+                               0, NULL);
+}
+
+void reclaim_job_answer(struct reclaimer *r, struct reclaim_client *rc, uint32_t seq, uint64_t pages) {
+        struct reclaim_req *req = rc->outstanding;
+
+        if (!req || req->seq != seq) {
+                log_debug("client %" PRIu64 ": answer to reclaim request %u, which is not outstanding (%" PRIu64
+                          " pages)",
+                          rc->client_id, seq, pages);
+                return;
+        }
+        req_resolve(req, pages);
+}
+
+void reclaim_job_client_gone(struct reclaimer *r, struct reclaim_client *rc) {
+        if (rc->outstanding)
+                req_resolve(rc->outstanding, 0);
+        for (struct reclaim_job *j = r->jobs; j; j = j->next)
+                if ((j->state == JOB_WAIT_VICTIM && j->victim == rc) || (j->charger == rc && j->state == JOB_IDLE))
+                        reclaim_job_kick(j);
+}
+
+/* ---- main thread API ---- */
+
+int reclaim_proactive(struct reclaimer *r, struct tenant *t, uint64_t pages, manager_reclaim_cb cb,
+                      void *userdata) {
+        struct reclaim_job *j;
+
+        reclaim_assert_main_thread(r);
+        j = job_new(r, JOB_PROACTIVE);
+        if (!j)
+                return -ENOMEM;
+        j->path = strdup(t->path);
+        if (!j->path) {
+                job_free(j);
+                return -ENOMEM;
+        }
+        j->goal = pages;
+        j->cb = cb; /* set last: job_free() above must not call it */
+        j->userdata = userdata;
+        reclaim_job_kick(j); /* the callback runs after we return */
+        return 0;
+}
+
+void reclaim_enforce_limits(struct reclaimer *r, struct tenant *t) {
+        struct reclaim_job *j;
+
+        if (!r || r->shutting_down)
+                return;
+        reclaim_assert_main_thread(r);
+        if (page_counter_read(&t->memory) <= MB_MIN(page_counter_get_max(&t->memory),
+                                                    page_counter_get_high(&t->memory)))
+                return;
+        for (j = r->jobs; j; j = j->next)
+                if (j->kind == JOB_LIMIT && strcmp(j->path, t->path) == 0) {
+                        /* It reads the limits anew at every step; a new
+                         * limit gets a full set of retries. */
+                        j->fruitless = 0;
+                        j->drained = false;
+                        return;
+                }
+        j = job_new(r, JOB_LIMIT);
+        if (!j)
+                return;
+        j->path = strdup(t->path);
+        if (!j->path) {
+                job_free(j);
+                return;
+        }
+        reclaim_job_kick(j);
+}
+
+void reclaim_pressure(struct reclaimer *r) {
+        struct reclaim_job *j;
+
+        if (!r || r->shutting_down)
+                return;
+        reclaim_assert_main_thread(r);
+        r->stats.pressure_events++;
+        if (r->pressure_running)
+                return;
+        j = job_new(r, JOB_PRESSURE);
+        if (!j)
+                return;
+        r->pressure_running = true;
+        reclaim_job_kick(j);
+}
+
+void reclaim_jobs_stop(struct reclaimer *r) {
+        while (r->jobs) {
+                struct reclaim_job *j = r->jobs;
+
+                event_del(j->timer);
+                job_free(j);
+        }
+        r->shutting_down = true;
+        while (r->reqs)
+                req_free(r->reqs);
+}

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reclaim-oom.c - mem_cgroup_out_of_memory() for cooperative reclaim (see
+ * reclaim-internal.h): with OOMPolicy=kill, a charge (or a lowered max)
+ * that reclaim cannot satisfy kills the client holding the most pages in
+ * the subtree that is out of memory, then waits for it to go.  The kill
+ * itself is the ops table's (struct reclaim_client_ops.kill).
+ *
+ * Main thread only, except reclaim_client_sigkill() (any thread).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "log.h"
+#include "macros.h"
+#include "reclaim-internal.h"
+#include "tenant_state.h"
+
+struct victim_walk {
+        struct reclaim_client *best;
+        uint64_t best_held;
+};
+
+static int victim_cb(struct tenant *t, void *userdata) {
+        struct victim_walk *vw = userdata;
+        struct tenant_state *ts = tenant_state_of(t);
+
+        if (!ts || t->nchildren > 0)
+                return 0;
+        pthread_mutex_lock(&ts->lock);
+        for (struct reclaim_client *rc = ts->clients; rc; rc = rc->next) {
+                uint64_t held = atomic_load_explicit(&rc->held, memory_order_relaxed);
+
+                if (rc->killed || atomic_load(&rc->gone) || held == 0 || held <= vw->best_held)
+                        continue;
+                reclaim_client_unref(vw->best);
+                vw->best = reclaim_client_ref(rc);
+                vw->best_held = held;
+        }
+        pthread_mutex_unlock(&ts->lock);
+        return 0;
+}
+
+int reclaim_client_sigkill(struct reclaim_client *rc) {
+#ifdef SYS_pidfd_send_signal
+        if (rc->pidfd >= 0) {
+                if (syscall(SYS_pidfd_send_signal, rc->pidfd, SIGKILL, NULL, 0) == 0)
+                        return 0;
+                if (errno != ENOSYS)
+                        return -errno;
+        }
+#endif
+        if (rc->pid <= 0)
+                return -ESRCH;
+        return kill(rc->pid, SIGKILL) < 0 ? -errno : 0;
+}
+
+bool reclaim_job_oom_kill(struct reclaim_job *j, struct tenant *oom) {
+        struct reclaimer *r = j->r;
+        struct victim_walk vw = {};
+        struct timeval tv = { .tv_sec = RECLAIM_OOM_WAIT_USEC / 1000000,
+                              .tv_usec = RECLAIM_OOM_WAIT_USEC % 1000000 };
+        int k;
+
+        (void) tenant_walk(oom, victim_cb, &vw);
+        if (!vw.best) {
+                log_warning("tenant %s: out of memory and no client holds pages to kill", oom->path);
+                return false;
+        }
+        k = r->ops->kill(vw.best);
+        vw.best->killed = true;
+        if (k < 0) {
+                log_error_errno(k, "tenant %s: out of memory; cannot kill client %" PRIu64 " (pid %d): %m", oom->path,
+                                vw.best->client_id, (int) vw.best->pid);
+                reclaim_client_unref(vw.best);
+                return false;
+        }
+        log_warning("tenant %s: out of memory (usage %lu pages, max %lu pages); killed client %" PRIu64
+                    " (%s, pid %d) of tenant %s holding %" PRIu64 " pages (OOMPolicy=kill)",
+                    oom->path, page_counter_read(&oom->memory), page_counter_get_max(&oom->memory),
+                    vw.best->client_id, vw.best->name, (int) vw.best->pid, vw.best->tenant->path, vw.best_held);
+        /* The kernel counts MEMCG_OOM_KILL on the victim's memcg. */
+        reclaim_memory_event(r, vw.best->tenant, MB_EVENT_OOM_KILL);
+        r->stats.oom_kills++;
+        j->victim = vw.best;
+        j->state = JOB_WAIT_VICTIM;
+        if (atomic_load(&j->victim->gone))
+                reclaim_job_kick(j);
+        else
+                event_add(j->timer, &tv);
+        return true;
+}
