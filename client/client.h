@@ -34,13 +34,12 @@
 
 #include "macros.h"
 #include "mb_internal.h"
+#include "mb_limits.h"
 #include "mb_stats_abi.h"
 #include "membroker.h"
 #include "reconnect.h"
 #include "wire_conn.h"
 
-/* The most pages one Charge may ask for (the daemon refuses more). */
-#define CHARGE_MAX_PAGES 16384u
 #define ERROR_MESSAGE_BYTES 512
 
 struct stock;

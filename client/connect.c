@@ -180,7 +180,7 @@ static int connect_welcome(mb_client *c, const Mb__Welcome *w) {
                 return -EPROTO;
         }
         if (w->page_size < 64 || w->page_size > (UINT64_C(1) << 30) || (w->page_size & (w->page_size - 1)) ||
-            w->charge_batch == 0 || w->charge_batch > CHARGE_MAX_PAGES || w->arena_pages == 0 ||
+            w->charge_batch == 0 || w->charge_batch > MB_CHARGE_MAX_PAGES || w->arena_pages == 0 ||
             w->arena_pages > (UINT64_MAX >> 1) / w->page_size || w->stats_slots == 0 ||
             w->stats_slots > 65536) {
                 close(fds[0]);
@@ -203,7 +203,7 @@ static int connect_welcome(mb_client *c, const Mb__Welcome *w) {
         /* The stocks get room for the largest batch the daemon may tell
          * later (a tenant with nothing limited, Welcome.charge_batch_max). */
         c->batch_cap = w->has_charge_batch_max && w->charge_batch_max > w->charge_batch &&
-                                       w->charge_batch_max <= CHARGE_MAX_PAGES
+                                       w->charge_batch_max <= MB_CHARGE_MAX_PAGES
                                ? w->charge_batch_max
                                : w->charge_batch;
         c->arena_pages = w->arena_pages;

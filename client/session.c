@@ -29,10 +29,6 @@
 #include "stock.h"
 #include "wire.h"
 
-/* Extents per Uncharge frame: 2048 * at most 19 bytes stays well under
- * WIRE_MAX_FRAME_BYTES. */
-#define UNCHARGE_MAX_EXTENTS 2048u
-
 /*
  * Who reads the socket.  Exactly one thread at a time is "the reader"
  * (c->reading, under io_lock): it reads frames without holding any lock and
@@ -229,8 +225,8 @@ int session_uncharge(mb_client *c, void **pages, size_t n, Mb__UnchargeReason re
                 mb_assert_mutex_held(&c->conn_lock);
         if (n == 0 && !has_reply_to)
                 return 0;
-        ext = calloc(UNCHARGE_MAX_EXTENTS, sizeof(*ext));
-        extp = calloc(UNCHARGE_MAX_EXTENTS, sizeof(*extp));
+        ext = calloc(MB_FRAME_MAX_EXTENTS, sizeof(*ext));
+        extp = calloc(MB_FRAME_MAX_EXTENTS, sizeof(*extp));
         if (!ext || !extp)
                 return -ENOMEM;
         if (n > 0)
@@ -243,7 +239,7 @@ int session_uncharge(mb_client *c, void **pages, size_t n, Mb__UnchargeReason re
                 uint64_t npages = 0;
                 Mb__Msg *reply = NULL;
 
-                while (i < n && next < UNCHARGE_MAX_EXTENTS) {
+                while (i < n && next < MB_FRAME_MAX_EXTENTS) {
                         uint64_t idx = (uint64_t) ((uint8_t *) pages[i] - c->base) >> c->page_shift;
 
                         if (next > 0 && ext[next - 1].start + ext[next - 1].count == idx &&

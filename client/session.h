@@ -54,7 +54,7 @@ bool session_can_reconnect(const mb_client *c, int err);
 uint32_t session_next_seq(mb_client *c);
 
 /**
- * session_charge_locked - Charge @n (<= CHARGE_MAX_PAGES) pages, or only
+ * session_charge_locked - Charge @n (<= MB_CHARGE_MAX_PAGES) pages, or only
  * @need (<= @n) of them when @n do not fit under a limit (Charge.need):
  * their addresses into @out, their number into *@ret_got.  Adopts a new
  * batch the Grant carries (stock_adopt_batch_locked()).  conn_lock held.

@@ -224,7 +224,7 @@ static int stock_put_locked(mb_client *c, void **pages, size_t n, size_t freed) 
 }
 
 /*
- * Charge @n (<= CHARGE_MAX_PAGES) pages for the application into @out.
+ * Charge @n (<= MB_CHARGE_MAX_PAGES) pages for the application into @out.
  * Charges a whole batch when @n is smaller and stocks the rest; at a limit
  * the daemon charges exactly @n instead (Charge.need), as try_charge()
  * falls back from MEMCG_CHARGE_BATCH to nr_pages before counting `max`.
@@ -259,7 +259,7 @@ static int stock_alloc_locked(mb_client *c, void **out, size_t n) {
         mb_assert_mutex_held(&c->conn_lock);
         got = stock_take_local(c, out, n);
         while (got < n) {
-                size_t chunk = MB_MIN(n - got, (size_t) CHARGE_MAX_PAGES), k;
+                size_t chunk = MB_MIN(n - got, (size_t) MB_CHARGE_MAX_PAGES), k;
 
                 r = stock_charge_batched_locked(c, out + got, chunk);
                 if (r == 0) {
