@@ -8,6 +8,7 @@ daemon_libmbbroker_la_SOURCES = \
 	%reldir%/arena.c %reldir%/arena.h \
 	%reldir%/auth.c %reldir%/auth.h \
 	%reldir%/log.c %reldir%/log.h \
+	%reldir%/config-files.c %reldir%/config-files.h \
 	%reldir%/conn.c %reldir%/conn.h \
 	%reldir%/worker.c %reldir%/worker.h \
 	%reldir%/manager.c %reldir%/manager.h \

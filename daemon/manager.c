@@ -14,6 +14,7 @@
 #include <event2/listener.h>
 
 #include "bus.h"
+#include "config-files.h"
 #include "log.h"
 #include "macros.h"
 #include "manager-service.h"
