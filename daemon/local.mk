@@ -12,6 +12,7 @@ daemon_libmbbroker_la_SOURCES = \
 	%reldir%/conn.c %reldir%/conn.h \
 	%reldir%/worker.c %reldir%/worker.h \
 	%reldir%/manager.c %reldir%/manager.h \
+	%reldir%/manager-reload.c \
 	%reldir%/reclaim.c %reldir%/reclaim.h \
 	%reldir%/pressure.c %reldir%/pressure.h \
 	%reldir%/tenant_state.h
