@@ -678,7 +678,8 @@ static void manager_drain_wakeup_cb(evutil_socket_t fd, short what, void *userda
 }
 
 static void sighup_reload_done(struct manager *m, int r, const char *error, void *userdata) {
-        manager_notify_reloaded(m, r >= 0);
+        if (r != -ECANCELED) /* not while stopping */
+                manager_notify_reloaded(m, r >= 0);
 }
 
 static void manager_signal_cb(evutil_socket_t sig, short what, void *userdata) {

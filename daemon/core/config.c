@@ -334,12 +334,19 @@ static void section_begin(struct parse_ctx *ctx, const char *name) {
         struct mb_config *c = ctx->config;
         struct mb_tenant_config *tenants, *tc;
 
-        tenants = reallocarray(c->tenants, c->ntenants + 1, sizeof(*tenants));
-        if (!tenants) {
-                ctx_oom(ctx);
-                return;
+        if (c->ntenants == c->tenants_alloc) {
+                /* Doubling: a copy per section would be quadratic. */
+                size_t want = MB_MAX(c->tenants_alloc * 2, (size_t) 8);
+
+                tenants = reallocarray(c->tenants, want, sizeof(*tenants));
+                if (!tenants) {
+                        ctx_oom(ctx);
+                        return;
+                }
+                c->tenants = tenants;
+                c->tenants_alloc = want;
         }
-        c->tenants = tenants;
+        tenants = c->tenants;
         tc = &tenants[c->ntenants];
         *tc = (struct mb_tenant_config) {
                 .max = MB_LIMIT_MAX,

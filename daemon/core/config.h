@@ -81,7 +81,7 @@ struct mb_tenant_config {
 struct mb_config {
         struct mb_broker_config broker;
         struct mb_tenant_config *tenants;
-        size_t ntenants;
+        size_t ntenants, tenants_alloc;
         size_t *index;     /* by path: open addressing of tenant index + 1 (mb_config_finish()) */
         size_t index_size; /* slots, a power of two */
 };
