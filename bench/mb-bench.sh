@@ -296,7 +296,7 @@ median_of() { sort -n | awk '{ v[NR] = $1 } END { if (NR) printf "%d %d %d", v[i
 
 t_reload() {
         local title="Table 11: start-up and Reload() of many tenant files"
-        local n sizes reps i conf t0 a b c line start_ms reload_ms read_ms lock_ms
+        local n sizes reps i conf t0 a b c line start_ms reload_ms read_ms lock_ms verdict target=
         mb_have_daemon || { missing "$title" "membrokerd not built"; return; }
         command -v "$BUSCTL" >/dev/null || { missing "$title" "busctl is not installed"; return; }
         mb_start_bus || { missing "$title" "no dbus-daemon"; return; }
@@ -354,9 +354,15 @@ t_reload() {
                 echo "| $n | ${start_ms[0]} (${start_ms[1]}–${start_ms[2]}) | ${reload_ms[0]} (${reload_ms[1]}–${reload_ms[2]}) |" \
                         "${read_ms[0]} (${read_ms[1]}–${read_ms[2]}) | ${lock_ms[0]} (${lock_ms[1]}–${lock_ms[2]}) |"
                 rm -rf "$conf"
+                if [ "$n" = 30000 ]; then
+                        verdict="**met**"
+                        [ "${start_ms[0]}" -lt 1000 ] && [ "${reload_ms[0]}" -lt 1000 ] || verdict="**MISSED**"
+                        target="- target \"start-up and Reload() of 30,000 tenants each under 1 s\": $verdict (medians: start-up ${start_ms[0]} ms, Reload() ${reload_ms[0]} ms, tree lock held ${lock_ms[0]} ms)"
+                fi
         done
         echo
-        echo "- target (start-up and Reload() of 30,000 tenants each under 1 s): see the 30000 row"
+        [ -n "${target:-}" ] && echo "$target"
+        return 0
 }
 
 run_table() {
