@@ -310,7 +310,7 @@ t_reload() {
         echo "median and min–max, in ms."
         echo
         echo "| tenants | start-up | Reload() | files read (off the loop) | tree lock held |"
-        echo "| ---: | ---: | ---: | ---: | ---: |"
+        echo "| --- | ---: | ---: | ---: | ---: |"
         for n in $sizes; do
                 conf=$MB_TMP/reload$n
                 mb_config "$conf" 4G

@@ -291,14 +291,15 @@ static int reload_apply(struct manager *m, struct mb_config *c, uint64_t read_us
                 if (!created && memcmp(&before, &after, sizeof(before)) != 0)
                         changed[nchanged++] = t;
                 t->from_config = true;
-                if (atomic_load(&t->draining)) {
-                        atomic_store(&t->draining, false);
-                        atomic_fetch_sub(&m->ndraining, 1);
-                        log_info("reload: tenant %s is back in the files, no longer draining", t->path);
-                }
-                /* It and its ancestors are needed. */
-                for (struct tenant *x = t; x && x->mark != mark; x = x->parent)
+                /* It and its ancestors are needed (and drain no more). */
+                for (struct tenant *x = t; x && x->mark != mark; x = x->parent) {
                         x->mark = mark;
+                        if (atomic_load(&x->draining)) {
+                                atomic_store(&x->draining, false);
+                                atomic_fetch_sub(&m->ndraining, 1);
+                                log_info("reload: tenant %s is back in the files, no longer draining", x->path);
+                        }
+                }
         }
 
         /* Tenants the files no longer define (and that no defined tenant
