@@ -16,6 +16,8 @@ mb_write_broker_conf "Capacity=64M"
 mb_write_tenant keep "Path=keep"
 mb_write_tenant drain "Path=drain" "MemoryMax=1M"
 mb_write_tenant back "Path=grp/back" "MemoryMax=1M"
+mb_write_tenant p "Path=p" "MemoryMax=8M"
+mb_write_tenant pleaf "Path=p/leaf"
 mb_start_bus
 mb_start_daemon
 
@@ -24,10 +26,14 @@ wire_bg "$MB_TMP/d.out" hello drain charge 4 expect-ok touch "$MB_TMP/d.ready" w
 dpid=$MB_BG_PID
 wire_bg "$MB_TMP/b.out" hello grp/back charge 1 expect-ok hold
 bpid=$MB_BG_PID
+wire_bg "$MB_TMP/p.out" hello p/leaf charge 1 expect-ok hold
+ppid=$MB_BG_PID
+wait_for 20 grep -q ready "$MB_TMP/p.out" || { cat "$MB_TMP/p.out"; fail "the client of p/leaf did not attach"; }
 wait_for 20 test -e "$MB_TMP/d.ready" || { cat "$MB_TMP/d.out"; fail "the client of drain did not charge"; }
 wait_for 20 grep -q ready "$MB_TMP/b.out" || { cat "$MB_TMP/b.out"; fail "the client of grp/back did not attach"; }
 
-rm "$MB_ETC/tenants.d/drain.conf" "$MB_ETC/tenants.d/back.conf"
+rm "$MB_ETC/tenants.d/drain.conf" "$MB_ETC/tenants.d/back.conf" "$MB_ETC/tenants.d/p.conf" \
+        "$MB_ETC/tenants.d/pleaf.conf"
 mgr_call Reload >/dev/null || fail "Reload() failed"
 
 out=$(wire hello drain expect-error ENOENT) || { echo "$out"; fail "a new client of a draining tenant was not refused"; }
@@ -50,6 +56,17 @@ wait_for 20 sh -c "! '$BUSCTL' --address='$MB_BUS_ADDRESS' call $BUS_DEST $BUS_M
 ! mgr_call ListTenants | grep -q '"drain"' || fail "ListTenants still lists drain"
 grep -q 'tenant drain removed' "$MB_TMP/daemon.log" || fail "the removal of drain was not logged"
 pass "drain went with its last client"
+
+# p (a parent) and p/leaf drain; both go when the last client of p/leaf
+# leaves.
+assert_eq "b true" "$(mb_busctl get-property "$BUS_DEST" "$(tenant_object p)" org.membroker1.Tenant Draining)" \
+        "Tenant.Draining of p (its child has a client)"
+out=$(wire hello p/leaf expect-error ENOENT) || { echo "$out"; fail "a new client of p/leaf was not refused"; }
+kill -TERM "$ppid"; wait "$ppid" 2>/dev/null || true
+wait_for 20 sh -c "! '$BUSCTL' --address='$MB_BUS_ADDRESS' call $BUS_DEST $BUS_MGR_PATH $BUS_MGR_IFACE GetTenant s p" ||
+        fail "p still exists after the last client of its child left"
+! mgr_call ListTenants | grep -q '"p/leaf"' || fail "ListTenants still lists p/leaf"
+pass "p/leaf and then p went with the last client"
 
 # grp/back drains too; it comes back in the files before its client leaves:
 # un-drained, with the new settings.
