@@ -307,19 +307,32 @@ static int method_dump_stats(sd_bus_message *msg, void *userdata, sd_bus_error *
         return sd_bus_send(NULL, reply, NULL);
 }
 
+/* The reply to Reload(), once the files were read (off the main loop) and
+ * applied. */
+static void reload_done(struct manager *m, int r, const char *reason, void *userdata) {
+        sd_bus_message *msg = userdata;
+
+        if (r < 0)
+                (void) sd_bus_reply_method_errorf(msg, BUS_ERROR_BAD_CONFIG,
+                                                  "Reload failed, the running configuration is kept: %s",
+                                                  reason ? reason : strerror(-r));
+        else
+                (void) sd_bus_reply_method_return(msg, NULL);
+        sd_bus_message_unref(msg);
+}
+
 static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        _cleanup_(freep) char *reason = NULL;
         int r;
 
         r = bus_verify_root(msg, "Reload", error);
         if (r < 0)
                 return r;
-        r = manager_reload(userdata, &reason);
-        if (r < 0)
-                return sd_bus_error_setf(error, BUS_ERROR_BAD_CONFIG,
-                                         "Reload failed, the running configuration is kept: %s",
-                                         reason ? reason : strerror(-r));
-        return sd_bus_reply_method_return(msg, NULL);
+        r = manager_reload_async(userdata, reload_done, sd_bus_message_ref(msg));
+        if (r < 0) {
+                sd_bus_message_unref(msg);
+                return r;
+        }
+        return 1; /* answered by reload_done() */
 }
 
 const sd_bus_vtable bus_manager_vtable[] = {

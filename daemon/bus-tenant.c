@@ -452,6 +452,12 @@ static int property_get_charge_batch(sd_bus *bus, const char *path, const char *
         return sd_bus_message_append(reply, "u", (uint32_t) tenant_charge_batch(t, dflt));
 }
 
+static int property_get_draining(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        TENANT_OR_RETURN(t, userdata, path, error);
+        return sd_bus_message_append(reply, "b", (int) atomic_load(&t->draining));
+}
+
 static int property_get_nclients(sd_bus *bus, const char *path, const char *interface, const char *property,
                                  sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         TENANT_OR_RETURN(t, userdata, path, error);
@@ -497,6 +503,7 @@ const sd_bus_vtable bus_tenant_vtable[] = {
         SD_BUS_PROPERTY("ChargeBatch", "u", property_get_charge_batch, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("EffectiveChargeBatch", "u", property_get_effective_charge_batch, 0, 0),
         SD_BUS_PROPERTY("NClients", "u", property_get_nclients, 0, 0),
+        SD_BUS_PROPERTY("Draining", "b", property_get_draining, 0, 0),
         SD_BUS_METHOD_WITH_ARGS("GetStat", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(st)", stat), method_get_stat,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetStatText", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", text), method_get_stat_text,

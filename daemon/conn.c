@@ -467,6 +467,12 @@ static void conn_hello(struct conn *c, const Mb__Hello *hello) {
                         return conn_fail(c, false, 0, ENOENT, "no tenant %s", path);
                 }
         }
+        if (atomic_load(&t->draining)) {
+                pthread_rwlock_unlock(&m->tree_lock);
+                return conn_fail(c, false, 0, ENOENT,
+                                 "tenant %s is draining: it is gone from the configuration files and admits no new "
+                                 "clients", t->path);
+        }
         if (t->nchildren > 0) {
                 pthread_rwlock_unlock(&m->tree_lock);
                 return conn_fail(c, false, 0, EISDIR, "tenant %s has children; clients attach to leaves", t->path);
@@ -1137,8 +1143,7 @@ void conn_free(struct conn *c) {
                 log_info("client %" PRIu64 " (%s) detached from tenant %s, %" PRIu64 " pages returned", c->client_id,
                          c->name, t->path, released);
                 /* Last: from here on the tenant may be removed. */
-                atomic_fetch_sub(&t->nclients, 1);
-                atomic_fetch_sub(&m->nclients, 1);
+                manager_client_detached(m, t);
         }
         if (c->throttle_timer)
                 event_free(c->throttle_timer);

@@ -9,11 +9,13 @@ daemon_libmbbroker_la_SOURCES = \
 	%reldir%/arena.c %reldir%/arena.h \
 	%reldir%/auth.c %reldir%/auth.h \
 	%reldir%/log.c %reldir%/log.h \
+	%reldir%/config-files.c %reldir%/config-files.h \
 	%reldir%/conn.c %reldir%/conn.h \
 	%reldir%/worker.c %reldir%/worker.h \
 	%reldir%/manager.c %reldir%/manager.h \
 	%reldir%/mailbox.c %reldir%/mailbox.h \
 	%reldir%/client-events.c %reldir%/client-events.h \
+	%reldir%/manager-reload.c \
 	%reldir%/reclaim.c %reldir%/reclaim.h %reldir%/reclaim-internal.h \
 	%reldir%/reclaim-job.c %reldir%/reclaim-oom.c \
 	%reldir%/pressure.c %reldir%/pressure.h \

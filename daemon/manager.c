@@ -16,6 +16,7 @@
 #include "bus.h"
 #include "client-events.h"
 #include "conn.h"
+#include "config-files.h"
 #include "log.h"
 #include "macros.h"
 #include "mailbox.h"
@@ -43,7 +44,7 @@ struct manager_event {
 
 /* ---- tenant states ---- */
 
-static struct tenant_state *tenant_state_new(struct tenant *t) {
+struct tenant_state *manager_tenant_state_new(struct tenant *t) {
         struct tenant_state *ts;
 
         ts = calloc(1, sizeof(*ts));
@@ -82,7 +83,7 @@ static void tenant_state_free_locked(struct manager *m, struct tenant_state *ts)
 }
 
 static int ensure_state_cb(struct tenant *t, void *userdata) {
-        if (!t->userdata && !tenant_state_new(t))
+        if (!t->userdata && !manager_tenant_state_new(t))
                 return -ENOMEM;
         return 0;
 }
@@ -314,7 +315,7 @@ static int log_state_cb(struct tenant *t, void *userdata) {
                  "events_local=low:%" PRIu64 ",high:%" PRIu64 ",max:%" PRIu64 ",oom:%" PRIu64 ",oom_kill:%" PRIu64 " "
                  "pages=%" PRId64 " stock=%" PRId64 " charge_requests=%" PRId64 " uncharge_requests=%" PRId64
                  " arena_used=%" PRIu64 " unaccounted=%" PRIu64 " pgscan=%" PRId64 " pgsteal=%" PRId64
-                 " throttle_usec=%" PRId64,
+                 " throttle_usec=%" PRId64 " draining=%s",
                  t->path, page_counter_read(&t->memory), max, high, page_counter_get_low(&t->memory),
                  page_counter_get_min(&t->memory), atomic_load(&t->memory.watermark), atomic_load(&t->nclients),
                  t->nchildren, atomic_load(&t->events[MB_EVENT_LOW]), atomic_load(&t->events[MB_EVENT_HIGH]),
@@ -326,7 +327,8 @@ static int log_state_cb(struct tenant *t, void *userdata) {
                  t->rstat.value[MB_STAT_PAGES], t->rstat.value[MB_STAT_STOCK],
                  t->rstat.value[MB_STAT_CHARGE_REQUESTS], t->rstat.value[MB_STAT_UNCHARGE_REQUESTS],
                  ts && ts->arena ? arena_used(ts->arena) : 0, manager_tenant_unaccounted(m, t),
-                 t->rstat.value[MB_STAT_PGSCAN], t->rstat.value[MB_STAT_PGSTEAL], t->rstat.value[MB_STAT_THROTTLE_USEC]);
+                 t->rstat.value[MB_STAT_PGSCAN], t->rstat.value[MB_STAT_PGSTEAL], t->rstat.value[MB_STAT_THROTTLE_USEC],
+                 atomic_load(&t->draining) ? "yes" : "no");
         return 0;
 }
 
@@ -432,7 +434,7 @@ int manager_tenant_create(struct manager *m, const char *path, const struct mb_l
 
         /* The tenant and the ancestors created with it have no state yet. */
         for (struct tenant *x = t; x && !x->userdata; x = x->parent) {
-                if (!tenant_state_new(x)) {
+                if (!manager_tenant_state_new(x)) {
                         r = -ENOMEM;
                         goto out;
                 }
@@ -479,8 +481,8 @@ out:
         return 0;
 }
 
-/* Remove @t; tree lock held for writing. */
-static int tenant_remove_locked(struct manager *m, struct tenant *t) {
+int manager_tenant_remove_locked(struct manager *m, struct tenant *t) {
+        bool draining = atomic_load(&t->draining);
         int r;
 
         if (!t->parent)
@@ -496,8 +498,10 @@ static int tenant_remove_locked(struct manager *m, struct tenant *t) {
         tenant_state_free_locked(m, tenant_state_of(t));
         r = tenant_remove(m->tree, t);
         if (r < 0 && !t->userdata)
-                (void) tenant_state_new(t); /* keep the invariant: every tenant has a state */
+                (void) manager_tenant_state_new(t); /* keep the invariant: every tenant has a state */
         pthread_mutex_unlock(&m->stats_lock);
+        if (r >= 0 && draining)
+                atomic_fetch_sub(&m->ndraining, 1);
         return r;
 }
 
@@ -510,12 +514,13 @@ int manager_tenant_remove(struct manager *m, struct tenant *t) {
                 return -ENOMEM;
 
         pthread_rwlock_wrlock(&m->tree_lock);
-        r = tenant_remove_locked(m, t);
+        r = manager_tenant_remove_locked(m, t);
         pthread_rwlock_unlock(&m->tree_lock);
         if (r < 0)
                 return r;
         log_info("tenant %s removed", path);
         bus_emit_tenant_removed(m, path);
+        manager_drain(m); /* a draining parent may go with its last child */
         /* RemoveTenant forgets what was set over D-Bus for it. */
         if (m->state) {
                 r = state_forget(m->state, path);
@@ -531,240 +536,6 @@ int manager_tenant_remove(struct manager *m, struct tenant *t) {
 int manager_reclaim(struct manager *m, struct tenant *t, uint64_t bytes, manager_reclaim_cb cb, void *userdata) {
         /* memory_reclaim(): bytes rounded down to pages. */
         return reclaim_proactive(m->reclaimer, t, bytes / m->page_size, cb, userdata);
-}
-
-/* ---- reload ---- */
-
-static bool config_has_path(const struct mb_config *c, const char *path) {
-        for (size_t i = 0; i < c->ntenants; i++) {
-                _cleanup_(freep) char *norm = NULL;
-                if (tenant_path_normalize(c->tenants[i].path, &norm) >= 0 && strcmp(norm, path) == 0)
-                        return true;
-        }
-        return false;
-}
-
-/* Could @path be created in the running tree?  The nearest existing
- * ancestor must have no clients (no internal processes). */
-static int check_creatable(struct manager *m, const char *path, const char **ret_busy) {
-        _cleanup_(freep) char *p = strdup(path);
-        char *slash;
-
-        if (!p)
-                return -ENOMEM;
-        while ((slash = strrchr(p, '/'))) {
-                struct tenant *a;
-                *slash = 0;
-                a = tenant_lookup(m->tree, p);
-                if (a) {
-                        if (atomic_load(&a->nclients) > 0) {
-                                *ret_busy = a->path;
-                                return -EBUSY;
-                        }
-                        return 0;
-                }
-        }
-        if (atomic_load(&m->tree->root->nclients) > 0) {
-                *ret_busy = "/";
-                return -EBUSY;
-        }
-        return 0;
-}
-
-struct stale_walk {
-        struct manager *m;
-        const struct mb_config *c;
-        struct tenant *victim;
-};
-
-/* Find a tenant from the old files that the new ones no longer define and
- * that can go (no clients, no children). */
-static int stale_cb(struct tenant *t, void *userdata) {
-        struct stale_walk *sw = userdata;
-
-        if (!t->parent || !t->from_config || t->nchildren > 0 || atomic_load(&t->nclients) > 0)
-                return 0;
-        if (config_has_path(sw->c, t->path))
-                return 0;
-        sw->victim = t;
-        return 1;
-}
-
-int manager_reload(struct manager *m, char **ret_error) {
-        struct mb_config *c = NULL;
-        char *error = NULL;
-        char **removed = NULL;
-        size_t nremoved = 0;
-        int r;
-
-        r = mb_config_load(m->config_dir, &c, &error);
-        if (r < 0) {
-                log_error("reload failed, keeping the running configuration: %s", error ? error : strerror(-r));
-                if (ret_error)
-                        *ret_error = error;
-                else
-                        free(error);
-                return r;
-        }
-
-        if (c->broker.page_size != m->page_size) {
-                log_warning("PageSize=%" PRIu64 " takes effect at the next start; keeping %" PRIu64,
-                            c->broker.page_size, m->page_size);
-                c->broker.page_size = m->page_size;
-        }
-        if (c->broker.workers != m->config->broker.workers)
-                log_warning("Workers= takes effect at the next start");
-        if (!m->socket_path && c->broker.socket_path && m->config->broker.socket_path &&
-            strcmp(c->broker.socket_path, m->config->broker.socket_path) != 0)
-                log_warning("Socket= takes effect at the next start");
-        if (c->broker.capacity_bytes > m->config->broker.capacity_bytes)
-                log_warning("Capacity= raised: the arenas that exist keep their size (a sealed memfd cannot grow), "
-                            "so their tenants stay within the old capacity; new arenas get the new one");
-        if (c->broker.pressure_reclaim != m->config->broker.pressure_reclaim)
-                log_warning("PressureReclaim= takes effect at the next start");
-        if (c->broker.restart_grace_sec != m->config->broker.restart_grace_sec)
-                log_warning("RestartGraceSec= takes effect at the next start");
-
-        /* The persisted limits are re-read too (an admin may edit them). */
-        if (m->state) {
-                r = state_load_persisted(m->state, &error);
-                if (r < 0) {
-                        mb_config_free(c);
-                        log_error("reload failed, keeping the running configuration: %s",
-                                  error ? error : strerror(-r));
-                        if (ret_error)
-                                *ret_error = error;
-                        else
-                                free(error);
-                        return r;
-                }
-        }
-
-        pthread_rwlock_wrlock(&m->tree_lock);
-
-        /* Check first, so that a configuration that cannot be applied changes
-         * nothing. */
-        for (size_t i = 0; i < c->ntenants; i++) {
-                const struct mb_tenant_config *tc = &c->tenants[i];
-                _cleanup_(freep) char *norm = NULL;
-                const char *busy = NULL;
-                struct tenant *t;
-
-                r = tenant_path_normalize(tc->path, &norm);
-                if (r < 0) {
-                        if (asprintf(&error, "%s:%u: invalid tenant path %s", tc->file, tc->line, tc->path) < 0)
-                                error = NULL;
-                        goto fail;
-                }
-                t = tenant_lookup(m->tree, norm);
-                if (t)
-                        continue;
-                r = check_creatable(m, norm, &busy);
-                if (r < 0) {
-                        if (asprintf(&error, "%s:%u: cannot create tenant %s: tenant %s has clients attached", tc->file,
-                                     tc->line, norm, busy) < 0)
-                                error = NULL;
-                        goto fail;
-                }
-        }
-
-        for (size_t i = 0; i < c->ntenants; i++) {
-                const struct mb_tenant_config *tc = &c->tenants[i];
-                _cleanup_(freep) char *norm = NULL;
-                struct tenant *t;
-
-                if (tenant_path_normalize(tc->path, &norm) < 0)
-                        continue;
-                t = tenant_lookup(m->tree, norm);
-                if (!t) {
-                        pthread_mutex_lock(&m->stats_lock);
-                        r = tenant_create(m->tree, norm, &t);
-                        pthread_mutex_unlock(&m->stats_lock);
-                        if (r < 0) {
-                                log_error_errno(r, "%s:%u: cannot create tenant %s: %m", tc->file, tc->line, norm);
-                                continue;
-                        }
-                        for (struct tenant *x = t; x && !x->userdata; x = x->parent)
-                                (void) tenant_state_new(x);
-                        log_info("reload: tenant %s added", norm);
-                }
-                r = mb_config_apply_tenant(c, tc, t);
-                if (r < 0)
-                        log_error_errno(r, "%s:%u: cannot apply the settings of tenant %s: %m", tc->file, tc->line,
-                                        norm);
-                t->from_config = true;
-        }
-
-        /* Tenants the files no longer define go, deepest first, when they
-         * have no clients; the others stay until their clients leave. */
-        for (;;) {
-                struct stale_walk sw = { .m = m, .c = c };
-                char **nr;
-
-                (void) tenant_walk(m->tree->root, stale_cb, &sw);
-                if (!sw.victim)
-                        break;
-                nr = realloc(removed, (nremoved + 1) * sizeof(char *));
-                if (nr) {
-                        removed = nr;
-                        removed[nremoved] = strdup(sw.victim->path);
-                        if (removed[nremoved])
-                                nremoved++;
-                }
-                r = tenant_remove_locked(m, sw.victim);
-                if (r < 0) {
-                        sw.victim->from_config = false; /* do not try again */
-                        continue;
-                }
-                log_info("reload: tenant %s removed", removed[nremoved - 1]);
-        }
-
-        (void) page_counter_force_max(&m->tree->root->memory,
-                                      (unsigned long) MB_MIN(c->broker.capacity_bytes / m->page_size,
-                                                             (uint64_t) PAGE_COUNTER_MAX));
-        m->tree->recursive_protection = c->broker.memory_recursiveprot;
-
-        mb_config_free(m->config);
-        m->config = c;
-        atomic_store(&m->broker_charge_batch, c->broker.charge_batch);
-        pthread_rwlock_unlock(&m->tree_lock);
-
-        /* What was set over D-Bus stays over the files (state.h). */
-        manager_apply_layers(m);
-
-        for (size_t i = 0; i < nremoved; i++) {
-                bus_emit_tenant_removed(m, removed[i]);
-                free(removed[i]);
-        }
-        free(removed);
-        for (size_t i = 0; i < c->ntenants; i++) {
-                _cleanup_(freep) char *norm = NULL;
-                struct tenant *t;
-
-                if (tenant_path_normalize(c->tenants[i].path, &norm) < 0)
-                        continue;
-                t = tenant_lookup(m->tree, norm);
-                if (!t)
-                        continue;
-                bus_emit_limits_changed(m, t);
-                /* A lower max or high reclaims the excess (daemon/reclaim.c). */
-                reclaim_enforce_limits(m->reclaimer, t);
-        }
-        /* A lower Capacity= is the root's max lowered: it reclaims across
-         * every tenant, like writing a lower memory.max at the top. */
-        reclaim_enforce_limits(m->reclaimer, m->tree->root);
-        log_info("configuration reloaded: %u tenants", m->tree->ntenants);
-        return 0;
-
-fail:
-        pthread_rwlock_unlock(&m->tree_lock);
-        mb_config_free(c);
-        log_error("reload failed, keeping the running configuration: %s", error ? error : strerror(-r));
-        if (ret_error)
-                *ret_error = error;
-        else
-                free(error);
-        return r < 0 ? r : -EINVAL;
 }
 
 unsigned manager_nclients(struct manager *m) {
@@ -880,6 +651,15 @@ listen:
 
 /* ---- signals ---- */
 
+static void manager_drain_wakeup_cb(evutil_socket_t fd, short what, void *userdata) {
+        manager_drain(userdata);
+}
+
+static void sighup_reload_done(struct manager *m, int r, const char *error, void *userdata) {
+        if (r != -ECANCELED) /* not while stopping */
+                manager_notify_reloaded(m, r >= 0);
+}
+
 static void manager_signal_cb(evutil_socket_t sig, short what, void *userdata) {
         struct manager *m = userdata;
 
@@ -894,7 +674,8 @@ static void manager_signal_cb(evutil_socket_t sig, short what, void *userdata) {
         case SIGHUP:
                 log_info("received SIGHUP, reloading the configuration");
                 manager_notify_reloading(m);
-                manager_notify_reloaded(m, manager_reload(m, NULL) >= 0);
+                if (manager_reload_async(m, sighup_reload_done, NULL) < 0)
+                        manager_notify_reloaded(m, false);
                 break;
         case SIGUSR1:
                 manager_log_state(m);
@@ -982,6 +763,9 @@ int manager_start(struct manager *m, char **ret_error) {
                         &m->event_box);
         if (r < 0)
                 return r;
+        m->drain_wakeup = event_new(m->base, -1, 0, manager_drain_wakeup_cb, m);
+        if (!m->drain_wakeup)
+                return -ENOMEM;
 
         /* Workers: Workers= or one per online CPU. */
         m->nworkers = m->config->broker.workers;
@@ -1100,8 +884,11 @@ void manager_free(struct manager *m) {
                 event_free(m->sigusr1);
         if (m->flush_timer)
                 event_free(m->flush_timer);
+        if (m->drain_wakeup)
+                event_free(m->drain_wakeup);
         if (m->watchdog)
                 event_free(m->watchdog);
+        manager_reload_free(m); /* joins a reload still reading the files */
         restart_free(m->restart); /* its timer belongs to the base */
         state_free(m->state);
 

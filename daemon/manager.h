@@ -95,6 +95,11 @@ struct manager {
         struct restart *restart;   /* the fd-store restart */
         struct event *watchdog;    /* WATCHDOG=1 timer, NULL without a watchdog */
         unsigned status_tenants, status_clients; /* last STATUS= sent */
+
+        /* Added by the configuration work (daemon/manager-reload.c). */
+        struct manager_reload *reload; /* the files read off the main thread */
+        _Atomic unsigned ndraining;    /* tenants marked draining */
+        struct event *drain_wakeup;    /* worker -> main: a client of some tenant left */
 };
 
 /* Limits as the bus and the configuration express them (bytes, UINT64_MAX =
@@ -129,8 +134,42 @@ int manager_tenant_set_limits_layer(struct manager *m, struct tenant *t, const s
  * thread when reclaim completes, after this returns.  -ENOMEM. */
 typedef void (*manager_reclaim_cb)(struct manager *m, uint64_t reclaimed_bytes, void *userdata);
 int manager_reclaim(struct manager *m, struct tenant *t, uint64_t bytes, manager_reclaim_cb cb, void *userdata);
-/* Reload(): re-read the configuration; on error *ret_error = "file:line: ..." */
+/* Reload(): re-read the configuration (on this thread) and apply it; on
+ * error *ret_error = "file:line: ..." and the running configuration stays.
+ * Main thread. */
 int manager_reload(struct manager *m, char **ret_error);
+
+/**
+ * manager_reload_async - Reload() that keeps the main loop serving: the
+ * files are read and parsed by a thread of their own, then applied on the
+ * main thread under the tree lock in one short critical section.  @cb runs
+ * on the main thread when done, with 0 or a negative errno and then the
+ * "file:line: reason" (NULL when none).  A request made while a reload runs
+ * is served by the next one (the files are read again).  Main thread.
+ * 0, or -ENOMEM / the pthread_create() error (then @cb is not called).
+ */
+typedef void (*manager_reload_cb)(struct manager *m, int r, const char *error, void *userdata);
+int manager_reload_async(struct manager *m, manager_reload_cb cb, void *userdata);
+/* Wait for a reload thread still running and free its state (shutdown). */
+void manager_reload_free(struct manager *m);
+
+/**
+ * manager_client_detached - count a client of @t out (worker threads, the
+ * last thing a leaving client does: @t may be removed as soon as this
+ * returns).  When some tenant drains, the main thread is woken to remove the
+ * draining tenants whose last client has left.
+ */
+void manager_client_detached(struct manager *m, struct tenant *t);
+
+/* Remove the draining tenants that have no client, no child and no page
+ * left, deepest first (and their bus objects).  Main thread. */
+void manager_drain(struct manager *m);
+
+/* Internals shared with daemon/manager-reload.c (main thread, tree lock
+ * held for writing): a tenant's state; remove a leaf without clients or
+ * pages (-EBUSY, -EPERM for the root). */
+struct tenant_state *manager_tenant_state_new(struct tenant *t);
+int manager_tenant_remove_locked(struct manager *m, struct tenant *t);
 
 /* Called by workers when a tenant event counter moved; delivered on the main
  * thread to bus_emit_memory_event() (daemon/bus.h). Thread-safe. */

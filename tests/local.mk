@@ -16,6 +16,7 @@ include tests/broker.mk
 include tests/client.mk
 include tests/bus.mk
 include tests/slab.mk
+include tests/config.mk
 include tests/bench.mk
 include tests/service.mk
 include tests/pressure.mk

@@ -31,7 +31,7 @@ table_rows() {
         ' "$out"
 }
 
-for n in 1 2 3 4 5 6 7 8 9 10; do
+for n in 1 2 3 4 5 6 7 8 9 10 11; do
         grep -q "^## Table $n[a-z]\{0,1\}: " "$out" || fail "table $n is missing from the output"
         rows=$(table_rows "$n")
         [ "$rows" -ge 1 ] || { sed -n "/^## Table $n[a-z]\{0,1\}: /,/^## /p" "$out" | head -20; fail "table $n printed no table"; }

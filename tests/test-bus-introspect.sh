@@ -46,7 +46,7 @@ assert_eq /org/membroker1/tenant/db "$(tenant_object /db/)" "object of /db/ (nor
 ten=$(members /org/membroker1/tenant/db_2fcache "$BUS_TENANT_IFACE")
 for p in "Path s" "MemoryCurrent t" "MemoryPeak t" "MemoryMax t" "MemoryHigh t" "MemoryLow t" \
          "MemoryMin t" "EffectiveMemoryLow t" "EffectiveMemoryMin t" "ChargeBatch u" "EffectiveChargeBatch u" \
-         "NClients u"; do
+         "NClients u" "Draining b"; do
         set -- $p
         printf '%s\n' "$ten" | grep -q "^\.$1 property $2 " || fail "Tenant lacks property $1 ($2)"
 done

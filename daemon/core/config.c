@@ -23,21 +23,21 @@
  *     applies), without "  # trailing comments" (design.md §7 writes them,
  *     libinih only knows ';'), and refuses lines libinih would truncate or
  *     not understand, with a precise message.
+ *
+ * Pure: the text comes from memory buffers, the facts of the machine (RAM,
+ * page size) and the user/group lookups from the caller's struct
+ * mb_config_env; reading the files, walking tenants.d/ and NSS live in the
+ * daemon (daemon/config-files.c).
  */
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
-#include <grp.h>
 #include <inttypes.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 #include <sys/un.h>
-#include <unistd.h>
 
 #include <ini.h>
 
@@ -57,20 +57,6 @@
 #define MB_RESTART_GRACE_MAX_SEC 86400U
 
 /* ---- small parsers ------------------------------------------------------ */
-
-uint64_t mb_physical_memory(void) {
-        long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-
-        if (pages <= 0 || size <= 0)
-                return 0;
-        return (uint64_t) pages * (uint64_t) size;
-}
-
-static uint64_t system_page_size(void) {
-        long size = sysconf(_SC_PAGESIZE);
-
-        return size > 0 ? (uint64_t) size : 4096;
-}
 
 int mb_parse_size(const char *s, uint64_t ram_bytes, uint64_t *ret) {
         unsigned __int128 whole = 0, frac = 0, frac_div = 1, v;
@@ -181,19 +167,23 @@ static int parse_boolean(const char *s) {
 /* ---- defaults ----------------------------------------------------------- */
 
 /* Capacity=25%, computed exactly as mb_parse_size() computes "25%". */
-static uint64_t default_capacity_bytes(void) {
-        return (uint64_t) ((unsigned __int128) mb_physical_memory() * MB_DEFAULT_CAPACITY_PERCENT / 100);
+static uint64_t default_capacity_bytes(const struct mb_config_env *env) {
+        return (uint64_t) ((unsigned __int128) env->ram_bytes * MB_DEFAULT_CAPACITY_PERCENT / 100);
 }
 
-int mb_broker_config_defaults(struct mb_broker_config *ret) {
-        uint64_t page = MB_MAX(MB_DEFAULT_PAGE_SIZE_BYTES, system_page_size());
+static uint64_t env_page_size(const struct mb_config_env *env) {
+        return env->sys_page_size > 0 ? env->sys_page_size : MB_DEFAULT_PAGE_SIZE_BYTES;
+}
+
+int mb_broker_config_defaults(const struct mb_config_env *env, struct mb_broker_config *ret) {
+        uint64_t page = MB_MAX(MB_DEFAULT_PAGE_SIZE_BYTES, env_page_size(env));
         char *socket = strdup(MB_DEFAULT_SOCKET);
 
         if (!socket)
                 return -ENOMEM;
 
         *ret = (struct mb_broker_config) {
-                .capacity_bytes = default_capacity_bytes(),
+                .capacity_bytes = default_capacity_bytes(env),
                 .page_size = page,
                 .charge_batch = MB_DEFAULT_CHARGE_BATCH,
                 .socket_path = socket,
@@ -227,6 +217,7 @@ void mb_config_free(struct mb_config *c) {
         for (size_t i = 0; i < c->ntenants; i++)
                 tenant_config_done(&c->tenants[i]);
         free(c->tenants);
+        free(c->index);
         free(c);
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct mb_config *, mb_config_free);
@@ -241,12 +232,14 @@ enum section {
 
 struct parse_ctx {
         const char *file; /* as reported in messages */
-        FILE *f;
+        const char *text; /* the file's contents */
+        size_t len, pos;  /* bytes in text, start of the next line */
         bool broker_file; /* membroker.conf (vs. tenants.d/) */
         struct mb_config *config;
+        const struct mb_config_env *env;
 
         unsigned line;     /* of the line handed to libinih last */
-        char *buf;         /* getline() buffer */
+        char *buf;         /* the current line, NUL-terminated */
         size_t bufsize;
 
         enum section section;
@@ -341,12 +334,19 @@ static void section_begin(struct parse_ctx *ctx, const char *name) {
         struct mb_config *c = ctx->config;
         struct mb_tenant_config *tenants, *tc;
 
-        tenants = reallocarray(c->tenants, c->ntenants + 1, sizeof(*tenants));
-        if (!tenants) {
-                ctx_oom(ctx);
-                return;
+        if (c->ntenants == c->tenants_alloc) {
+                /* Doubling: a copy per section would be quadratic. */
+                size_t want = MB_MAX(c->tenants_alloc * 2, (size_t) 8);
+
+                tenants = reallocarray(c->tenants, want, sizeof(*tenants));
+                if (!tenants) {
+                        ctx_oom(ctx);
+                        return;
+                }
+                c->tenants = tenants;
+                c->tenants_alloc = want;
         }
-        c->tenants = tenants;
+        tenants = c->tenants;
         tc = &tenants[c->ntenants];
         *tc = (struct mb_tenant_config) {
                 .max = MB_LIMIT_MAX,
@@ -377,17 +377,26 @@ static char *config_reader(char *str, int num, void *stream) {
         if (ctx->r < 0)
                 return NULL;
 
-        errno = 0;
-        n = getline(&ctx->buf, &ctx->bufsize, ctx->f);
-        if (n < 0) {
-                if (ferror(ctx->f)) {
-                        int err = errno > 0 ? errno : EIO;
-
-                        ctx_error_at(ctx, 0, "read error: %s", strerror(err));
-                        ctx->r = -err;
-                        return NULL;
-                }
+        if (ctx->pos >= ctx->len)
                 goto end;
+        {
+                const char *start = ctx->text + ctx->pos, *nl;
+                size_t avail = ctx->len - ctx->pos;
+
+                nl = memchr(start, '\n', avail);
+                n = (ssize_t) (nl ? (size_t) (nl - start) + 1 : avail);
+                if ((size_t) n + 1 > ctx->bufsize) {
+                        size_t size = MB_MAX((size_t) n + 1, (size_t) 256);
+                        char *b = realloc(ctx->buf, size);
+
+                        if (!b)
+                                return ctx_oom(ctx), NULL;
+                        ctx->buf = b;
+                        ctx->bufsize = size;
+                }
+                memcpy(ctx->buf, start, (size_t) n);
+                ctx->buf[n] = '\0';
+                ctx->pos += (size_t) n;
         }
         ctx->line++;
 
@@ -503,10 +512,10 @@ static int broker_key(struct parse_ctx *ctx, const char *key, const char *value)
         struct mb_broker_config *b = &ctx->config->broker;
 
         if (strcmp(key, "Capacity") == 0) {
-                uint64_t ram = mb_physical_memory(), v;
+                uint64_t ram = ctx->env->ram_bytes, v;
 
                 if (!*value)
-                        v = default_capacity_bytes();
+                        v = default_capacity_bytes(ctx->env);
                 else if (!set_size(ctx, key, value, ram, 0, &v))
                         return 0;
                 if (v == MB_LIMIT_MAX)
@@ -517,7 +526,7 @@ static int broker_key(struct parse_ctx *ctx, const char *key, const char *value)
         }
 
         if (strcmp(key, "PageSize") == 0) {
-                uint64_t sys = system_page_size(), v;
+                uint64_t sys = env_page_size(ctx->env), v;
 
                 if (!*value)
                         v = MB_MAX(MB_DEFAULT_PAGE_SIZE_BYTES, sys);
@@ -575,13 +584,11 @@ static int broker_key(struct parse_ctx *ctx, const char *key, const char *value)
 }
 
 /* Resolve one AllowUsers=/AllowGroups= word to an id: a decimal id is taken
- * as it is (like systemd's User=), a name is looked up with getpwnam_r() /
- * getgrnam_r().  Returns 0, -ENOENT for an unknown name, -EINVAL for a bad
- * number, another negative errno when the lookup itself failed. */
-static int resolve_id(const char *word, bool group, uint32_t *ret) {
-        _cleanup_(freep) char *buf = NULL;
-        long hint = sysconf(group ? _SC_GETGR_R_SIZE_MAX : _SC_GETPW_R_SIZE_MAX);
-        size_t size = hint > 0 ? (size_t) hint : 1024;
+ * as it is (like systemd's User=), a name is handed to the caller's
+ * resolver (getpwnam_r()/getgrnam_r() in the daemon).  Returns 0, -ENOENT
+ * for an unknown name, -EINVAL for a bad number, another negative errno when
+ * the lookup itself failed. */
+static int resolve_id(const struct mb_config_env *env, const char *word, bool group, uint32_t *ret) {
         unsigned v;
 
         if (isdigit((unsigned char) word[0])) {
@@ -590,42 +597,9 @@ static int resolve_id(const char *word, bool group, uint32_t *ret) {
                 *ret = v;
                 return 0;
         }
-
-        for (;;) {
-                int err;
-
-                buf = malloc(size);
-                if (!buf)
-                        return -ENOMEM;
-
-                if (group) {
-                        struct group gr, *res = NULL;
-
-                        err = getgrnam_r(word, &gr, buf, size, &res);
-                        if (err == 0 && res) {
-                                *ret = res->gr_gid;
-                                return 0;
-                        }
-                } else {
-                        struct passwd pw, *res = NULL;
-
-                        err = getpwnam_r(word, &pw, buf, size, &res);
-                        if (err == 0 && res) {
-                                *ret = res->pw_uid;
-                                return 0;
-                        }
-                }
-                if (err == ERANGE && size < (1U << 20)) {
-                        free(TAKE_PTR(buf));
-                        size *= 2;
-                        continue;
-                }
-                /* "Not found" is 0 with no result, or one of these,
-                 * depending on the NSS module (getpwnam_r(3)). */
-                if (err == 0 || err == ENOENT || err == ESRCH || err == EBADF || err == EPERM)
-                        return -ENOENT;
-                return -err;
-        }
+        if (!env->resolve_name)
+                return -ENOENT;
+        return env->resolve_name(word, group, ret, env->userdata);
 }
 
 static int set_ids(struct parse_ctx *ctx, const char *key, const char *value, bool group, uint32_t **ids,
@@ -648,7 +622,7 @@ static int set_ids(struct parse_ctx *ctx, const char *key, const char *value, bo
                 uint32_t id = 0, *a;
                 int r;
 
-                r = resolve_id(w, group, &id);
+                r = resolve_id(ctx->env, w, group, &id);
                 if (r == -ENOENT)
                         return ctx_error(ctx, "unknown %s '%s' in %s=", group ? "group" : "user", w, key);
                 if (r == -EINVAL)
@@ -773,30 +747,34 @@ static int config_handler(void *user, const char *section, const char *name, con
         }
 }
 
-/* Parse one file.  -ENOENT (no message) when it does not exist and
- * @optional; otherwise the first error, with ctx->error set. */
-static int parse_file(struct mb_config *c, const char *path, bool broker_file, bool optional,
-                      char **ret_error) {
-        _cleanup_(fclosep) FILE *f = NULL;
+int mb_config_new(const struct mb_config_env *env, struct mb_config **ret) {
+        _cleanup_(mb_config_freep) struct mb_config *c = NULL;
+        int r;
+
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        r = mb_broker_config_defaults(env, &c->broker);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+int mb_config_parse_buffer(struct mb_config *c, const struct mb_config_env *env, const char *file,
+                           const char *text, size_t len, bool broker_file, char **ret_error) {
         struct parse_ctx ctx = {
-                .file = path,
+                .file = file,
+                .text = text,
+                .len = len,
                 .broker_file = broker_file,
                 .config = c,
+                .env = env,
                 .tenant = -1,
         };
         int r;
 
-        f = fopen(path, "re");
-        if (!f) {
-                r = -errno;
-                if (r == -ENOENT && optional)
-                        return r;
-                if (asprintf(ret_error, "%s: %s", path, strerror(-r)) < 0)
-                        *ret_error = NULL;
-                return r;
-        }
-        ctx.f = f;
-
+        *ret_error = NULL;
         r = ini_parse_stream(config_reader, &ctx, config_handler, &ctx);
         free(ctx.buf);
 
@@ -825,71 +803,6 @@ static int parse_file(struct mb_config *c, const char *path, bool broker_file, b
                 return ctx.r;
         }
         free(ctx.error);
-        return 0;
-}
-
-static bool conf_name_ok(const char *name) {
-        size_t n = strlen(name);
-
-        return name[0] != '.' && n > 5 && strcmp(name + n - 5, ".conf") == 0;
-}
-
-static int cmp_strp(const void *a, const void *b) {
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
-/* tenants.d/ file names ending in ".conf", sorted bytewise (lexical order
- * that does not depend on the locale).  -ENOENT when the directory is
- * absent. */
-static int list_conf_files(const char *dir, char ***ret, size_t *ret_n) {
-        DIR *d;
-        struct dirent *de;
-        char **names = NULL;
-        size_t n = 0;
-        int r = 0;
-
-        d = opendir(dir);
-        if (!d)
-                return -errno;
-
-        while ((errno = 0, de = readdir(d))) {
-                char **a, *copy;
-
-                if (!conf_name_ok(de->d_name))
-                        continue;
-                if (de->d_type != DT_REG) {
-                        struct stat st;
-
-                        /* Symlinks and unknown types: follow them; skip
-                         * directories and the like. */
-                        if (fstatat(dirfd(d), de->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode))
-                                continue;
-                }
-                copy = strdup(de->d_name);
-                a = copy ? reallocarray(names, n + 1, sizeof(*names)) : NULL;
-                if (!a) {
-                        free(copy);
-                        r = -ENOMEM;
-                        break;
-                }
-                names = a;
-                names[n++] = copy;
-        }
-        if (r == 0 && errno != 0)
-                r = -errno;
-        closedir(d);
-
-        if (r < 0) {
-                for (size_t i = 0; i < n; i++)
-                        free(names[i]);
-                free(names);
-                return r;
-        }
-
-        if (n > 1)
-                qsort(names, n, sizeof(*names), cmp_strp);
-        *ret = names;
-        *ret_n = n;
         return 0;
 }
 
@@ -941,71 +854,56 @@ static int check_duplicates(const struct mb_config *c, char **ret_error) {
         return -EINVAL;
 }
 
-int mb_config_load(const char *dir, struct mb_config **ret, char **ret_error) {
-        _cleanup_(mb_config_freep) struct mb_config *c = NULL;
-        _cleanup_(freep) char *path = NULL, *tdir = NULL;
-        char **names = NULL;
-        size_t n = 0;
+/* ---- the path index ------------------------------------------------------ */
+
+/* FNV-1a; the index is built once per configuration, no seed needed: the
+ * paths come from the administrator's files. */
+static uint64_t path_hash(const char *s) {
+        uint64_t h = 0xcbf29ce484222325ULL;
+
+        for (; *s; s++) {
+                h ^= (unsigned char) *s;
+                h *= 0x100000001b3ULL;
+        }
+        return h ^ (h >> 29);
+}
+
+/* Open addressing over tenant indices + 1 (0 = empty), at most half full:
+ * mb_config_find_tenant() in O(1) instead of a scan of every tenant. */
+static int build_index(struct mb_config *c) {
+        size_t size = 16;
+
+        while (size < c->ntenants * 2)
+                size *= 2;
+        free(c->index);
+        c->index = calloc(size, sizeof(*c->index));
+        if (!c->index) {
+                c->index_size = 0;
+                return -ENOMEM;
+        }
+        c->index_size = size;
+        for (size_t i = 0; i < c->ntenants; i++) {
+                size_t j = path_hash(c->tenants[i].path) & (size - 1);
+
+                while (c->index[j] != 0) {
+                        if (strcmp(c->tenants[c->index[j] - 1].path, c->tenants[i].path) == 0)
+                                break; /* a duplicate: the first one stays */
+                        j = (j + 1) & (size - 1);
+                }
+                if (c->index[j] == 0)
+                        c->index[j] = i + 1;
+        }
+        return 0;
+}
+
+int mb_config_finish(struct mb_config *c, char **ret_error) {
         int r;
 
         *ret_error = NULL;
-
-        c = calloc(1, sizeof(*c));
-        if (!c)
-                goto oom;
-        r = mb_broker_config_defaults(&c->broker);
-        if (r < 0)
-                goto oom;
-
-        if (asprintf(&path, "%s/membroker.conf", dir) < 0) {
-                path = NULL;
-                goto oom;
-        }
-        r = parse_file(c, path, true, true, ret_error);
-        if (r < 0 && r != -ENOENT)
-                goto fail;
-
-        if (asprintf(&tdir, "%s/tenants.d", dir) < 0) {
-                tdir = NULL;
-                goto oom;
-        }
-        r = list_conf_files(tdir, &names, &n);
-        if (r == -ENOENT || r == -ENOTDIR)
-                n = 0;
-        else if (r < 0) {
-                if (asprintf(ret_error, "%s: %s", tdir, strerror(-r)) < 0)
-                        *ret_error = NULL;
-                goto fail;
-        }
-
-        r = 0;
-        for (size_t i = 0; i < n; i++) {
-                _cleanup_(freep) char *file = NULL;
-
-                if (r >= 0) {
-                        if (asprintf(&file, "%s/%s", tdir, names[i]) < 0) {
-                                file = NULL;
-                                r = -ENOMEM;
-                        } else
-                                r = parse_file(c, file, false, false, ret_error);
-                }
-                free(names[i]);
-        }
-        free(names);
-        if (r < 0)
-                goto fail;
-
         r = check_duplicates(c, ret_error);
-        if (r < 0)
-                goto fail;
-
-        *ret = TAKE_PTR(c);
-        return 0;
-
-oom:
-        r = -ENOMEM;
-fail:
-        if (!*ret_error)
+        if (r >= 0)
+                r = build_index(c);
+        if (r < 0 && !*ret_error)
                 *ret_error = strdup(r == -ENOMEM ? "out of memory" : strerror(-r));
         return r;
 }
@@ -1013,11 +911,17 @@ fail:
 const struct mb_tenant_config *mb_config_find_tenant(const struct mb_config *c, const char *path) {
         _cleanup_(freep) char *p = NULL;
 
-        if (tenant_path_normalize(path, &p) < 0)
+        if (!c->index || tenant_path_normalize(path, &p) < 0)
                 return NULL;
-        for (size_t i = 0; i < c->ntenants; i++)
-                if (strcmp(c->tenants[i].path, p) == 0)
-                        return &c->tenants[i];
+        return mb_config_find_normalized(c, p);
+}
+
+const struct mb_tenant_config *mb_config_find_normalized(const struct mb_config *c, const char *path) {
+        if (!c->index)
+                return NULL;
+        for (size_t j = path_hash(path) & (c->index_size - 1); c->index[j] != 0; j = (j + 1) & (c->index_size - 1))
+                if (strcmp(c->tenants[c->index[j] - 1].path, path) == 0)
+                        return &c->tenants[c->index[j] - 1];
         return NULL;
 }
 

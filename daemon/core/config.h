@@ -4,7 +4,10 @@
  *
  * systemd-style INI, parsed with libinih.  Every error is reported as
  * "file:line: what is wrong"; on error nothing is returned (no partial
- * configuration).
+ * configuration).  Pure: the parser reads memory buffers and asks its
+ * caller (struct mb_config_env) for the machine's RAM and page size and for
+ * user/group names; reading the files and NSS are the daemon's
+ * (daemon/config-files.h).
  *
  * Syntax (systemd's, plus the trailing comments design.md §7 shows):
  *   - "[Section]" headers, "Key=Value" assignments, comment lines starting
@@ -78,26 +81,57 @@ struct mb_tenant_config {
 struct mb_config {
         struct mb_broker_config broker;
         struct mb_tenant_config *tenants;
-        size_t ntenants;
+        size_t ntenants, tenants_alloc;
+        size_t *index;     /* by path: open addressing of tenant index + 1 (mb_config_finish()) */
+        size_t index_size; /* slots, a power of two */
+};
+
+/* What the pure parser needs to know of the machine. */
+struct mb_config_env {
+        uint64_t ram_bytes;     /* physical RAM: Capacity=N% and the default 25% */
+        uint64_t sys_page_size; /* the system page size: PageSize= lower bound and default */
+        /* Resolve an AllowUsers=/AllowGroups= name (never called for a
+         * decimal id): 0 with *ret set, -ENOENT for an unknown name,
+         * another negative errno when the lookup failed.  NULL: every name
+         * is unknown. */
+        int (*resolve_name)(const char *name, bool group, uint32_t *ret, void *userdata);
+        void *userdata;
 };
 
 #define MB_CHARGE_BATCH_MAX 16384U
 
 /**
- * mb_config_load - read @dir/membroker.conf (optional: defaults when absent,
- * as when @dir itself is absent) and @dir/tenants.d/ *.conf in lexical
- * (byte) order.  On error returns a negative errno (-EINVAL for a bad file,
- * the read error otherwise), sets *@ret_error to a malloc'ed
- * "file:line: reason" ("file: reason" when no line applies) and returns no
- * configuration.
+ * mb_config_new - an empty configuration with the built-in broker defaults
+ * for the machine @env describes (no tenants).  -ENOMEM.
  */
-int mb_config_load(const char *dir, struct mb_config **ret, char **ret_error);
+int mb_config_new(const struct mb_config_env *env, struct mb_config **ret);
+
+/**
+ * mb_config_parse_buffer - parse @len bytes of @text, the contents of
+ * @file (the name used in messages), into @c: the [Broker] section when
+ * @broker_file, else [Tenant] sections appended to c->tenants.  Files are
+ * parsed in order (membroker.conf first, so that percentages of Capacity=
+ * resolve), then mb_config_finish() once.  On error returns a negative
+ * errno (-EINVAL for a bad file, -ENOMEM), sets *@ret_error to a malloc'ed
+ * "file:line: reason" (NULL for -ENOMEM) and @c is only good to be freed.
+ */
+int mb_config_parse_buffer(struct mb_config *c, const struct mb_config_env *env, const char *file,
+                           const char *text, size_t len, bool broker_file, char **ret_error);
+
+/**
+ * mb_config_finish - after the last file: refuse two [Tenant] sections with
+ * the same Path= ("file:line: duplicate Path=..., first defined at
+ * file:line" in *@ret_error, -EINVAL) and index the tenants by path for
+ * mb_config_find_tenant().  O(n log n).  -EINVAL, -ENOMEM.
+ */
+int mb_config_finish(struct mb_config *c, char **ret_error);
 void mb_config_free(struct mb_config *c);
 
-/* The built-in defaults (no file): Capacity 25% of RAM, PageSize 4K (or the
- * system page size when larger), ChargeBatch 64, ...  @ret's socket_path is
- * malloc'ed: free with mb_broker_config_done().  -ENOMEM. */
-int mb_broker_config_defaults(struct mb_broker_config *ret);
+/* The built-in defaults (no file) for the machine @env describes: Capacity
+ * 25% of RAM, PageSize 4K (or the system page size when larger),
+ * ChargeBatch 64, ...  @ret's socket_path is malloc'ed: free with
+ * mb_broker_config_done().  -ENOMEM. */
+int mb_broker_config_defaults(const struct mb_config_env *env, struct mb_broker_config *ret);
 void mb_broker_config_done(struct mb_broker_config *b);
 
 /**
@@ -113,11 +147,11 @@ int mb_parse_size(const char *s, uint64_t ram_bytes, uint64_t *ret);
  * anything above PAGE_COUNTER_MAX pages to PAGE_COUNTER_MAX. */
 unsigned long mb_bytes_to_pages(uint64_t bytes, uint64_t page_size);
 
-/* Find a tenant's configuration by normalised path, NULL when absent. */
+/* Find a tenant's configuration by path (any accepted spelling), NULL when
+ * absent or before mb_config_finish().  O(length of @path). */
 const struct mb_tenant_config *mb_config_find_tenant(const struct mb_config *c, const char *path);
-
-/* Physical RAM in bytes (sysconf). */
-uint64_t mb_physical_memory(void);
+/* The same for a path already normalised (tenant_path_normalize()). */
+const struct mb_tenant_config *mb_config_find_normalized(const struct mb_config *c, const char *path);
 
 /**
  * mb_config_build_tree - a tenant tree from @c: the root's max is the

@@ -87,6 +87,11 @@ struct tenant {
         size_t n_allow_groups;
         char *cgroup; /* Cgroup= prefix, NULL when unset */
         bool from_config;  /* defined by a file (vs. created at run time) */
+        /* Gone from the files but still in use: admits no new client and
+         * goes with its last one, like a removed systemd unit that is still
+         * active.  Written under the daemon's tree lock (for writing). */
+        _Atomic bool draining;
+        unsigned mark;     /* scratch of the daemon's walks under the tree lock */
 
         void *userdata; /* the daemon's per-tenant state (arena, clients) */
 };
