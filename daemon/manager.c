@@ -32,7 +32,6 @@
 
 #define MANAGER_LISTEN_BACKLOG 4096
 #define MANAGER_MAX_WORKERS 256u
-#define MANAGER_MAX_CHARGE_BATCH_PAGES 16384u /* a Charge carries at most this */
 #define ACCEPT_PAUSE_USEC 100000 /* listener pause when out of descriptors */
 
 /* A message of m->event_box: a tenant's event count moved. */
@@ -382,7 +381,7 @@ static int set_limits_locked(struct manager *m, struct tenant *t, const struct m
                 return r;
         if (l->min != MB_LIMIT_UNSET && (r = limit_to_pages(m, l->min, &min)) < 0)
                 return r;
-        if (l->charge_batch != MB_LIMIT_UNSET && l->charge_batch > MANAGER_MAX_CHARGE_BATCH_PAGES)
+        if (l->charge_batch != MB_LIMIT_UNSET && l->charge_batch > MB_CHARGE_MAX_PAGES)
                 return -EINVAL;
 
         /* memory_max_write(): the new max applies to the next charge even

@@ -104,7 +104,6 @@ struct manager {
 
 /* Limits as the bus and the configuration express them (bytes, UINT64_MAX =
  * "max"); a field left at MB_LIMIT_UNSET is not changed. */
-#define MB_LIMIT_UNSET (UINT64_MAX - 1)
 struct mb_limits {
         uint64_t max, high, low, min;
         uint64_t charge_batch; /* pages; MB_LIMIT_UNSET = unchanged */

@@ -209,7 +209,7 @@ START_TEST(test_unlimited_batch) {
         ck_assert_int_eq(page_counter_set_high(&b->memory, 1000), 0);
         ck_assert_uint_eq(tenant_effective_charge_batch(b, BROKER_BATCH, 0), 16);
         /* The larger batch never passes what a Charge may carry. */
-        ck_assert_uint_eq(tenant_unlimited_charge_batch(MB_CHARGE_BATCH_MAX), MB_CHARGE_BATCH_MAX);
+        ck_assert_uint_eq(tenant_unlimited_charge_batch(MB_CHARGE_MAX_PAGES), MB_CHARGE_MAX_PAGES);
 }
 END_TEST
 

@@ -801,7 +801,12 @@ START_TEST(test_concurrent_writers_dirty_word) {
         seen += rstat_poll_source_full(&f.tree, &f.a, f.src);
         rstat_flush(&f.tree, &f.root);
 
-        ck_assert_uint_eq(seen, (uint64_t) NCPUS * WRITES_PER_THREAD);
+        /* A flush folds what the writers added after the last poll, and
+         * that fold counts as seen (rstat_source_fold()), so the polls may
+         * report fewer updates than were made, never more; the values must
+         * be exact. */
+        ck_assert_uint_le(seen, (uint64_t) NCPUS * WRITES_PER_THREAD);
+        ck_assert_uint_gt(seen, 0);
         ck_assert_int_eq(f.root.value[MB_STAT_PGALLOC], (int64_t) NCPUS * WRITES_PER_THREAD);
         ck_assert_uint_eq(rstat_poll_source(&f.tree, &f.a, f.src), 0);
 

@@ -80,7 +80,7 @@ enum tenant_charge_action tenant_charge_next(struct tenant_charge *failed, unsig
 }
 
 unsigned tenant_unlimited_charge_batch(unsigned batch) {
-        return MB_MIN(batch * TENANT_UNLIMITED_CHARGE_BATCH_FACTOR, MB_CHARGE_BATCH_MAX);
+        return MB_MIN(batch * TENANT_UNLIMITED_CHARGE_BATCH_FACTOR, MB_CHARGE_MAX_PAGES);
 }
 
 unsigned tenant_effective_charge_batch(const struct tenant *t, unsigned broker_batch, unsigned current) {

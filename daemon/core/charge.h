@@ -130,7 +130,7 @@ enum tenant_charge_action tenant_charge_next(struct tenant_charge *failed, unsig
 
 /**
  * tenant_unlimited_charge_batch - @batch times
- * TENANT_UNLIMITED_CHARGE_BATCH_FACTOR, at most MB_CHARGE_BATCH_MAX.
+ * TENANT_UNLIMITED_CHARGE_BATCH_FACTOR, at most MB_CHARGE_MAX_PAGES.
  */
 unsigned tenant_unlimited_charge_batch(unsigned batch);
 

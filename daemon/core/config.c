@@ -42,6 +42,7 @@
 #include <ini.h>
 
 #include "config.h"
+#include "mb_size.h"
 #include "macros.h"
 
 #define MB_DEFAULT_CAPACITY_PERCENT 25
@@ -59,67 +60,7 @@
 /* ---- small parsers ------------------------------------------------------ */
 
 int mb_parse_size(const char *s, uint64_t ram_bytes, uint64_t *ret) {
-        unsigned __int128 whole = 0, frac = 0, frac_div = 1, v;
-        uint64_t mult = 1;
-        const char *p = s;
-        bool percent = false;
-
-        if (!s || !*s)
-                return -EINVAL;
-        if (strcmp(s, "infinity") == 0 || strcmp(s, "max") == 0) {
-                *ret = MB_LIMIT_MAX;
-                return 0;
-        }
-
-        if (!isdigit((unsigned char) *p))
-                return -EINVAL;
-        for (; isdigit((unsigned char) *p); p++) {
-                whole = whole * 10 + (unsigned) (*p - '0');
-                if (whole > UINT64_MAX)
-                        return -ERANGE;
-        }
-        if (*p == '.') {
-                p++;
-                if (!isdigit((unsigned char) *p))
-                        return -EINVAL;
-                for (; isdigit((unsigned char) *p); p++) {
-                        if (frac_div >= 1000000000000000000ULL)
-                                continue; /* beyond 18 digits: ignored */
-                        frac = frac * 10 + (unsigned) (*p - '0');
-                        frac_div *= 10;
-                }
-        }
-
-        switch (*p) {
-        case '\0':
-                if (frac_div > 1)
-                        return -EINVAL; /* "1.5" bytes */
-                break;
-        case 'K': case 'k': mult = 1ULL << 10; p++; break;
-        case 'M': case 'm': mult = 1ULL << 20; p++; break;
-        case 'G': case 'g': mult = 1ULL << 30; p++; break;
-        case 'T': case 't': mult = 1ULL << 40; p++; break;
-        case '%': percent = true; p++; break;
-        default:
-                return -EINVAL;
-        }
-        if (*p != '\0')
-                return -EINVAL;
-
-        if (percent) {
-                /* (whole + frac/frac_div) percent of ram, rounded down. */
-                unsigned __int128 hundredths = whole * frac_div + frac; /* percent * frac_div */
-
-                if (hundredths > 100 * frac_div)
-                        return -ERANGE;
-                v = (unsigned __int128) ram_bytes * hundredths / (100 * frac_div);
-        } else
-                v = whole * mult + frac * mult / frac_div;
-
-        if (v >= MB_LIMIT_MAX)
-                return -ERANGE;
-        *ret = (uint64_t) v;
-        return 0;
+        return mb_size_parse(s, ram_bytes, MB_SIZE_PERCENT | MB_SIZE_INFINITY, ret);
 }
 
 unsigned long mb_bytes_to_pages(uint64_t bytes, uint64_t page_size) {
@@ -544,7 +485,7 @@ static int broker_key(struct parse_ctx *ctx, const char *key, const char *value)
         }
 
         if (strcmp(key, "ChargeBatch") == 0)
-                return set_uint(ctx, key, value, 1, MB_CHARGE_BATCH_MAX, MB_DEFAULT_CHARGE_BATCH,
+                return set_uint(ctx, key, value, 1, MB_CHARGE_MAX_PAGES, MB_DEFAULT_CHARGE_BATCH,
                                 &b->charge_batch);
 
         if (strcmp(key, "Socket") == 0) {
@@ -686,7 +627,7 @@ static int tenant_key(struct parse_ctx *ctx, const char *key, const char *value)
         if (strcmp(key, "MemoryMin") == 0)
                 return set_size(ctx, key, value, capacity, 0, &tc->min);
         if (strcmp(key, "ChargeBatch") == 0)
-                return set_uint(ctx, key, value, 1, MB_CHARGE_BATCH_MAX, 0, &tc->charge_batch);
+                return set_uint(ctx, key, value, 1, MB_CHARGE_MAX_PAGES, 0, &tc->charge_batch);
 
         if (strcmp(key, "OOMPolicy") == 0) {
                 if (!*value || strcmp(value, "fail") == 0)

@@ -39,6 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "mb_limits.h" /* MB_LIMIT_MAX, MB_CHARGE_MAX_PAGES */
 #include "tenant.h"
 
 #ifdef MB_SYSCONFDIR
@@ -48,7 +49,6 @@
 #endif
 #define MB_DEFAULT_SOCKET "/run/membroker/membroker.sock"
 #define MB_DEFAULT_STATE_DIR "/var/lib/membroker"
-#define MB_LIMIT_MAX UINT64_MAX /* "infinity" / "max" */
 
 struct mb_broker_config {
         uint64_t capacity_bytes;       /* Capacity= resolved (bytes or % of RAM), default 25% */
@@ -98,7 +98,6 @@ struct mb_config_env {
         void *userdata;
 };
 
-#define MB_CHARGE_BATCH_MAX 16384U
 
 /**
  * mb_config_new - an empty configuration with the built-in broker defaults
