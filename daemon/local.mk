@@ -9,6 +9,8 @@ daemon_libmbbroker_la_SOURCES = \
 	%reldir%/auth.c %reldir%/auth.h \
 	%reldir%/log.c %reldir%/log.h \
 	%reldir%/conn.c %reldir%/conn.h \
+	%reldir%/guard.c %reldir%/guard.h \
+	%reldir%/session.c %reldir%/session.h \
 	%reldir%/worker.c %reldir%/worker.h \
 	%reldir%/manager.c %reldir%/manager.h \
 	%reldir%/reclaim.c %reldir%/reclaim.h \

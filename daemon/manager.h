@@ -96,6 +96,9 @@ struct manager {
         struct restart *restart;   /* the fd-store restart */
         struct event *watchdog;    /* WATCHDOG=1 timer, NULL without a watchdog */
         unsigned status_tenants, status_clients; /* last STATUS= sent */
+
+        /* Per-uid connection caps, timeouts, the fd reserve (daemon/guard.h). */
+        struct guard *guard;
 };
 
 /* Limits as the bus and the configuration express them (bytes, UINT64_MAX =

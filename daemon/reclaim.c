@@ -961,20 +961,6 @@ static int victim_cb(struct tenant *t, void *userdata) {
         return 0;
 }
 
-static int send_sigkill(const struct reclaim_client *rc) {
-#ifdef SYS_pidfd_send_signal
-        if (rc->pidfd >= 0) {
-                if (syscall(SYS_pidfd_send_signal, rc->pidfd, SIGKILL, NULL, 0) == 0)
-                        return 0;
-                if (errno != ENOSYS)
-                        return -errno;
-        }
-#endif
-        if (rc->pid <= 0)
-                return -ESRCH;
-        return kill(rc->pid, SIGKILL) < 0 ? -errno : 0;
-}
-
 /*
  * OOMPolicy=kill: SIGKILL the client holding the most pages in @oom's
  * subtree (oom_badness() without rss: pages held), count oom_kill on its
@@ -992,7 +978,7 @@ static bool job_oom_kill(struct reclaim_job *j, struct tenant *oom) {
                 log_warning("tenant %s: out of memory and no client holds pages to kill", oom->path);
                 return false;
         }
-        k = send_sigkill(vw.best);
+        k = conn_kill_pidfd(vw.best->pidfd, SIGKILL); /* the process, never a reusable pid */
         vw.best->killed = true;
         if (k < 0) {
                 log_error_errno(k, "tenant %s: out of memory; cannot kill client %" PRIu64 " (pid %d): %m", oom->path,
