@@ -545,6 +545,7 @@ static void conn_hello(struct conn *c, const Mb__Hello *hello) {
 
         c->state = CONN_READY;
         evtimer_del(c->deadline); /* the pidfd stays: the session ends with its process */
+        session_note_uid(ts, c->peer.uid);
         log_info("client %" PRIu64 " (%s, pid %d, uid %u) attached to tenant %s", c->client_id, c->name,
                  (int) c->peer.pid, (unsigned) c->peer.uid, t->path);
 }

@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "log.h"
 #include "macros.h"
 #include "session.h"
+#include "tenant_state.h"
 
 void session_client_name(char *dst, size_t size, const char *src) {
         size_t i = 0;
@@ -78,4 +80,25 @@ int session_stats_region_new(unsigned nslots, int *ret_fd, struct mb_stats_regio
         *ret_map = p;
         *ret_bytes = bytes;
         return 0;
+}
+
+void session_note_uid(struct tenant_state *ts, uid_t uid) {
+        uid_t first;
+        bool log;
+
+        pthread_mutex_lock(&ts->lock);
+        if (!ts->has_first_uid) {
+                ts->first_uid = uid;
+                ts->has_first_uid = true;
+        }
+        first = ts->first_uid;
+        log = first != uid && !ts->multi_uid_logged;
+        if (log)
+                ts->multi_uid_logged = true;
+        pthread_mutex_unlock(&ts->lock);
+        if (log)
+                log_notice("tenant %s has clients of uid %u and uid %u: its clients share one arena and can read and "
+                           "overwrite each other's pages, so it is one trust domain; put users who do not trust each "
+                           "other in different tenants",
+                           ts->tenant->path, (unsigned) first, (unsigned) uid);
 }

@@ -7,9 +7,12 @@
 #pragma once
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "mb_stats_abi.h"
 #include "tenant.h"
+
+struct tenant_state;
 
 /* Copy @src (the Hello's client_name, may be NULL) into @dst of @size bytes,
  * printable ASCII only ('?' for the rest); "unnamed" when empty. */
@@ -26,3 +29,8 @@ struct tenant *session_auto_tenant(struct tenant *root, const char *cgroup);
  * negative errno.
  */
 int session_stats_region_new(unsigned nslots, int *ret_fd, struct mb_stats_region **ret_map, size_t *ret_bytes);
+
+/* A client of @uid was admitted to the tenant of @ts: the first time the
+ * tenant has clients of two uids, log a notice that they share its arena
+ * (one trust domain).  Any worker. */
+void session_note_uid(struct tenant_state *ts, uid_t uid);

@@ -74,8 +74,9 @@ lines() { grep -c "$1" "$MB_TMP/daemon.log" || true; }
 
 # ---- 1. idle connections ----
 flood_start idle "$want" flood-count
-honest_attach "during a flood of idle connections"
+honest_attach "while the flood starts"
 flood_wait idle
+honest_attach "while the flood holds its connections"
 open=$(sed -n 's/^flood open=\([0-9]*\) .*/\1/p' "$W/idle.out")
 opened=$(sed -n 's/^flood opened=\([0-9]*\) .*/\1/p' "$W/idle.out")
 assert_eq "$want" "$opened" "connections the attacker opened"
@@ -100,8 +101,9 @@ pass "idle flood"
 
 # ---- 2. connections that say Hello ----
 flood_start hello "$want" flood-hello mob flood-count
-honest_attach "during a flood of attached connections"
+honest_attach "while the flood starts"
 flood_wait hello
+honest_attach "while the flood holds its attached connections"
 open=$(sed -n 's/^flood open=\([0-9]*\) .*/\1/p' "$W/hello.out")
 [ "$open" -le 255 ] || fail "the daemon keeps $open connections of one uid"
 assert_eq 0 "$(lines 'accept() failed')" "accept() failures logged"

@@ -71,5 +71,14 @@ pass "only the live client holding the pages was killed"
 
 mb_dump_state
 assert_eq 0 "$(mb_state shared usage)" "usage once every client left"
+
+# One trust domain: the first client of a second uid in the tenant is
+# logged, once.
+assert_eq 0 "$(grep -c 'tenant shared has clients of uid' "$MB_TMP/daemon.log" || true)" "trust notices with one uid"
+wire --name root1 hello shared charge 1 expect-ok >/dev/null || fail "root cannot attach"
+wire --name root2 hello shared charge 1 expect-ok >/dev/null || fail "root cannot attach"
+grep 'tenant shared has clients of uid' "$MB_TMP/daemon.log"
+assert_eq 1 "$(grep -c 'tenant shared has clients of uid 65534 and uid 0: .* one trust domain' "$MB_TMP/daemon.log" || true)" \
+        "trust notices once a second uid attached"
 mb_daemon_alive
 mb_stop_clean
