@@ -404,7 +404,8 @@ static void conn_hello(struct conn *c, const Mb__Hello *hello) {
 
         session_client_name(c->name, sizeof(c->name), hello->client_name);
         if (guard_pidfd_exited(c->peer.pidfd))
-                return conn_fail(c, false, 0, ESRCH, "the process that connected (pid %d) has exited", (int) c->peer.pid);
+                return conn_fail(c, false, 0, ESRCH, "the process that connected (pid %d) has exited",
+                                 (int) c->peer.pid);
         if (hello->version != WIRE_PROTOCOL_VERSION)
                 return conn_fail(c, false, 0, EPROTO, "protocol version %u is not supported (membrokerd speaks %u)",
                                  hello->version, WIRE_PROTOCOL_VERSION);
@@ -1040,7 +1041,7 @@ static void conn_peer_exit_cb(evutil_socket_t fd, short what, void *userdata) {
         struct conn *c = userdata;
         struct pollfd p = { .fd = c->fd, .events = POLLRDHUP };
 
-        if (poll(&p, 1, 0) <= 0 || !(p.revents & (POLLRDHUP | POLLHUP))) {
+        if (c->state != CONN_CLOSING && (poll(&p, 1, 0) <= 0 || !(p.revents & (POLLRDHUP | POLLHUP)))) {
                 log_notice("client %" PRIu64 " (%s, pid %d, uid %u, tenant %s): the process that opened the "
                            "connection exited while another holds its socket; ending the session",
                            c->client_id, c->name, (int) c->peer.pid, (unsigned) c->peer.uid, conn_tenant_path(c));

@@ -179,6 +179,12 @@ int guard_peer_pidfd(int sock, pid_t pid, uid_t uid, gid_t gid, int *ret_pidfd) 
                         return -errno;
         }
 
+        /* A peer in a pid namespace the daemon does not see: no pid to
+         * open, the session ends with the socket. */
+        if (pid <= 0) {
+                *ret_pidfd = -1;
+                return 0;
+        }
         /* Before Linux 6.5: the pid SO_PEERCRED recorded at connect(), which
          * another process may have by now.  Take its pidfd first, then check
          * that this process runs with the socket's credentials and is still
