@@ -89,5 +89,8 @@ bench-slab: all
 	$(BENCH_RUN) --output bench/results/slab.md slab
 bench-scale: all
 	$(BENCH_RUN) --output bench/results/scale.md scale
+# Table 11 (root; not part of `make bench`): attaching during a connection flood.
+bench-flood: all tests/wire-client
+	$(BENCH_RUN) --output bench/results/flood.md flood
 .PHONY: bench bench-hotpath bench-charge bench-depth bench-counters bench-nolimits \
-	bench-stats bench-dbus bench-overhead bench-slab bench-scale
+	bench-stats bench-dbus bench-overhead bench-slab bench-scale bench-flood
