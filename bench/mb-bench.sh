@@ -282,7 +282,7 @@ t_scale() {
 flood_attach_ms() {
         local t0 t1
         t0=$(date +%s%N)
-        timeout 600 setpriv --reuid="$(id -u daemon)" --regid="$(id -g daemon)" --clear-groups \
+        timeout -s KILL 600 setpriv --reuid="$(id -u daemon)" --regid="$(id -g daemon)" --clear-groups \
                 "$WIRE" --socket "$MB_SOCK" --name honest hello honest charge 1 expect-ok >/dev/null || return 1
         t1=$(date +%s%N)
         awk -v ns=$((t1 - t0)) 'BEGIN { printf "%.1f\n", ns / 1e6 }'

@@ -62,7 +62,7 @@ flood_stop() {
 honest_attach() {
         local t0 t1 out
         t0=$(date +%s%N)
-        out=$(timeout 600 setpriv --reuid="$(id -u daemon)" --regid="$(id -g daemon)" --clear-groups \
+        out=$(timeout -s KILL 600 setpriv --reuid="$(id -u daemon)" --regid="$(id -g daemon)" --clear-groups \
                 "$WIRE_CLIENT" --socket "$MB_SOCK" --name honest hello honest charge 8 expect-ok) ||
                 { echo "$out"; fail "the honest client did not attach ($1)"; }
         t1=$(date +%s%N)

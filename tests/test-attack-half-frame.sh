@@ -18,7 +18,7 @@ honest=$MB_BG_PID
 wait_for 20 grep -q '^ready' "$MB_TMP/honest.out" || fail "the honest client did not attach"
 
 # Half a frame after Hello, then silence.
-out=$(timeout 60 "$WIRE_CLIENT" --socket "$MB_SOCK" --name half hello a charge 2 expect-ok \
+out=$(timeout -s KILL 30 "$WIRE_CLIENT" --socket "$MB_SOCK" --name half hello a charge 2 expect-ok \
         send-header 100 send-hex 0a0b0c0d0e read-error expect-error ETIMEDOUT expect-close) ||
         { echo "$out"; fail "half a frame after Hello: not closed with ETIMEDOUT"; }
 echo "$out"
@@ -26,19 +26,19 @@ grep -q 'reason=.*not finished within 2 s' <<<"$out" || fail "the reason does no
 pass "half a frame after Hello: Error ETIMEDOUT and closed"
 
 # No Hello at all.
-out=$(timeout 60 "$WIRE_CLIENT" --socket "$MB_SOCK" --name silent read-error expect-error ETIMEDOUT expect-close) ||
+out=$(timeout -s KILL 30 "$WIRE_CLIENT" --socket "$MB_SOCK" --name silent read-error expect-error ETIMEDOUT expect-close) ||
         { echo "$out"; fail "no Hello: not closed with ETIMEDOUT"; }
 echo "$out"
 pass "no Hello: Error ETIMEDOUT and closed"
 
 # Half a Hello, then silence.
-out=$(timeout 60 "$WIRE_CLIENT" --socket "$MB_SOCK" --name halfhello send-header 40 send-hex 0801 \
+out=$(timeout -s KILL 30 "$WIRE_CLIENT" --socket "$MB_SOCK" --name halfhello send-header 40 send-hex 0801 \
         read-error expect-error ETIMEDOUT expect-close) || { echo "$out"; fail "half a Hello: not closed"; }
 pass "half a Hello: Error ETIMEDOUT and closed"
 
 # One byte every 500 ms of a 1000-byte frame (a whole frame would take 500 s):
 # the deadline does not move with each byte.
-out=$(timeout 60 "$WIRE_CLIENT" --socket "$MB_SOCK" --name trickle hello a trickle 1000 500) ||
+out=$(timeout -s KILL 30 "$WIRE_CLIENT" --socket "$MB_SOCK" --name trickle hello a trickle 1000 500) ||
         { echo "$out"; fail "the trickling client failed"; }
 echo "$out"
 n=$(sed -n 's/^trickle closed after \([0-9]*\) bytes$/\1/p' <<<"$out")
@@ -46,7 +46,7 @@ n=$(sed -n 's/^trickle closed after \([0-9]*\) bytes$/\1/p' <<<"$out")
 pass "a frame trickled byte by byte is closed at the deadline"
 
 # The same before Hello.
-out=$(timeout 60 "$WIRE_CLIENT" --socket "$MB_SOCK" --name trickle2 trickle 1000 500) ||
+out=$(timeout -s KILL 30 "$WIRE_CLIENT" --socket "$MB_SOCK" --name trickle2 trickle 1000 500) ||
         { echo "$out"; fail "the trickling client failed"; }
 n=$(sed -n 's/^trickle closed after \([0-9]*\) bytes$/\1/p' <<<"$out")
 [ -n "$n" ] && [ "$n" -lt 1000 ] || fail "the trickling client before Hello was not closed ($out)"

@@ -56,7 +56,7 @@ MB_CHILDREN+=("$victim")
 wait_for 20 grep -q '^ready' "$MB_TMP/victim.out" || { cat "$MB_TMP/victim.out"; fail "the victim did not charge"; }
 
 # 1024 + 1200 > 2048 with nothing reclaimable from raw clients: OOM kill.
-out=$(timeout 120 setpriv --reuid=65534 --regid=65534 --clear-groups \
+out=$(timeout -s KILL 120 setpriv --reuid=65534 --regid=65534 --clear-groups \
         "$WIRE_CLIENT" --socket "$MB_SOCK" --name newcomer hello shared charge 1200 expect-ok) ||
         { echo "$out"; fail "the charge that needed room failed"; }
 rc=0
