@@ -58,6 +58,10 @@ struct guard {
         int spare_fd; /* main thread (the listener's error callback) */
 };
 
+/* Tests force the fallback of kernels without SO_PEERPIDFD with
+ * MEMBROKERD_NO_PEERPIDFD=1; read once by guard_new(), before any worker. */
+static bool no_peerpidfd;
+
 static const char *const event_kind[_GUARD_EVENT_MAX] = {
         [GUARD_REFUSED_USER_CAP] = "connections refused over MaxConnectionsPerUser=",
         [GUARD_REFUSED_DEAD] = "connections of exited processes refused",
@@ -81,12 +85,15 @@ static int spare_open(void) {
 
 int guard_new(struct guard **ret) {
         struct guard *g = calloc(1, sizeof(*g));
+        const char *e;
 
         if (!g)
                 return -ENOMEM;
         pthread_mutex_init(&g->lock, NULL);
         atomic_init(&g->max_per_user, MB_DEFAULT_MAX_CONNECTIONS_PER_USER);
         atomic_init(&g->frame_timeout_sec, MB_DEFAULT_FRAME_TIMEOUT_SEC);
+        e = getenv("MEMBROKERD_NO_PEERPIDFD");
+        no_peerpidfd = e && strcmp(e, "1") == 0;
         g->spare_fd = spare_open();
         if (g->spare_fd < 0)
                 log_warning_errno(-errno, "cannot open /dev/null as a descriptor in reserve: %m");
@@ -145,18 +152,6 @@ static int proc_effective_ids(pid_t pid, uid_t *ret_uid, gid_t *ret_gid) {
         return have_uid && have_gid ? 0 : -EIO;
 }
 
-/* Tests force the fallback of kernels without SO_PEERPIDFD with
- * MEMBROKERD_NO_PEERPIDFD=1. */
-static bool peerpidfd_disabled(void) {
-        static int disabled = -1;
-
-        if (disabled < 0) {
-                const char *e = getenv("MEMBROKERD_NO_PEERPIDFD");
-                disabled = e && strcmp(e, "1") == 0;
-        }
-        return disabled;
-}
-
 int guard_peer_pidfd(int sock, pid_t pid, uid_t uid, gid_t gid, int *ret_pidfd) {
         _cleanup_(closep) int pidfd = -1;
         socklen_t len = sizeof(pidfd);
@@ -164,7 +159,7 @@ int guard_peer_pidfd(int sock, pid_t pid, uid_t uid, gid_t gid, int *ret_pidfd) 
         gid_t pgid = 0;
         int r;
 
-        if (!peerpidfd_disabled()) {
+        if (!no_peerpidfd) {
                 if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0) {
                         if (guard_pidfd_exited(pidfd))
                                 return -ESRCH;

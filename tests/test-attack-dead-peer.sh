@@ -37,6 +37,9 @@ for mode in SO_PEERPIDFD pidfd_open; do
         grep -q '^error code=ESRCH' "$MB_TMP/orphan.out" ||
                 fail "the Hello of a dead opener was not refused with ESRCH ($mode)"
         ! grep -q '^welcome' "$MB_TMP/orphan.out" || fail "a connection whose opener is dead was admitted ($mode)"
+        grep 'refused a connection' "$MB_TMP/daemon.log" | tail -1
+        grep -q 'refused a connection of pid [0-9]*, uid 0: the process that connected (pid [0-9]*) has exited (connections of exited processes refused: 1 so far)' \
+                "$MB_TMP/daemon.log" || fail "the refusal is not logged"
         pass "a connection whose opener died before the daemon took it is refused ($mode)"
 
         # A live opener that hands its session over and exits.
@@ -53,4 +56,5 @@ for mode in SO_PEERPIDFD pidfd_open; do
         out=$(wire --name alive hello a charge 1 expect-ok) || { echo "$out"; fail "a live client cannot attach"; }
         mb_daemon_alive
         mb_stop_clean
+        mv "$MB_TMP/daemon.log" "$MB_TMP/daemon-$mode.log"
 done
