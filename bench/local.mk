@@ -97,5 +97,8 @@ bench-reload: all
 clean-local: clean-bench-results
 clean-bench-results:
 	-rm -rf bench/results
+# Table 12 (root; not part of `make bench`): attaching during a connection flood.
+bench-flood: all tests/wire-client
+	$(BENCH_RUN) --output bench/results/flood.md flood
 .PHONY: clean-bench-results bench bench-hotpath bench-charge bench-depth bench-counters bench-nolimits \
-	bench-stats bench-dbus bench-overhead bench-slab bench-scale bench-reload
+	bench-stats bench-dbus bench-overhead bench-slab bench-scale bench-reload bench-flood

@@ -3,7 +3,8 @@
 # bench/mb-bench.sh - run the benchmark tables (design.md §9, issue 8).
 #
 #   mb-bench.sh [--output FILE] TABLE...     TABLE: all, hotpath, charge,
-#       depth, counters, nolimits, stats, dbus, overhead, slab, scale, reload
+#       depth, counters, nolimits, stats, dbus, overhead, slab, scale, reload, and
+#       flood (not part of all: it needs root and tests/wire-client)
 #
 # Tables go to stdout (Markdown) and, with --output, to FILE as well;
 # progress goes to stderr.  MB_BENCH_QUICK=1 runs everything once with tiny
@@ -363,6 +364,70 @@ t_reload() {
         echo
         [ -n "${target:-}" ] && echo "$target"
         return 0
+}
+
+# ---- table 12 (not in "all": needs root and tests/wire-client) ----
+# flood_attach_ms: one attach (Hello, Welcome, one page charged) of a client
+# of uid daemon in tenant "honest"; prints its wall time in ms
+flood_attach_ms() {
+        local t0 t1
+        t0=$(date +%s%N)
+        timeout -s KILL 600 setpriv --reuid="$(id -u daemon)" --regid="$(id -g daemon)" --clear-groups \
+                "$WIRE" --socket "$MB_SOCK" --name honest hello honest charge 1 expect-ok >/dev/null || return 1
+        t1=$(date +%s%N)
+        awk -v ns=$((t1 - t0)) 'BEGIN { printf "%.1f\n", ns / 1e6 }'
+}
+
+# flood_row LABEL : median and min-max of $REPS attaches
+flood_row() {
+        local i v vals=()
+        for ((i = 0; i < REPS; i++)); do
+                v=$(flood_attach_ms) || { echo "| $1 | failed | | |"; return 1; }
+                vals+=("$v")
+        done
+        printf '%s\n' "${vals[@]}" | sort -n | awk -v label="$1" -v base="${FLOOD_BASE:-}" '
+                { v[NR] = $1 }
+                END {
+                        med = v[int((NR + 1) / 2)]
+                        ratio = base == "" ? "1.00× (base)" : sprintf("%.2f×", med / base)
+                        printf "| %s | %.1f | %.1f–%.1f | %s |\n", label, med, v[1], v[NR], ratio
+                }'
+}
+
+t_flood() {
+        local title="Table 12: attaching while one user floods the daemon with connections"
+        WIRE="$top_builddir/tests/wire-client"
+        need_daemon || { missing "$title" "membrokerd not built"; return; }
+        [ -x "$WIRE" ] || { missing "$title" "tests/wire-client not built (make check builds it)"; return; }
+        [ "$(id -u)" = 0 ] || { missing "$title" "not root: the flood runs as nobody, the client as daemon"; return; }
+        command -v setpriv >/dev/null || { missing "$title" "no setpriv"; return; }
+        local n=$(q 11000 300) conf=$MB_TMP/flood rows
+        REPS=$(q 7 1)
+        if [ "$(ulimit -Hn)" != unlimited ] && [ "$(ulimit -Hn)" -lt $((n + 64)) ]; then
+                ulimit -Hn $((n + 64)) 2>/dev/null || n=$(( $(ulimit -Hn) - 64 ))
+        fi
+        mb_config "$conf" 256M
+        mb_tenant "$conf" mob "Path=mob" "AllowUsers=nobody"
+        mb_tenant "$conf" honest "Path=honest" "AllowUsers=daemon"
+        mb_start_daemon "$conf" || { missing "$title" "membrokerd did not start"; return 1; }
+        printf '\n## %s\n\n' "$title"
+        printf 'One process of uid nobody opens %s connections as fast as it can (MaxConnectionsPerUser=256 keeps 256, refuses the rest); meanwhile a client of uid daemon in another tenant attaches (Hello, Welcome with its two fds, one page charged), %s times per row; wall time per attach, milliseconds.\n\n' "$n" "$REPS"
+        echo "| when | ms per attach (median) | min–max | ratio to no flood |"
+        echo "| --- | ---: | ---: | ---: |"
+        rows=$(flood_row "no flood") || { echo "$rows"; mb_stop_daemon; return 1; }
+        echo "$rows"
+        FLOOD_BASE=$(awk -F'|' '{ print $3 + 0 }' <<<"$rows")
+        ( ulimit -n $((n + 32)) && exec setpriv --reuid=65534 --regid=65534 --clear-groups \
+                "$WIRE" --socket "$MB_SOCK" --name flood flood "$n" flood-count hold ) >"$MB_TMP/flood.out" 2>&1 &
+        local fpid=$!
+        flood_row "while the flood opens its connections" || { kill "$fpid"; mb_stop_daemon; return 1; }
+        wait_for 900 grep -q '^ready' "$MB_TMP/flood.out" || { kill "$fpid"; mb_stop_daemon; return 1; }
+        flood_row "while the flood holds its connections" || { kill "$fpid"; mb_stop_daemon; return 1; }
+        echo
+        echo "Flood: $(grep '^flood' "$MB_TMP/flood.out" | tr '\n' ' ')"
+        kill -TERM "$fpid"; wait "$fpid" 2>/dev/null
+        FLOOD_BASE=
+        mb_stop_daemon
 }
 
 run_table() {

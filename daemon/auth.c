@@ -1,25 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
-#include <fcntl.h>
 #include <grp.h>
 #include <libcgroup.h>
 #include <pthread.h>
 #include <pwd.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "auth.h"
+#include "guard.h"
 #include "macros.h"
-
-#ifndef SO_PEERPIDFD
-#  define SO_PEERPIDFD 77 /* Linux 6.5 */
-#endif
 
 #define AUTH_REASON_MAX_BYTES 1024
 #define AUTH_NAME_MAX_BYTES 64
@@ -36,30 +30,22 @@ void auth_setup(void) {
 int auth_peer_from_socket(int fd, struct auth_peer *ret) {
         struct ucred cred;
         socklen_t len = sizeof(cred);
-        int pidfd = -1;
+        int pidfd = -1, r;
 
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
                 return -errno;
-
-        /* The pidfd of the peer as it was at connect(); older kernels lack
-         * SO_PEERPIDFD, then pidfd_open() narrows the pid-reuse window. */
-        len = sizeof(pidfd);
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0) {
-                pidfd = (int) syscall(SYS_pidfd_open, cred.pid, 0);
-                if (pidfd < 0)
-                        pidfd = -1;
-        }
-        if (pidfd >= 0 && fcntl(pidfd, F_SETFD, FD_CLOEXEC) < 0) {
-                close(pidfd);
-                pidfd = -1;
-        }
-
         *ret = (struct auth_peer) {
                 .pid = cred.pid,
                 .uid = cred.uid,
                 .gid = cred.gid,
-                .pidfd = pidfd,
+                .pidfd = -1,
         };
+        /* The process that connected, as a pidfd (SO_PEERPIDFD, or
+         * pidfd_open() with its credentials checked). */
+        r = guard_peer_pidfd(fd, cred.pid, cred.uid, cred.gid, &pidfd);
+        if (r < 0)
+                return r;
+        ret->pidfd = pidfd;
         return 0;
 }
 
@@ -74,11 +60,7 @@ void auth_peer_done(struct auth_peer *p) {
 }
 
 int auth_peer_confirm(const struct auth_peer *p) {
-        if (p->pidfd < 0)
-                return 0;
-        if (syscall(SYS_pidfd_send_signal, p->pidfd, 0, NULL, 0) < 0 && errno == ESRCH)
-                return -ESRCH;
-        return 0;
+        return guard_pidfd_exited(p->pidfd) ? -ESRCH : 0;
 }
 
 /* /proc/PID/cgroup: the memory controller's line, else the unified "0::". */

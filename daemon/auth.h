@@ -34,7 +34,9 @@ struct auth_peer {
  * fatal (the cgroup is then read from /proc/PID/cgroup directly). */
 void auth_setup(void);
 
-/* Read SO_PEERCRED (and the pidfd) of the connected socket @fd. */
+/* Read SO_PEERCRED and the pidfd (guard_peer_pidfd()) of the connected
+ * socket @fd.  -ESRCH when the process that connected has exited already
+ * (nothing to free then); another negative errno on failure. */
 int auth_peer_from_socket(int fd, struct auth_peer *ret);
 void auth_peer_done(struct auth_peer *p);
 

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,17 +20,17 @@
 #include "auth.h"
 #include "charge.h"
 #include "conn.h"
+#include "guard.h"
 #include "log.h"
 #include "macros.h"
 #include "manager.h"
 #include "mb_limits.h"
 #include "reclaim.h"
 #include "restart.h"
+#include "session.h"
 #include "tenant_state.h"
 #include "worker.h"
 
-/* A client must say Hello within this time. */
-#define CONN_HELLO_TIMEOUT_SEC 30
 /* After a fatal Error, give the peer this long to take it before closing. */
 #define CONN_CLOSE_TIMEOUT_SEC 5
 /* Charges a client may send while one waits for reclaim or its throttle;
@@ -52,6 +54,9 @@ struct conn {
         int fd;
         enum conn_state state;
         bool reading_paused;
+        bool user_counted;       /* in MaxConnectionsPerUser= (guard.h) */
+        struct event *peer_exit; /* the opener's pidfd: readable once it exited */
+        struct event *deadline;  /* the Hello's, then the frame's (FrameTimeoutSec=) */
 
         struct auth_peer peer;
         uint64_t client_id;
@@ -166,27 +171,32 @@ static const char *conn_tenant_path(const struct conn *c) {
         return c->tenant ? c->tenant->path : "-";
 }
 
-/* A fatal error: log it, send Error{code, reason}, stop reading and close
- * once the Error has left (or after a timeout). */
+/* Send Error{code, reason}, stop reading and close once the Error has left
+ * (or after a timeout). */
+static void conn_close_error(struct conn *c, bool has_seq, uint32_t seq, int code, const char *reason) {
+        struct timeval tv = { .tv_sec = CONN_CLOSE_TIMEOUT_SEC };
+
+        conn_send_error(c, has_seq, seq, code, reason);
+        c->state = CONN_CLOSING;
+        evtimer_del(c->deadline);
+        bufferevent_disable(c->bev, EV_READ);
+        bufferevent_set_timeouts(c->bev, NULL, &tv);
+}
+
+/* A fatal error: log it, then conn_close_error(). */
 static void conn_fail(struct conn *c, bool has_seq, uint32_t seq, int code, const char *fmt, ...) _printf_(5, 6);
 static void conn_fail(struct conn *c, bool has_seq, uint32_t seq, int code, const char *fmt, ...) {
         char reason[CONN_REASON_MAX_BYTES];
-        struct timeval tv = { .tv_sec = CONN_CLOSE_TIMEOUT_SEC };
         va_list ap;
 
         if (c->state == CONN_CLOSING)
                 return;
-
         va_start(ap, fmt);
         vsnprintf(reason, sizeof(reason), fmt, ap);
         va_end(ap);
-
         log_notice("client %" PRIu64 " (%s, pid %d, uid %u, tenant %s): %s; closing", c->client_id, c->name,
                    (int) c->peer.pid, (unsigned) c->peer.uid, conn_tenant_path(c), reason);
-        conn_send_error(c, has_seq, seq, code, reason);
-        c->state = CONN_CLOSING;
-        bufferevent_disable(c->bev, EV_READ);
-        bufferevent_set_timeouts(c->bev, NULL, &tv);
+        conn_close_error(c, has_seq, seq, code, reason);
 }
 
 /* ---- events and stats ---- */
@@ -211,39 +221,6 @@ static void conn_daemon_stat(struct conn *c, enum mb_stat_item item, int64_t del
 }
 
 /* ---- Hello ---- */
-
-static void sanitize_name(char *dst, size_t size, const char *src) {
-        size_t i = 0;
-
-        for (; src && *src && i + 1 < size; src++)
-                dst[i++] = (*src >= 0x20 && *src < 0x7f) ? *src : '?';
-        dst[i] = 0;
-        if (i == 0)
-                snprintf(dst, size, "unnamed");
-}
-
-/* The tenant whose Cgroup= is the longest prefix of @cgroup; tree lock held. */
-struct auto_match {
-        const char *cgroup;
-        struct tenant *best;
-        size_t best_len;
-};
-
-static int auto_match_cb(struct tenant *t, void *userdata) {
-        struct auto_match *am = userdata;
-        size_t n;
-
-        if (!t->cgroup || !auth_cgroup_has_prefix(am->cgroup, t->cgroup))
-                return 0;
-        n = strlen(t->cgroup);
-        while (n > 1 && t->cgroup[n - 1] == '/')
-                n--;
-        if (!am->best || n > am->best_len) {
-                am->best = t;
-                am->best_len = n;
-        }
-        return 0;
-}
 
 /* Create the arena and the daemon's stats slots of @ts at first use. */
 static int tenant_state_prepare(struct manager *m, struct tenant_state *ts) {
@@ -287,37 +264,6 @@ static int tenant_state_prepare(struct manager *m, struct tenant_state *ts) {
 out:
         pthread_mutex_unlock(&ts->lock);
         return r;
-}
-
-static int stats_region_new(unsigned nslots, int *ret_fd, struct mb_stats_region **ret_map, size_t *ret_bytes) {
-        _cleanup_(closep) int fd = -1;
-        struct mb_stats_region hdr = {
-                .magic = MB_STATS_MAGIC,
-                .version = MB_STATS_VERSION,
-                .nslots = nslots,
-                .nitems = _MB_STAT_NR,
-        };
-        size_t bytes = (size_t) mb_stats_region_bytes(nslots);
-        void *p;
-
-        fd = memfd_create("membroker-stats", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-        if (fd < 0)
-                return -errno;
-        if (ftruncate(fd, (off_t) bytes) < 0)
-                return -errno;
-        if (pwrite(fd, &hdr, sizeof(hdr), 0) != (ssize_t) sizeof(hdr))
-                return -EIO;
-        if (fcntl(fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0)
-                return -errno;
-        /* The daemon only reads the client's slots; it writes the header's
-         * dirty word only (rstat_poll_source() clears it). */
-        p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (p == MAP_FAILED)
-                return -errno;
-        *ret_fd = TAKE_FD(fd);
-        *ret_map = p;
-        *ret_bytes = bytes;
-        return 0;
 }
 
 /* ONE sendmsg carrying the Welcome frame and [arena, stats] (protocol.md §3);
@@ -430,8 +376,10 @@ static void conn_hello(struct conn *c, const Mb__Hello *hello) {
         bool unlimited;
         int r;
 
-        sanitize_name(c->name, sizeof(c->name), hello->client_name);
-
+        session_client_name(c->name, sizeof(c->name), hello->client_name);
+        if (guard_pidfd_exited(c->peer.pidfd))
+                return conn_fail(c, false, 0, ESRCH, "the process that connected (pid %d) has exited",
+                                 (int) c->peer.pid);
         if (hello->version != WIRE_PROTOCOL_VERSION)
                 return conn_fail(c, false, 0, EPROTO, "protocol version %u is not supported (membrokerd speaks %u)",
                                  hello->version, WIRE_PROTOCOL_VERSION);
@@ -450,10 +398,7 @@ static void conn_hello(struct conn *c, const Mb__Hello *hello) {
 
         pthread_rwlock_rdlock(&m->tree_lock);
         if (is_auto) {
-                struct auto_match am = { .cgroup = cgroup };
-
-                (void) tenant_walk(m->tree->root, auto_match_cb, &am);
-                t = am.best;
+                t = session_auto_tenant(m->tree->root, cgroup);
                 if (!t) {
                         pthread_rwlock_unlock(&m->tree_lock);
                         return conn_fail(c, false, 0, ENOENT,
@@ -521,7 +466,7 @@ static void conn_hello(struct conn *c, const Mb__Hello *hello) {
                          c->client_id, c->name, (int) c->peer.pid, pages, t->path);
         }
 
-        r = stats_region_new(m->stats_slots, &stats_fd, &c->stats, &c->stats_bytes);
+        r = session_stats_region_new(m->stats_slots, &stats_fd, &c->stats, &c->stats_bytes);
         if (r < 0)
                 return conn_fail(c, false, 0, -r, "cannot create the stats region: %s", strerror(-r));
 
@@ -580,9 +525,8 @@ static void conn_hello(struct conn *c, const Mb__Hello *hello) {
         }
 
         c->state = CONN_READY;
-        bufferevent_set_timeouts(c->bev, NULL, NULL);
-        /* What the pid told us is not needed any more. */
-        auth_peer_done(&c->peer);
+        evtimer_del(c->deadline); /* the pidfd stays: the session ends with its process */
+        session_note_uid(ts, c->peer.uid);
         log_info("client %" PRIu64 " (%s, pid %d, uid %u) attached to tenant %s", c->client_id, c->name,
                  (int) c->peer.pid, (unsigned) c->peer.uid, t->path);
 }
@@ -849,6 +793,12 @@ void conn_send_event(struct conn *c, const char *event, uint64_t count, const ch
         (void) conn_send(c, &msg);
 }
 
+/* OOMPolicy=kill: the process that opened the session, through the pidfd
+ * the reclaimer's handle keeps, never a pid another process may have now. */
+static int conn_rc_kill(struct reclaim_client *rc) {
+        return conn_kill_pidfd(rc->pidfd, SIGKILL);
+}
+
 /* How the reclaimer and the event relay reach the connections. */
 const struct reclaim_client_ops conn_reclaim_client_ops = {
         .reclaim_request = conn_reclaim_request,
@@ -856,7 +806,7 @@ const struct reclaim_client_ops conn_reclaim_client_ops = {
         .charge_resume = conn_charge_resume,
         .charge_grant_later = conn_charge_grant_later,
         .send_event = conn_send_event,
-        .kill = reclaim_client_sigkill,
+        .kill = conn_rc_kill,
 };
 
 /* ---- Uncharge ---- */
@@ -953,6 +903,7 @@ static void conn_dispatch(struct conn *c, const Mb__Msg *msg) {
 static void conn_process_input(struct conn *c) {
         struct evbuffer *in = bufferevent_get_input(c->bev);
         struct evbuffer *out = bufferevent_get_output(c->bev);
+        bool dispatched = false;
 
         while (c->state != CONN_CLOSING) {
                 uint8_t hdr[WIRE_HEADER_BYTES];
@@ -994,7 +945,16 @@ static void conn_process_input(struct conn *c) {
                         return conn_fail(c, false, 0, EPROTO, "undecodable frame of %u bytes", payload);
                 conn_dispatch(c, msg);
                 mb__msg__free_unpacked(msg, NULL);
+                dispatched = true;
         }
+        /* FrameTimeoutSec= from a frame's first byte to its last, whatever
+         * trickles in between (the Hello's deadline runs from the connect). */
+        if (c->state != CONN_READY)
+                return;
+        if (evbuffer_get_length(in) == 0 || c->reading_paused)
+                evtimer_del(c->deadline);
+        else if (dispatched || !evtimer_pending(c->deadline, NULL))
+                evtimer_add(c->deadline, &(struct timeval) { .tv_sec = guard_frame_timeout_sec(c->m->guard) });
 }
 
 /* Free @c when it is closing and its output has left. */
@@ -1040,20 +1000,55 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *userdata) {
                 (void) conn_maybe_finish(c);
                 return;
         }
-        if ((what & BEV_EVENT_TIMEOUT) && c->state == CONN_HELLO) {
-                conn_fail(c, false, 0, ETIMEDOUT, "no Hello within %d s", CONN_HELLO_TIMEOUT_SEC);
-                (void) conn_maybe_finish(c);
-                return;
-        }
         /* EOF, error, or a closing peer that does not read: done. */
         conn_free(c);
+}
+
+/* FrameTimeoutSec= passed without a Hello, or within a frame. */
+static void conn_deadline_cb(evutil_socket_t fd, short what, void *userdata) {
+        struct conn *c = userdata;
+        bool hello = c->state == CONN_HELLO;
+        char reason[CONN_REASON_MAX_BYTES];
+
+        snprintf(reason, sizeof(reason), hello ? "no Hello within %u s" : "a frame was not finished within %u s",
+                 guard_frame_timeout_sec(c->m->guard));
+        guard_log(c->m->guard, hello ? GUARD_HELLO_TIMEOUT : GUARD_FRAME_TIMEOUT,
+                  "client %" PRIu64 " (%s, pid %d, uid %u, tenant %s): %s (%zu bytes pending); closing",
+                  c->client_id, c->name, (int) c->peer.pid, (unsigned) c->peer.uid, conn_tenant_path(c), reason,
+                  evbuffer_get_length(bufferevent_get_input(c->bev)));
+        conn_close_error(c, false, 0, ETIMEDOUT, reason);
+        (void) conn_maybe_finish(c);
+}
+
+/* The process that opened the connection exited (pidfd_poll()): the session
+ * ends as at a disconnect, even while another process holds the socket. */
+static void conn_peer_exit_cb(evutil_socket_t fd, short what, void *userdata) {
+        struct conn *c = userdata;
+        struct pollfd p = { .fd = c->fd, .events = POLLRDHUP };
+
+        if (c->state != CONN_CLOSING && (poll(&p, 1, 0) <= 0 || !(p.revents & (POLLRDHUP | POLLHUP)))) {
+                log_notice("client %" PRIu64 " (%s, pid %d, uid %u, tenant %s): the process that opened the "
+                           "connection exited while another holds its socket; ending the session",
+                           c->client_id, c->name, (int) c->peer.pid, (unsigned) c->peer.uid, conn_tenant_path(c));
+                conn_send_error(c, false, 0, ESRCH, "the process that opened this connection has exited");
+        }
+        conn_free(c);
+}
+
+int conn_kill_pidfd(int pidfd, int sig) {
+        return guard_pidfd_kill(pidfd, sig);
+}
+
+int conn_kill(struct conn *c, int sig) {
+        return conn_kill_pidfd(c->peer.pidfd, sig);
 }
 
 /* ---- life cycle ---- */
 
 int conn_new(struct worker *w, int fd) {
         struct manager *m = w->m;
-        struct timeval tv = { .tv_sec = CONN_HELLO_TIMEOUT_SEC };
+        struct timeval tv = { .tv_sec = guard_frame_timeout_sec(m->guard) };
+        unsigned max = 0;
         struct conn *c;
         int r;
 
@@ -1070,27 +1065,33 @@ int conn_new(struct worker *w, int fd) {
         c->client_id = atomic_fetch_add(&m->next_client_id, 1);
         snprintf(c->name, sizeof(c->name), "unnamed");
 
+        /* Who connected (the process as a pidfd), counted per uid. */
         r = auth_peer_from_socket(fd, &c->peer);
+        if (r >= 0)
+                r = guard_user_get(m->guard, c->peer.uid, &max);
         if (r < 0) {
-                log_warning_errno(r, "cannot identify the peer of a new connection: %m");
-                close(fd);
+                guard_refuse_peer(m->guard, fd, r, c->peer.pid, c->peer.uid, max);
+                auth_peer_done(&c->peer);
                 free(c);
                 return r;
         }
-
-        c->bev = bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE);
-        if (!c->bev) {
-                auth_peer_done(&c->peer);
-                close(fd);
-                free(c);
-                return -ENOMEM;
-        }
-        bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
-        bufferevent_set_timeouts(c->bev, &tv, NULL);
-        bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+        c->user_counted = true;
 
         MB_LIST_PREPEND(w->conns, c);
         w->nconns++;
+        c->bev = bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE);
+        if (!c->bev)
+                close(fd);
+        c->deadline = evtimer_new(w->base, conn_deadline_cb, c);
+        if (c->peer.pidfd >= 0)
+                c->peer_exit = event_new(w->base, c->peer.pidfd, EV_READ, conn_peer_exit_cb, c);
+        if (!c->bev || !c->deadline || (c->peer.pidfd >= 0 && !c->peer_exit) || evtimer_add(c->deadline, &tv) < 0 ||
+            (c->peer_exit && event_add(c->peer_exit, NULL) < 0)) {
+                conn_free(c);
+                return -ENOMEM;
+        }
+        bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
+        bufferevent_enable(c->bev, EV_READ | EV_WRITE);
         log_debug("client %" PRIu64 " connected (pid %d, uid %u, gid %u)", c->client_id, (int) c->peer.pid,
                   (unsigned) c->peer.uid, (unsigned) c->peer.gid);
         return 0;
@@ -1150,6 +1151,12 @@ void conn_free(struct conn *c) {
         free(c->queued);
         if (c->stats)
                 munmap(c->stats, c->stats_bytes);
+        if (c->peer_exit)
+                event_free(c->peer_exit); /* before its pidfd is closed */
+        if (c->deadline)
+                event_free(c->deadline);
+        if (c->user_counted)
+                guard_user_put(m->guard, c->peer.uid);
         auth_peer_done(&c->peer);
         if (c->bev)
                 bufferevent_free(c->bev);

@@ -8,8 +8,11 @@
  *                                                      freed once flushed)
  *
  * A connection belongs to one worker and is only touched by its thread.
- * Freeing it (disconnect, crash, bad input, shutdown) returns every page the
- * client held: hole-punched, given back to the arena, uncharged.
+ * Freeing it (disconnect, crash, bad input, shutdown, or the exit of the
+ * process that opened it, even while another process holds the socket)
+ * returns every page the client held: hole-punched, given back to the arena,
+ * uncharged.  A connection must send its Hello, and finish any frame it
+ * starts, within FrameTimeoutSec=.
  */
 #pragma once
 
@@ -49,3 +52,16 @@ void conn_send_event(struct conn *c, const char *event, uint64_t count, const ch
 /* The connections as struct reclaim_client_ops (daemon/reclaim.h) for the
  * reclaimer and the client event relay. */
 extern const struct reclaim_client_ops conn_reclaim_client_ops;
+
+/**
+ * conn_kill - send @sig to the process that opened @c, through the pidfd
+ * taken when the connection was accepted (pidfd_send_signal()): never to a
+ * pid that another process may have by now.  The worker thread of @c.
+ * Returns 0 when sent or when the process has exited already (its session
+ * then ends by itself, conn.c watches the pidfd); -EOPNOTSUPP on a kernel
+ * without pidfds (nothing is sent); another negative errno otherwise.
+ */
+int conn_kill(struct conn *c, int sig);
+/* The same from any thread, with the pidfd of a session (or a duplicate
+ * of it, such as the reclaimer's handle keeps). */
+int conn_kill_pidfd(int pidfd, int sig);

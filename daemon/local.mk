@@ -11,6 +11,8 @@ daemon_libmbbroker_la_SOURCES = \
 	%reldir%/log.c %reldir%/log.h \
 	%reldir%/config-files.c %reldir%/config-files.h \
 	%reldir%/conn.c %reldir%/conn.h \
+	%reldir%/guard.c %reldir%/guard.h \
+	%reldir%/session.c %reldir%/session.h \
 	%reldir%/worker.c %reldir%/worker.h \
 	%reldir%/manager.c %reldir%/manager.h \
 	%reldir%/mailbox.c %reldir%/mailbox.h \

@@ -138,7 +138,9 @@ static int parse_argv(int argc, char *argv[], struct manager *m) {
         return 1;
 }
 
-/* Clients and arenas are file descriptors: use every one we may. */
+/* Clients and arenas are file descriptors: use every one we may -- the soft
+ * limit up to the hard one, as systemd does for its services (the soft
+ * 1024 is for select(); libevent uses epoll). */
 static void raise_nofile(void) {
         struct rlimit rl;
 

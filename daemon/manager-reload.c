@@ -28,6 +28,7 @@
 
 #include "bus.h"
 #include "config-files.h"
+#include "guard.h"
 #include "log.h"
 #include "macros.h"
 #include "manager-service.h"
@@ -325,6 +326,7 @@ static int reload_apply(struct manager *m, struct mb_config *c, uint64_t read_us
         mb_config_free(m->config);
         m->config = c;
         atomic_store(&m->broker_charge_batch, c->broker.charge_batch);
+        guard_configure(m->guard, &c->broker);
         locked_usec = now_usec() - locked_usec;
         pthread_rwlock_unlock(&m->tree_lock);
         free(stale.v);

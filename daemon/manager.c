@@ -17,6 +17,7 @@
 #include "client-events.h"
 #include "conn.h"
 #include "config-files.h"
+#include "guard.h"
 #include "log.h"
 #include "macros.h"
 #include "mailbox.h"
@@ -570,21 +571,16 @@ static void manager_accept_cb(struct evconnlistener *l, evutil_socket_t fd, stru
 static void manager_accept_resume_cb(evutil_socket_t fd, short what, void *userdata) {
         struct manager *m = userdata;
 
-        if (m->listener)
-                evconnlistener_enable(m->listener);
+        evconnlistener_enable(m->listener); /* the listener outlives the base's timers */
 }
 
 static void manager_accept_error_cb(struct evconnlistener *l, void *userdata) {
-        static const struct timeval pause_tv = { .tv_sec = 0, .tv_usec = ACCEPT_PAUSE_USEC };
         struct manager *m = userdata;
-        int r = -EVUTIL_SOCKET_ERROR();
 
-        log_warning_errno(r, "accept() failed: %m");
-        /* Out of descriptors or memory: the pending connection stays in the
-         * backlog and the listener would fire again at once; pause it. */
-        if (r == -EMFILE || r == -ENFILE || r == -ENOBUFS || r == -ENOMEM) {
+        if (guard_accept_failed(m->guard, evconnlistener_get_fd(l), -EVUTIL_SOCKET_ERROR())) {
                 evconnlistener_disable(l);
-                if (event_base_once(m->base, -1, EV_TIMEOUT, manager_accept_resume_cb, m, &pause_tv) < 0)
+                if (event_base_once(m->base, -1, EV_TIMEOUT, manager_accept_resume_cb, m,
+                                    &(struct timeval) { .tv_usec = ACCEPT_PAUSE_USEC }) < 0)
                         evconnlistener_enable(l);
         }
 }
@@ -688,8 +684,10 @@ int manager_new(struct manager **ret) {
         struct manager *m;
 
         m = calloc(1, sizeof(*m));
-        if (!m)
+        if (!m || guard_new(&m->guard) < 0) {
+                free(m);
                 return -ENOMEM;
+        }
         pthread_rwlock_init(&m->tree_lock, NULL);
         pthread_mutex_init(&m->stats_lock, NULL);
         m->next_client_id = 1;
@@ -720,7 +718,7 @@ int manager_start(struct manager *m, char **ret_error) {
         if (r < 0)
                 return r;
         atomic_store(&m->broker_charge_batch, m->config->broker.charge_batch);
-
+        guard_configure(m->guard, &m->config->broker);
         m->page_size = m->config->broker.page_size;
         if (m->page_size == 0) {
                 if (ret_error)
@@ -898,6 +896,7 @@ void manager_free(struct manager *m) {
                 tenant_tree_free(m->tree);
         }
         mb_config_free(m->config);
+        guard_free(m->guard);
         if (m->base)
                 event_base_free(m->base);
 

@@ -100,6 +100,9 @@ struct manager {
         struct manager_reload *reload; /* the files read off the main thread */
         _Atomic unsigned ndraining;    /* tenants marked draining */
         struct event *drain_wakeup;    /* worker -> main: a client of some tenant left */
+
+        /* Per-uid connection caps, timeouts, the fd reserve (daemon/guard.h). */
+        struct guard *guard;
 };
 
 /* Limits as the bus and the configuration express them (bytes, UINT64_MAX =

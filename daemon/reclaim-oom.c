@@ -6,7 +6,7 @@
  * the subtree that is out of memory, then waits for it to go.  The kill
  * itself is the ops table's (struct reclaim_client_ops.kill).
  *
- * Main thread only, except reclaim_client_sigkill() (any thread).
+ * Main thread only.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -45,20 +45,6 @@ static int victim_cb(struct tenant *t, void *userdata) {
         }
         pthread_mutex_unlock(&ts->lock);
         return 0;
-}
-
-int reclaim_client_sigkill(struct reclaim_client *rc) {
-#ifdef SYS_pidfd_send_signal
-        if (rc->pidfd >= 0) {
-                if (syscall(SYS_pidfd_send_signal, rc->pidfd, SIGKILL, NULL, 0) == 0)
-                        return 0;
-                if (errno != ENOSYS)
-                        return -errno;
-        }
-#endif
-        if (rc->pid <= 0)
-                return -ESRCH;
-        return kill(rc->pid, SIGKILL) < 0 ? -errno : 0;
 }
 
 bool reclaim_job_oom_kill(struct reclaim_job *j, struct tenant *oom) {

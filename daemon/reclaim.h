@@ -157,14 +157,6 @@ void reclaim_client_detach(struct reclaim_client *rc);
 struct reclaim_client *reclaim_client_ref(struct reclaim_client *rc);
 void reclaim_client_unref(struct reclaim_client *rc);
 
-/**
- * reclaim_client_sigkill - SIGKILL @rc's process: through its pidfd when it
- * has one (pidfd_send_signal(), no pid reuse race), else by pid.  0 or a
- * negative errno (-ESRCH without a pid).  The default kill of
- * struct reclaim_client_ops.
- */
-int reclaim_client_sigkill(struct reclaim_client *rc);
-
 static inline void reclaim_client_set_held(struct reclaim_client *rc, uint64_t held) {
         atomic_store_explicit(&rc->held, held, memory_order_relaxed);
 }

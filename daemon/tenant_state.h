@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "arena.h"
 #include "mb_stats_abi.h"
@@ -51,6 +52,12 @@ struct tenant_state {
          * charged. */
         uint64_t unaccounted_bytes;
         bool unaccounted_logged;
+
+        /* The uid of its first client, and whether clients of a second uid
+         * were admitted (logged once: they share the arena), under `lock`
+         * (daemon/session.h). */
+        uid_t first_uid;
+        bool has_first_uid, multi_uid_logged;
 };
 
 static inline struct tenant_state *tenant_state_of(const struct tenant *t) {

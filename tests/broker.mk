@@ -36,7 +36,11 @@ BROKER_TESTS = \
 	tests/test-broker-start.sh \
 	tests/test-broker-reload.sh \
 	tests/test-broker-load.sh \
-	tests/test-broker-chaos.sh
+	tests/test-broker-chaos.sh \
+	tests/test-attack-socket-handoff.sh \
+	tests/test-attack-conn-flood.sh \
+	tests/test-attack-half-frame.sh \
+	tests/test-attack-dead-peer.sh
 TESTS += $(BROKER_TESTS)
 dist_check_SCRIPTS += $(BROKER_TESTS)
 EXTRA_DIST += tests/broker-lib.sh

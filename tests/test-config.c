@@ -109,6 +109,8 @@ static void assert_defaults(const struct mb_broker_config *b) {
         ck_assert_uint_eq(b->reclaim_timeout_msec, 250);
         ck_assert(!b->pressure_reclaim);
         ck_assert(!b->memory_recursiveprot);
+        ck_assert_uint_eq(b->max_connections_per_user, 256);
+        ck_assert_uint_eq(b->frame_timeout_sec, 10);
 }
 
 /* ---- sizes -------------------------------------------------------------- */
@@ -301,6 +303,8 @@ START_TEST(test_broker_keys) {
                    "ReclaimTimeoutMSec=1000\n"
                    "PressureReclaim=yes\n"
                    "MemoryRecursiveProtection=on\n"
+                   "MaxConnectionsPerUser=0\n"
+                   "FrameTimeoutSec=3\n"
                    "\tWorkers=4\n");
         c = load_ok();
         b = &c->broker;
@@ -313,6 +317,8 @@ START_TEST(test_broker_keys) {
         ck_assert_uint_eq(b->reclaim_timeout_msec, 1000);
         ck_assert(b->pressure_reclaim);
         ck_assert(b->memory_recursiveprot);
+        ck_assert_uint_eq(b->max_connections_per_user, 0);
+        ck_assert_uint_eq(b->frame_timeout_sec, 3);
         mb_config_free(c);
 
         /* Percent of RAM; an empty value resets to the default. */
@@ -606,6 +612,8 @@ static const struct error_case errors[] = {
         { "membroker.conf", "[Broker]\nStatsFlushIntervalSec=2s\n", 2, "bad number '2s' for StatsFlushIntervalSec=" },
         { "membroker.conf", "[Broker]\nWorkers=1025\n", 2, "Workers=1025 is out of range (0..1024)" },
         { "membroker.conf", "[Broker]\nReclaimTimeoutMSec=0\n", 2, "ReclaimTimeoutMSec=0 is out of range (1..3600000)" },
+        { "membroker.conf", "[Broker]\nFrameTimeoutSec=0\n", 2, "FrameTimeoutSec=0 is out of range (1..3600)" },
+        { "membroker.conf", "[Broker]\nMaxConnectionsPerUser=-1\n", 2, "bad number '-1' for MaxConnectionsPerUser=" },
         { "membroker.conf", "[Broker]\nPressureReclaim=maybe\n", 2,
           "bad boolean 'maybe' for PressureReclaim= (yes/no, true/false, on/off, 1/0)" },
         { "membroker.conf", "[Broker]\nMemoryRecursiveProtection=2\n", 2,

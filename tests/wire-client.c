@@ -35,6 +35,20 @@
  *                           batches on this connection, ROUNDS each;
  *                           ends with pages held
  *   quit                    exit 0 at once (without returning pages)
+ *   handoff PIDFILE         fork(): this process exits at once (without
+ *                           returning pages) and the child, which inherits
+ *                           the socket, writes its pid to PIDFILE, waits
+ *                           until its parent is gone and runs the steps that
+ *                           follow (a session handed to another process)
+ *   trickle N MS            a header announcing N bytes, then one byte of
+ *                           them every MS ms until the daemon closes the
+ *                           connection ("trickle closed after B bytes")
+ *   flood N                 open N more connections to the socket (idle);
+ *                           "flood opened=N failed=F"
+ *   flood-hello TENANT      send a Hello on every flood connection (the
+ *                           replies are not read)
+ *   flood-count             "flood open=X closed=Y": how many flood
+ *                           connections the daemon has closed
  *
  * Exit: 0 when every step succeeded, 1 when an expectation failed, 2 on an
  * unexpected error.
@@ -44,6 +58,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -76,6 +91,10 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static volatile sig_atomic_t stop;
 
+static struct sockaddr_un sa = { .sun_family = AF_UNIX };
+static int *flood;
+static size_t nflood;
+
 static _Noreturn void die(const char *what) {
         fprintf(stderr, "wire-client: %s: %s\n", what, strerror(errno));
         exit(2);
@@ -88,6 +107,7 @@ static const struct {
         { "ENOMEM", ENOMEM }, { "EACCES", EACCES }, { "EINVAL", EINVAL }, { "EPROTO", EPROTO },
         { "EMSGSIZE", EMSGSIZE }, { "ENOENT", ENOENT }, { "EISDIR", EISDIR }, { "EBADMSG", EBADMSG },
         { "EOPNOTSUPP", EOPNOTSUPP }, { "EPERM", EPERM }, { "ETIMEDOUT", ETIMEDOUT },
+        { "ESRCH", ESRCH }, { "EUSERS", EUSERS }, { "EMFILE", EMFILE },
 };
 
 static const char *code_name(int code) {
@@ -518,13 +538,116 @@ static void need(int argc, int i, int n, const char *step) {
         }
 }
 
+static void step_handoff(const char *pidfile) {
+        pid_t parent = getpid(), pid;
+        FILE *f;
+
+        fflush(stdout);
+        pid = fork();
+        if (pid < 0)
+                die("fork");
+        if (pid > 0)
+                _exit(0); /* the opener goes; its pages stay with the socket */
+        f = fopen(pidfile, "we");
+        if (!f)
+                die("pidfile");
+        fprintf(f, "%d\n", (int) getpid());
+        fclose(f);
+        while (getppid() == parent)
+                usleep(10 * 1000);
+        printf("handed off to pid %d\n", (int) getpid());
+}
+
+static void step_trickle(uint32_t n, unsigned ms) {
+        uint32_t be = htonl(n), sent = 0;
+
+        write_all(&be, sizeof(be));
+        for (; sent < n; sent++) {
+                uint8_t b = 0;
+                struct pollfd p = { .fd = sock, .events = POLLRDHUP };
+
+                /* The daemon closed it (after its Error): stop there. */
+                if (poll(&p, 1, (int) ms) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+                        break;
+                if (send(sock, &b, 1, MSG_NOSIGNAL) != 1)
+                        break;
+        }
+        printf("trickle closed after %u bytes\n", sent);
+}
+
+static void step_flood(unsigned n) {
+        unsigned failed = 0;
+
+        flood = realloc(flood, (nflood + n) * sizeof(int));
+        if (!flood)
+                die("realloc");
+        for (unsigned i = 0; i < n; i++) {
+                int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+                if (fd < 0) {
+                        fprintf(stderr, "wire-client: flood: socket: %s\n", strerror(errno));
+                        failed += n - i;
+                        break;
+                }
+                if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                        failed++;
+                        close(fd);
+                        continue;
+                }
+                flood[nflood++] = fd;
+        }
+        printf("flood opened=%u failed=%u\n", n - failed, failed);
+}
+
+static void step_flood_hello(const char *tenant) {
+        Mb__Msg msg = MB__MSG__INIT;
+        Mb__Hello hello = MB__HELLO__INIT;
+        uint8_t *buf;
+        size_t len;
+
+        hello.version = WIRE_PROTOCOL_VERSION;
+        hello.tenant = (char *) tenant;
+        hello.client_name = (char *) "flood";
+        msg.body_case = MB__MSG__BODY_HELLO;
+        msg.hello = &hello;
+        if (wire_frame_pack(&msg, &buf, &len) < 0)
+                die("pack");
+        for (size_t i = 0; i < nflood; i++)
+                (void) send(flood[i], buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        free(buf);
+}
+
+static size_t flood_closed(void) {
+        size_t closed = 0;
+
+        for (size_t i = 0; i < nflood; i++) {
+                struct pollfd p = { .fd = flood[i], .events = POLLRDHUP };
+
+                if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+                        closed++;
+        }
+        return closed;
+}
+
+/* Count once the daemon is done: no change for 2 s (at most 10 minutes). */
+static void step_flood_count(void) {
+        size_t closed = flood_closed(), prev;
+        time_t deadline = time(NULL) + 600;
+
+        do {
+                prev = closed;
+                sleep(2);
+                closed = flood_closed();
+        } while (closed != prev && time(NULL) < deadline && !stop);
+        printf("flood open=%zu closed=%zu\n", nflood - closed, closed);
+}
+
 int main(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "socket", required_argument, NULL, 's' },
                 { "name", required_argument, NULL, 'n' },
                 {}
         };
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
         const char *socket_path = NULL, *name = "wire-client";
         int c;
 
@@ -734,6 +857,22 @@ int main(int argc, char *argv[]) {
                         i += 2;
                 } else if (strcmp(s, "quit") == 0) {
                         return 0;
+                } else if (strcmp(s, "handoff") == 0) {
+                        need(argc, i, 1, s);
+                        step_handoff(argv[++i]);
+                } else if (strcmp(s, "trickle") == 0) {
+                        need(argc, i, 2, s);
+                        step_trickle((uint32_t) strtoul(argv[i + 1], NULL, 10),
+                                     (unsigned) strtoul(argv[i + 2], NULL, 10));
+                        i += 2;
+                } else if (strcmp(s, "flood") == 0) {
+                        need(argc, i, 1, s);
+                        step_flood((unsigned) strtoul(argv[++i], NULL, 10));
+                } else if (strcmp(s, "flood-hello") == 0) {
+                        need(argc, i, 1, s);
+                        step_flood_hello(argv[++i]);
+                } else if (strcmp(s, "flood-count") == 0) {
+                        step_flood_count();
                 } else {
                         fprintf(stderr, "wire-client: unknown step %s\n", s);
                         return 2;

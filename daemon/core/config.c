@@ -56,6 +56,7 @@
 #define MB_RECLAIM_TIMEOUT_MAX_MSEC 3600000U
 #define MB_DEFAULT_RESTART_GRACE_SEC 30U
 #define MB_RESTART_GRACE_MAX_SEC 86400U
+#define MB_FRAME_TIMEOUT_MAX_SEC 3600U
 
 /* ---- small parsers ------------------------------------------------------ */
 
@@ -134,6 +135,8 @@ int mb_broker_config_defaults(const struct mb_config_env *env, struct mb_broker_
                 .pressure_reclaim = false,
                 .memory_recursiveprot = false,
                 .restart_grace_sec = MB_DEFAULT_RESTART_GRACE_SEC,
+                .max_connections_per_user = MB_DEFAULT_MAX_CONNECTIONS_PER_USER,
+                .frame_timeout_sec = MB_DEFAULT_FRAME_TIMEOUT_SEC,
         };
         return 0;
 }
@@ -516,6 +519,12 @@ static int broker_key(struct parse_ctx *ctx, const char *key, const char *value)
         if (strcmp(key, "RestartGraceSec") == 0)
                 return set_uint(ctx, key, value, 1, MB_RESTART_GRACE_MAX_SEC, MB_DEFAULT_RESTART_GRACE_SEC,
                                 &b->restart_grace_sec);
+        if (strcmp(key, "MaxConnectionsPerUser") == 0) /* 0: no cap */
+                return set_uint(ctx, key, value, 0, UINT32_MAX, MB_DEFAULT_MAX_CONNECTIONS_PER_USER,
+                                &b->max_connections_per_user);
+        if (strcmp(key, "FrameTimeoutSec") == 0)
+                return set_uint(ctx, key, value, 1, MB_FRAME_TIMEOUT_MAX_SEC, MB_DEFAULT_FRAME_TIMEOUT_SEC,
+                                &b->frame_timeout_sec);
         if (strcmp(key, "PressureReclaim") == 0)
                 return set_bool(ctx, key, value, &b->pressure_reclaim);
         if (strcmp(key, "MemoryRecursiveProtection") == 0)

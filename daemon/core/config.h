@@ -49,6 +49,8 @@
 #endif
 #define MB_DEFAULT_SOCKET "/run/membroker/membroker.sock"
 #define MB_DEFAULT_STATE_DIR "/var/lib/membroker"
+#define MB_DEFAULT_MAX_CONNECTIONS_PER_USER 256U /* dbus-daemon's max_connections_per_user */
+#define MB_DEFAULT_FRAME_TIMEOUT_SEC 10U
 
 struct mb_broker_config {
         uint64_t capacity_bytes;       /* Capacity= resolved (bytes or % of RAM), default 25% */
@@ -62,6 +64,9 @@ struct mb_broker_config {
         bool memory_recursiveprot;     /* MemoryRecursiveProtection=, default no */
         unsigned restart_grace_sec;    /* RestartGraceSec=, default 30: how long pages kept across a
                                         * restart wait for their client (daemon/restart.h) */
+        unsigned max_connections_per_user; /* MaxConnectionsPerUser=, default 256, 0 = no cap; uid 0 exempt */
+        unsigned frame_timeout_sec;    /* FrameTimeoutSec=, default 10: to send the Hello after connecting,
+                                        * and to finish a frame once its first byte came */
 };
 
 struct mb_tenant_config {
