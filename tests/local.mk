@@ -18,3 +18,4 @@ include tests/slab.mk
 include tests/bench.mk
 include tests/service.mk
 include tests/pressure.mk
+include tests/attack.mk
