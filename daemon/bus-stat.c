@@ -55,11 +55,12 @@ void bus_stat_done(struct bus_stat *s) {
 /* memory.events / memory.events.local names (enum mb_event order). */
 static const char *const event_names[_MB_EVENT_NR] = {
         [MB_EVENT_LOW] = "low", [MB_EVENT_HIGH] = "high", [MB_EVENT_MAX] = "max",
-        [MB_EVENT_OOM] = "oom", [MB_EVENT_OOM_KILL] = "oom_kill",
+        [MB_EVENT_OOM] = "oom", [MB_EVENT_OOM_KILL] = "oom_kill", [MB_EVENT_OVERRUN] = "overrun",
 };
 static const char *const event_local_names[_MB_EVENT_NR] = {
         [MB_EVENT_LOW] = "low.local", [MB_EVENT_HIGH] = "high.local", [MB_EVENT_MAX] = "max.local",
         [MB_EVENT_OOM] = "oom.local", [MB_EVENT_OOM_KILL] = "oom_kill.local",
+        [MB_EVENT_OVERRUN] = "overrun.local",
 };
 
 void bus_events_collect(struct tenant *t, struct bus_events *ret) {

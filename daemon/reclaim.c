@@ -961,7 +961,7 @@ static int victim_cb(struct tenant *t, void *userdata) {
         return 0;
 }
 
-static int send_sigkill(const struct reclaim_client *rc) {
+int reclaim_client_kill(const struct reclaim_client *rc) {
 #ifdef SYS_pidfd_send_signal
         if (rc->pidfd >= 0) {
                 if (syscall(SYS_pidfd_send_signal, rc->pidfd, SIGKILL, NULL, 0) == 0)
@@ -992,7 +992,7 @@ static bool job_oom_kill(struct reclaim_job *j, struct tenant *oom) {
                 log_warning("tenant %s: out of memory and no client holds pages to kill", oom->path);
                 return false;
         }
-        k = send_sigkill(vw.best);
+        k = reclaim_client_kill(vw.best);
         vw.best->killed = true;
         if (k < 0) {
                 log_error_errno(k, "tenant %s: out of memory; cannot kill client %" PRIu64 " (pid %d): %m", oom->path,

@@ -103,6 +103,13 @@ struct reclaim_client {
         bool linked;
 };
 
+/**
+ * reclaim_client_kill - SIGKILL the process of @rc (through its pidfd when
+ * it has one, else by pid).  The one place that kills a client: OOMPolicy=
+ * and OverrunPolicy=.  Returns 0 or a negative errno (-ESRCH without a pid).
+ */
+int reclaim_client_kill(const struct reclaim_client *rc);
+
 /* ---- life cycle (manager.c, worker.c) ---- */
 
 /* The reclaimer on @m->base (main thread).  -ENOMEM. */

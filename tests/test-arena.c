@@ -15,7 +15,7 @@
 static struct arena *new_arena(uint64_t npages) {
         struct arena *a = NULL;
 
-        ck_assert_int_eq(arena_new("test", npages, PAGE, &a), 0);
+        ck_assert_int_eq(arena_new("test", npages, PAGE, NULL, &a), 0);
         ck_assert_ptr_nonnull(a);
         return a;
 }

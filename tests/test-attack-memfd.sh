@@ -25,7 +25,7 @@ wait_for 60 eval '[ "$(mb_now a arena_backed)" -le '"$page"' ]' ||
 pass "the audit punched the pages nobody holds"
 mb_dump_state
 [ "$(mb_event_local a overrun)" -ge 1 ] || fail "no overrun event on a"
-[ "$(mb_event / overrun)" -ge 1 ] || fail "no hierarchical overrun event on the root"
+[ "$(mb_event a overrun)" -ge 1 ] || fail "no hierarchical overrun event on a"
 kill -0 "$pw" || fail "OverrunPolicy=punch killed the writer"
 pass "OverrunPolicy=punch leaves the writer alive"
 kill -TERM "$pw"

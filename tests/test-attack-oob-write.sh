@@ -11,7 +11,8 @@
 
 mb_attack_prereqs
 mb_write_broker_conf "Capacity=1G" "ChargeBatch=64"
-mb_write_tenant a "Path=a" "MemoryMax=16M" "AllowUsers=nobody"
+mb_write_tenant g "Path=g"
+mb_write_tenant a "Path=g/a" "MemoryMax=16M" "AllowUsers=nobody"
 mb_start_daemon
 mb_need_tmpfs_backing
 page=4096
@@ -20,32 +21,32 @@ pages_200m=$(( 200 * 1024 * 1024 / page ))
 bound=$(( (1 + 2 * 64) * page ))
 
 rc=0
-as_nobody hello a charge 1 expect-ok write-arena 1000 "$pages_200m" 0x42 print-backed >"$MB_TMP/w1" 2>&1 || rc=$?
+as_nobody hello g/a charge 1 expect-ok write-arena 1000 "$pages_200m" 0x42 print-backed >"$MB_TMP/w1" 2>&1 || rc=$?
 cat "$MB_TMP/w1"
 assert_eq 135 "$rc" "exit status of the writer (128 + SIGBUS)"
 
-out=$(as_nobody hello a charge 1 expect-ok probe-write 1000 "$pages_200m" 0x42) || { echo "$out"; fail "probe"; }
+out=$(as_nobody hello g/a charge 1 expect-ok probe-write 1000 "$pages_200m" 0x42) || { echo "$out"; fail "probe"; }
 echo "$out"
 assert_eq 1 "$(mb_field "$out" sigbus)" "the kernel stopped the second writer"
 backed=$(mb_field "$out" backed)
 [ "$backed" -le "$bound" ] || fail "the arena was backed by $backed bytes, more than charged + slack ($bound)"
 pass "backing $backed <= charged + slack ($bound)"
 
-wait_for 30 eval '[ "$(mb_now a arena_backed)" = 0 ]' ||
-        fail "the arena is still backed by $(mb_now a arena_backed) bytes after the writers exited"
+wait_for 30 eval '[ "$(mb_now g/a arena_backed)" = 0 ]' ||
+        fail "the arena is still backed by $(mb_now g/a arena_backed) bytes after the writers exited"
 pass "the arena is backed by nothing after the writers exited"
-assert_eq 0 "$(mb_now a usage)" "usage of a"
-wait_for 10 eval '[ "$(mb_now a unaccounted)" = 0 ]' || fail "unaccounted of a is not 0"
+assert_eq 0 "$(mb_now g/a usage)" "usage of g/a"
+wait_for 10 eval '[ "$(mb_now g/a unaccounted)" = 0 ]' || fail "unaccounted of g/a is not 0"
 mb_dump_state
-[ "$(mb_event_local a overrun)" -ge 1 ] || fail "no overrun event counted on a"
-[ "$(mb_event a overrun)" -ge 1 ] || fail "no hierarchical overrun event on a"
-[ "$(mb_event / overrun)" -ge 1 ] || fail "the overrun does not show in the root's hierarchical events"
-assert_eq 0 "$(mb_event_local / overrun)" "root's local overrun events"
-pass "overrun counted: $(mb_event_local a overrun) on a"
-grep -q "tenant a: .*overrun" "$MB_TMP/daemon.log" || fail "no warning names the tenant"
+[ "$(mb_event_local g/a overrun)" -ge 1 ] || fail "no overrun event counted on g/a"
+[ "$(mb_event g/a overrun)" -ge 1 ] || fail "no hierarchical overrun event on g/a"
+[ "$(mb_event g overrun)" -ge 1 ] || fail "the overrun does not show in g's hierarchical events"
+assert_eq 0 "$(mb_event_local g overrun)" "g's local overrun events"
+pass "overrun counted: $(mb_event_local g/a overrun) on g/a"
+grep -q "tenant g/a: overrun: [0-9]* pages" "$MB_TMP/daemon.log" || fail "no warning names the tenant and the pages"
 
 # The tenant still works for honest clients.
-out=$(as_nobody hello a charge 100 expect-ok write-pages 0x11 check-pages 0x11) || { echo "$out"; fail "honest client"; }
-pass "an honest client of a still gets and uses pages"
+out=$(as_nobody hello g/a charge 100 expect-ok write-pages 0x11 check-pages 0x11) || { echo "$out"; fail "honest client"; }
+pass "an honest client of g/a still gets and uses pages"
 mb_daemon_alive
 mb_stop_clean
