@@ -434,7 +434,7 @@ static void punch(struct arena *a, uint64_t start, uint64_t count) {
                          (off_t) (count * a->page_size));
 }
 
-static int arena_fit(struct arena *a);
+static int arena_fit(struct arena *a, bool grant);
 
 static void release_run(struct arena *a, uint64_t start, uint64_t count) {
         punch(a, start, count);
@@ -468,7 +468,7 @@ uint64_t arena_release(struct arena *a, uint32_t owner, const struct arena_exten
         if (run_len > 0)
                 release_run(a, run_start, run_len);
         released += run_len;
-        (void) arena_fit(a);
+        (void) arena_fit(a, false);
         return released;
 }
 
@@ -495,7 +495,7 @@ uint64_t arena_release_owner(struct arena *a, uint32_t owner, uint64_t held) {
                 released += q - p;
                 p = q;
         }
-        (void) arena_fit(a);
+        (void) arena_fit(a, false);
         return released;
 }
 
@@ -520,12 +520,20 @@ int arena_backed_bytes(const struct arena *a, uint64_t *ret) {
  * (hysteresis: most grants and releases resize nothing).  A shrink the
  * kernel refuses (a client backed pages beyond what is charged) is left to
  * the audit.  Returns 0 or the negative errno of a failed grow.
+ *
+ * A grant (@grant) always decides under size_lock, after its pages were
+ * counted in nused: a shrink either saw them or is seen by it.  A release
+ * first looks without the lock: a shrink it misses is only late (the audit
+ * fits every arena too).
  */
-static int arena_fit(struct arena *a) {
+static int arena_fit(struct arena *a, bool grant) {
         uint64_t nused, want;
         int r = 0;
 
         if (a->pick_fd < 0)
+                return 0;
+        if (!grant && atomic_load_explicit(&a->size_pages, memory_order_relaxed) <=
+                              atomic_load_explicit(&a->nused, memory_order_relaxed) + 2 * a->slack_pages)
                 return 0;
         pthread_mutex_lock(&a->size_lock);
         nused = atomic_load_explicit(&a->nused, memory_order_relaxed);
@@ -603,7 +611,7 @@ int arena_grant_prepare(struct arena *a, const struct arena_extent *extents, siz
         }
         if (dirty > 0)
                 atomic_fetch_add_explicit(&a->dirty_at_grant, dirty, memory_order_relaxed);
-        return arena_fit(a);
+        return arena_fit(a, true);
 }
 
 static inline bool page_used_locked(const struct arena *a, uint64_t p) {
@@ -653,8 +661,10 @@ int arena_audit(struct arena *a, struct arena_audit *ret) {
         }
         ret->backed_bytes = (uint64_t) st.st_blocks * 512;
         if (ret->backed_bytes <= nused * a->page_size && (uint64_t) st.st_size == size_bytes &&
-            (tmpfs_bytes == 0 || ret->backed_bytes < tmpfs_bytes))
+            (tmpfs_bytes == 0 || ret->backed_bytes < tmpfs_bytes)) {
+                (void) arena_fit(a, false); /* a shrink a release left late */
                 return 0;
+        }
 
         /* A tmpfs file is not sealed: a client may have resized it. */
         if ((uint64_t) st.st_size != size_bytes) {
@@ -679,7 +689,7 @@ int arena_audit(struct arena *a, struct arena_audit *ret) {
                 pthread_mutex_unlock(&a->lock);
                 pos = (off_t) (last * a->page_size);
         }
-        (void) arena_fit(a);
+        (void) arena_fit(a, false);
         if (fstat(a->fd, &st) == 0)
                 ret->backed_bytes = (uint64_t) st.st_blocks * 512;
         return 0;
@@ -814,7 +824,7 @@ int arena_restore(int fd, int root_fd, uint64_t page_size, uint64_t slack_pages,
                         break;
                 pos = hole;
         }
-        (void) arena_fit(a);
+        (void) arena_fit(a, false);
 
         *ret = a;
         return 0;

@@ -71,7 +71,8 @@ struct arena {
         int pick_fd;         /* fspick() of it, to resize; -1 when it cannot
                               * be resized (then only the audit bounds it) */
         pthread_mutex_t size_lock; /* serialises resizes (not allocation) */
-        uint64_t size_pages; /* the tmpfs size, under size_lock */
+        _Atomic uint64_t size_pages; /* the tmpfs size; written under
+                                      * size_lock */
         uint64_t slack_pages;
         _Atomic uint64_t dirty_at_grant; /* pages punched at grants, not yet
                                           * reported by arena_audit() */
