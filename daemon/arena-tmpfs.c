@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <sys/mount.h>
 #include <unistd.h>
@@ -40,8 +41,10 @@ static int tmpfs_set_size(int fc, uint64_t size_bytes) {
         return 0;
 }
 
-int arena_tmpfs_create(uint64_t size_bytes, uint64_t file_bytes, int *ret_file, int *ret_root, int *ret_pick) {
+int arena_tmpfs_create(const char *name, uint64_t size_bytes, uint64_t file_bytes, int *ret_file, int *ret_root,
+                       int *ret_pick) {
         _cleanup_(closep) int fc = -1, mnt = -1, file = -1, root = -1, pick = -1;
+        char fname[NAME_MAX + 1];
         int r;
 
         fc = fsopen("tmpfs", FSOPEN_CLOEXEC);
@@ -57,8 +60,17 @@ int arena_tmpfs_create(uint64_t size_bytes, uint64_t file_bytes, int *ret_file, 
         mnt = fsmount(fc, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
         if (mnt < 0)
                 return -errno;
-        file = openat(mnt, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        /* Made with a name and unlinked at once (rather than O_TMPFILE) so
+         * that /proc/PID/fd and /proc/PID/maps of the clients say whose
+         * arena it is, as a memfd's name does.  '/' cannot be in a name. */
+        snprintf(fname, sizeof(fname), "membroker-arena:%s", name);
+        for (char *c = fname; *c; c++)
+                if (*c == '/')
+                        *c = ':';
+        file = openat(mnt, fname, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (file < 0)
+                return -errno;
+        if (unlinkat(mnt, fname, 0) < 0)
                 return -errno;
         if (ftruncate(file, (off_t) file_bytes) < 0)
                 return -errno;
@@ -95,7 +107,9 @@ int arena_tmpfs_resize(int pick_fd, uint64_t size_bytes) {
         return 0;
 }
 #else
-int arena_tmpfs_create(uint64_t size_bytes, uint64_t file_bytes, int *ret_file, int *ret_root, int *ret_pick) {
+int arena_tmpfs_create(const char *name, uint64_t size_bytes, uint64_t file_bytes, int *ret_file, int *ret_root,
+                       int *ret_pick) {
+        (void) name;
         (void) size_bytes;
         (void) file_bytes;
         (void) ret_file;
@@ -121,7 +135,7 @@ int arena_tmpfs_probe(void) {
         _cleanup_(closep) int file = -1, root = -1, pick = -1;
         int r;
 
-        r = arena_tmpfs_create(4096, 4096, &file, &root, &pick);
+        r = arena_tmpfs_create("probe", 4096, 4096, &file, &root, &pick);
         if (r < 0)
                 return r;
         /* Resizing must work too: it is what bounds the arena. */

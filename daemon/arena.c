@@ -126,7 +126,7 @@ static int arena_create(const char *name, uint64_t npages, uint64_t page_size, i
         if (backing && backing->tmpfs) {
                 /* Room for the slack only: nothing is charged yet. */
                 size_pages = MB_MAX(backing->slack_pages, (uint64_t) 1);
-                r = arena_tmpfs_create(size_pages * page_size, npages * page_size, &fd, &root_fd, &pick_fd);
+                r = arena_tmpfs_create(name, size_pages * page_size, npages * page_size, &fd, &root_fd, &pick_fd);
                 if (r < 0)
                         return r;
         } else {
@@ -659,7 +659,7 @@ int arena_audit(struct arena *a, struct arena_audit *ret) {
                 tmpfs_bytes = a->size_pages * a->page_size;
                 pthread_mutex_unlock(&a->size_lock);
         }
-        ret->backed_bytes = (uint64_t) st.st_blocks * 512;
+        ret->found_bytes = ret->backed_bytes = (uint64_t) st.st_blocks * 512;
         if (ret->backed_bytes <= nused * a->page_size && (uint64_t) st.st_size == size_bytes &&
             (tmpfs_bytes == 0 || ret->backed_bytes < tmpfs_bytes)) {
                 (void) arena_fit(a, false); /* a shrink a release left late */

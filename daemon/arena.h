@@ -57,6 +57,7 @@ struct arena_backing {
 
 /* What one arena_audit() found and did. */
 struct arena_audit {
+        uint64_t found_bytes;    /* memory backing the file, as found */
         uint64_t backed_bytes;   /* memory backing the file afterwards */
         uint64_t overrun_pages;  /* backed pages nobody held, punched (here
                                   * or at a grant since the last audit) */
@@ -234,12 +235,14 @@ static inline uint64_t arena_slack(const struct arena *a) {
 
 /**
  * arena_tmpfs_create - a new detached tmpfs instance of @size_bytes (never
- * 0) holding one unlinked file of @file_bytes: returns the file, a
- * directory fd of the instance's root and an fspick() fd to resize it.
+ * 0) holding one unlinked file of @file_bytes named after @name: returns
+ * the file, a directory fd of the instance's root and an fspick() fd to
+ * resize it.
  * Returns 0 or a negative errno (-EPERM without CAP_SYS_ADMIN, -ENOSYS on a
  * kernel or libc without the new mount API).
  */
-int arena_tmpfs_create(uint64_t size_bytes, uint64_t file_bytes, int *ret_file, int *ret_root, int *ret_pick);
+int arena_tmpfs_create(const char *name, uint64_t size_bytes, uint64_t file_bytes, int *ret_file, int *ret_root,
+                       int *ret_pick);
 
 /* fspick() the instance whose root directory is @root_fd.  0 or -errno. */
 int arena_tmpfs_pick(int root_fd, int *ret_pick);

@@ -114,8 +114,9 @@ static void audit_timer_cb(evutil_socket_t fd, short what, void *userdata) {
 
                 if (!ts->arena || arena_audit(ts->arena, &res) < 0)
                         continue;
+                /* What this audit found beyond the charge (punched now). */
                 charged = arena_used(ts->arena) * m->page_size;
-                ts->unaccounted_bytes = res.backed_bytes > charged ? res.backed_bytes - charged : 0;
+                ts->unaccounted_bytes = res.found_bytes > charged ? res.found_bytes - charged : 0;
                 if (res.overrun_pages == 0 && !res.size_restored)
                         continue;
                 if (n == alloc) {

@@ -32,7 +32,7 @@
  *                           "fallocate ok" or "fallocate error=ENOSPC"
  *   print-backed            "backed=BYTES size=BYTES" (fstat of the arena fd)
  *   print-held              "held=N"
- *   print-inode             "arena_ino=N" (the inode of the received memfd)
+ *   print-inode             "arena_ino=N" (the inode of the received arena)
  *   wait-file PATH          wait until PATH exists
  *   touch FILE              create FILE
  *   sleep MS
@@ -318,9 +318,10 @@ static void step_hello(uint32_t version, const char *tenant, const char *name) {
                 if (fstat(arena_fd, &st) < 0)
                         die("fstat");
                 printf("welcome tenant=%s page_size=%" PRIu64 " batch=%u arena_pages=%" PRIu64
-                       " stats_slots=%u client_id=%" PRIu64 " unlimited=%d arena_ino=%lu arena_bytes=%lld\n",
+                       " stats_slots=%u client_id=%" PRIu64 " unlimited=%d arena_ino=%lu arena_dev=%lu arena_bytes=%lld\n",
                        w->tenant, w->page_size, w->charge_batch, w->arena_pages, w->stats_slots, w->client_id,
-                       w->has_unlimited && w->unlimited, (unsigned long) st.st_ino, (long long) st.st_size);
+                       w->has_unlimited && w->unlimited, (unsigned long) st.st_ino, (unsigned long) st.st_dev,
+                       (long long) st.st_size);
         }
         mb__msg__free_unpacked(reply, NULL);
 }
