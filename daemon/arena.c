@@ -654,11 +654,8 @@ int arena_audit(struct arena *a, struct arena_audit *ret) {
         if (fstat(a->fd, &st) < 0)
                 return -errno;
         nused = arena_used(a);
-        if (a->pick_fd >= 0) {
-                pthread_mutex_lock(&a->size_lock);
-                tmpfs_bytes = a->size_pages * a->page_size;
-                pthread_mutex_unlock(&a->size_lock);
-        }
+        if (a->pick_fd >= 0)
+                tmpfs_bytes = atomic_load(&a->size_pages) * a->page_size;
         ret->found_bytes = ret->backed_bytes = (uint64_t) st.st_blocks * 512;
         if (ret->backed_bytes <= nused * a->page_size && (uint64_t) st.st_size == size_bytes &&
             (tmpfs_bytes == 0 || ret->backed_bytes < tmpfs_bytes)) {

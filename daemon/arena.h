@@ -226,11 +226,6 @@ int arena_grant_prepare(struct arena *a, const struct arena_extent *extents, siz
  */
 int arena_audit(struct arena *a, struct arena_audit *ret);
 
-/* Pages of slack the tmpfs size keeps (0 for a memfd). */
-static inline uint64_t arena_slack(const struct arena *a) {
-        return a->pick_fd >= 0 ? a->slack_pages : 0;
-}
-
 /* ---- the tmpfs instance (arena-tmpfs.c) ---- */
 
 /**
