@@ -168,7 +168,7 @@ struct mb_shrinker {
 int mb_register_shrinker(mb_client *c, const struct mb_shrinker *s);
 int mb_unregister_shrinker(mb_client *c, const struct mb_shrinker *s);
 
-/* Tenant events ("low", "high", "max", "oom", "oom_kill": memory.events of
+/* Tenant events ("low", "high", "max", "oom", "oom_kill", "overrun": memory.events of
  * the client's tenant and of the ancestors where they happen, with the
  * tenant's hierarchical count) delivered to a callback; it is called
  * without library locks held (from the library's thread, or with

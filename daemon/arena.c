@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "arena.h"
@@ -53,6 +54,8 @@ static int arena_alloc_meta(uint64_t npages, uint64_t page_size, int owner_fd, u
         if (!a)
                 return -ENOMEM;
         a->fd = -1;
+        a->root_fd = -1;
+        a->pick_fd = -1;
         a->owner_fd = -1;
         a->npages = npages;
         a->page_size = page_size;
@@ -93,6 +96,11 @@ static int arena_alloc_meta(uint64_t npages, uint64_t page_size, int owner_fd, u
         mark_tail(a);
 
         r = pthread_mutex_init(&a->lock, NULL);
+        if (r == 0) {
+                r = pthread_mutex_init(&a->size_lock, NULL);
+                if (r != 0)
+                        pthread_mutex_destroy(&a->lock);
+        }
         if (r != 0) {
                 munmap(a->meta, a->meta_bytes);
                 if (a->owner_map)
@@ -105,43 +113,58 @@ static int arena_alloc_meta(uint64_t npages, uint64_t page_size, int owner_fd, u
 }
 
 static int arena_create(const char *name, uint64_t npages, uint64_t page_size, int owner_fd, uint64_t owner_offset,
-                        struct arena **ret) {
-        _cleanup_(closep) int fd = -1;
+                        const struct arena_backing *backing, struct arena **ret) {
+        _cleanup_(closep) int fd = -1, root_fd = -1, pick_fd = -1;
         char memfd_name[ARENA_NAME_MAX_BYTES];
+        uint64_t size_pages = 0;
         struct arena *a;
         int r;
 
         if (npages == 0 || page_size == 0 || npages > UINT64_MAX / page_size || npages > (uint64_t) SIZE_MAX / 8)
                 return -EINVAL;
 
-        snprintf(memfd_name, sizeof(memfd_name), "membroker-arena:%s", name);
-        fd = memfd_create(memfd_name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-        if (fd < 0)
-                return -errno;
-        if (ftruncate(fd, (off_t) (npages * page_size)) < 0)
-                return -errno;
-        /* Clients map the whole arena; they must not be able to resize it
-         * (and nobody may add or remove seals afterwards). */
-        if (fcntl(fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0)
-                return -errno;
+        if (backing && backing->tmpfs) {
+                /* Room for the slack only: nothing is charged yet. */
+                size_pages = MB_MAX(backing->slack_pages, (uint64_t) 1);
+                r = arena_tmpfs_create(name, size_pages * page_size, npages * page_size, &fd, &root_fd, &pick_fd);
+                if (r < 0)
+                        return r;
+        } else {
+                snprintf(memfd_name, sizeof(memfd_name), "membroker-arena:%s", name);
+                fd = memfd_create(memfd_name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+                if (fd < 0)
+                        return -errno;
+                if (ftruncate(fd, (off_t) (npages * page_size)) < 0)
+                        return -errno;
+                /* Clients map the whole arena; they must not be able to
+                 * resize it (and nobody may add or remove seals afterwards). */
+                if (fcntl(fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0)
+                        return -errno;
+        }
 
         r = arena_alloc_meta(npages, page_size, owner_fd, owner_offset, &a);
         if (r < 0)
                 return r;
         a->fd = TAKE_FD(fd);
+        a->tmpfs = root_fd >= 0;
+        a->root_fd = TAKE_FD(root_fd);
+        a->pick_fd = TAKE_FD(pick_fd);
+        a->size_pages = size_pages;
+        a->slack_pages = backing ? backing->slack_pages : 0;
         *ret = a;
         return 0;
 }
 
-int arena_new(const char *name, uint64_t npages, uint64_t page_size, struct arena **ret) {
-        return arena_create(name, npages, page_size, -1, 0, ret);
+int arena_new(const char *name, uint64_t npages, uint64_t page_size, const struct arena_backing *backing,
+              struct arena **ret) {
+        return arena_create(name, npages, page_size, -1, 0, backing, ret);
 }
 
 int arena_new_shared(const char *name, uint64_t npages, uint64_t page_size, int owner_fd, uint64_t owner_offset,
-                     struct arena **ret) {
+                     const struct arena_backing *backing, struct arena **ret) {
         if (owner_fd < 0)
                 return -EBADF;
-        return arena_create(name, npages, page_size, owner_fd, owner_offset, ret);
+        return arena_create(name, npages, page_size, owner_fd, owner_offset, backing, ret);
 }
 
 void arena_free(struct arena *a) {
@@ -149,6 +172,10 @@ void arena_free(struct arena *a) {
                 return;
         if (a->fd >= 0)
                 close(a->fd);
+        if (a->root_fd >= 0)
+                close(a->root_fd);
+        if (a->pick_fd >= 0)
+                close(a->pick_fd);
         if (a->owner_fd >= 0)
                 close(a->owner_fd);
         if (a->meta && a->meta != MAP_FAILED)
@@ -156,6 +183,7 @@ void arena_free(struct arena *a) {
         if (a->owner_map)
                 munmap(a->owner_map, a->owner_map_bytes);
         pthread_mutex_destroy(&a->lock);
+        pthread_mutex_destroy(&a->size_lock);
         free(a->free_owners);
         free(a);
 }
@@ -406,6 +434,8 @@ static void punch(struct arena *a, uint64_t start, uint64_t count) {
                          (off_t) (count * a->page_size));
 }
 
+static int arena_fit(struct arena *a, bool grant);
+
 static void release_run(struct arena *a, uint64_t start, uint64_t count) {
         punch(a, start, count);
         for (uint64_t p = start; p < start + count; p++)
@@ -438,6 +468,7 @@ uint64_t arena_release(struct arena *a, uint32_t owner, const struct arena_exten
         if (run_len > 0)
                 release_run(a, run_start, run_len);
         released += run_len;
+        (void) arena_fit(a, false);
         return released;
 }
 
@@ -464,6 +495,7 @@ uint64_t arena_release_owner(struct arena *a, uint32_t owner, uint64_t held) {
                 released += q - p;
                 p = q;
         }
+        (void) arena_fit(a, false);
         return released;
 }
 
@@ -477,6 +509,186 @@ int arena_backed_bytes(const struct arena *a, uint64_t *ret) {
         if (fstat(a->fd, &st) < 0)
                 return -errno;
         *ret = (uint64_t) st.st_blocks * 512;
+        return 0;
+}
+
+/* ---- the bound on the backing ---- */
+
+/*
+ * Resize the tmpfs instance to what is charged: below nused + slack it grows
+ * to nused + 2 x slack; above nused + 2 x slack it shrinks to nused + slack
+ * (hysteresis: most grants and releases resize nothing).  A shrink the
+ * kernel refuses (a client backed pages beyond what is charged) is left to
+ * the audit.  Returns 0 or the negative errno of a failed grow.
+ *
+ * A grant (@grant) always decides under size_lock, after its pages were
+ * counted in nused: a shrink either saw them or is seen by it.  A release
+ * first looks without the lock: a shrink it misses is only late (the audit
+ * fits every arena too).
+ */
+static int arena_fit(struct arena *a, bool grant) {
+        uint64_t nused, want;
+        int r = 0;
+
+        if (a->pick_fd < 0)
+                return 0;
+        if (!grant && atomic_load_explicit(&a->size_pages, memory_order_relaxed) <=
+                              atomic_load_explicit(&a->nused, memory_order_relaxed) + 2 * a->slack_pages)
+                return 0;
+        pthread_mutex_lock(&a->size_lock);
+        nused = atomic_load_explicit(&a->nused, memory_order_relaxed);
+        want = a->size_pages;
+        if (a->size_pages < nused + a->slack_pages)
+                want = nused + 2 * a->slack_pages;
+        else if (a->size_pages > nused + 2 * a->slack_pages)
+                want = nused + a->slack_pages;
+        want = MB_MAX(want, (uint64_t) 1); /* tmpfs size=0 means unlimited */
+        if (want < a->size_pages) {
+                struct stat st;
+
+                /* The kernel would refuse (shmem_reconfigure()): leave that
+                 * to the audit rather than fail a reconfiguration. */
+                if (fstat(a->fd, &st) < 0 || (uint64_t) st.st_blocks * 512 > want * a->page_size)
+                        want = a->size_pages;
+        }
+        if (want != a->size_pages) {
+                r = arena_tmpfs_resize(a->pick_fd, want * a->page_size);
+                if (r < 0) {
+                        /* A failed reconfiguration leaves the fs_context
+                         * failed (-EBUSY ever after): pick the instance
+                         * again, and try once more. */
+                        int pick;
+
+                        if (arena_tmpfs_pick(a->root_fd, &pick) >= 0) {
+                                close(a->pick_fd);
+                                a->pick_fd = pick;
+                                r = arena_tmpfs_resize(a->pick_fd, want * a->page_size);
+                        }
+                }
+                if (r >= 0)
+                        a->size_pages = want;
+                else if (want < a->size_pages)
+                        r = 0;
+        }
+        pthread_mutex_unlock(&a->size_lock);
+        return r;
+}
+
+/* Pages of [first, last) backed by memory (SEEK_DATA/SEEK_HOLE). */
+static uint64_t backed_pages_in(struct arena *a, uint64_t first, uint64_t last) {
+        off_t end = (off_t) (last * a->page_size), pos = (off_t) (first * a->page_size);
+        uint64_t n = 0;
+
+        while (pos < end) {
+                off_t data = lseek(a->fd, pos, SEEK_DATA), hole;
+
+                if (data < 0 || data >= end)
+                        break;
+                hole = lseek(a->fd, data, SEEK_HOLE);
+                if (hole < 0 || hole > end)
+                        hole = end;
+                n += DIV_ROUND_UP((uint64_t) hole, a->page_size) - (uint64_t) data / a->page_size;
+                pos = (off_t) (DIV_ROUND_UP((uint64_t) hole, a->page_size) * a->page_size);
+        }
+        return n;
+}
+
+int arena_grant_prepare(struct arena *a, const struct arena_extent *extents, size_t n) {
+        uint64_t dirty = 0;
+
+        /* Pages handed out are zero: a page a client wrote into while it
+         * was free still holds that data (the punch at release came first). */
+        for (size_t i = 0; i < n; i++) {
+                off_t start = (off_t) (extents[i].start * a->page_size);
+                off_t data = lseek(a->fd, start, SEEK_DATA);
+                uint64_t k;
+
+                if (data < 0 || (uint64_t) data >= (extents[i].start + extents[i].count) * a->page_size)
+                        continue;
+                k = backed_pages_in(a, extents[i].start, extents[i].start + extents[i].count);
+                punch(a, extents[i].start, extents[i].count);
+                dirty += MB_MAX(k, (uint64_t) 1);
+        }
+        if (dirty > 0)
+                atomic_fetch_add_explicit(&a->dirty_at_grant, dirty, memory_order_relaxed);
+        return arena_fit(a, true);
+}
+
+static inline bool page_used_locked(const struct arena *a, uint64_t p) {
+        return a->used[p / BITS_PER_WORD] & (UINT64_C(1) << (p % BITS_PER_WORD));
+}
+
+/* Punch the backed free pages of [first, last); returns how many.  Lock
+ * held: a free page cannot be handed out meanwhile, and a released page was
+ * punched before it became free, so what is backed here nobody holds. */
+static uint64_t punch_unheld_locked(struct arena *a, uint64_t first, uint64_t last) {
+        uint64_t p = first, n = 0;
+
+        while (p < last) {
+                uint64_t q, k;
+
+                if (page_used_locked(a, p)) {
+                        p++;
+                        continue;
+                }
+                for (q = p + 1; q < last && !page_used_locked(a, q); q++)
+                        ;
+                k = backed_pages_in(a, p, q);
+                if (k > 0) {
+                        punch(a, p, q - p);
+                        n += k;
+                }
+                p = q;
+        }
+        return n;
+}
+
+int arena_audit(struct arena *a, struct arena_audit *ret) {
+        uint64_t size_bytes = a->npages * a->page_size, nused, tmpfs_bytes = 0;
+        off_t end = (off_t) size_bytes, pos = 0;
+        struct stat st;
+
+        *ret = (struct arena_audit) {
+                .overrun_pages = atomic_exchange_explicit(&a->dirty_at_grant, 0, memory_order_relaxed),
+        };
+        if (fstat(a->fd, &st) < 0)
+                return -errno;
+        nused = arena_used(a);
+        if (a->pick_fd >= 0)
+                tmpfs_bytes = atomic_load(&a->size_pages) * a->page_size;
+        ret->found_bytes = ret->backed_bytes = (uint64_t) st.st_blocks * 512;
+        if (ret->backed_bytes <= nused * a->page_size && (uint64_t) st.st_size == size_bytes &&
+            (tmpfs_bytes == 0 || ret->backed_bytes < tmpfs_bytes)) {
+                (void) arena_fit(a, false); /* a shrink a release left late */
+                return 0;
+        }
+
+        /* A tmpfs file is not sealed: a client may have resized it. */
+        if ((uint64_t) st.st_size != size_bytes) {
+                (void) ftruncate(a->fd, (off_t) size_bytes);
+                ret->size_restored = true;
+        }
+
+        while (pos < end) {
+                off_t data = lseek(a->fd, pos, SEEK_DATA), hole;
+                uint64_t first, last;
+
+                if (data < 0 || data >= end)
+                        break;
+                hole = lseek(a->fd, data, SEEK_HOLE);
+                if (hole < 0 || hole > end)
+                        hole = end;
+                first = (uint64_t) data / a->page_size;
+                last = DIV_ROUND_UP((uint64_t) hole, a->page_size);
+                /* One backed run at a time: allocation waits for one run. */
+                pthread_mutex_lock(&a->lock);
+                ret->overrun_pages += punch_unheld_locked(a, first, last);
+                pthread_mutex_unlock(&a->lock);
+                pos = (off_t) (last * a->page_size);
+        }
+        (void) arena_fit(a, false);
+        if (fstat(a->fd, &st) == 0)
+                ret->backed_bytes = (uint64_t) st.st_blocks * 512;
         return 0;
 }
 
@@ -500,8 +712,8 @@ static void punch_free_in(struct arena *a, uint64_t start, uint64_t end) {
         }
 }
 
-int arena_restore(int fd, uint64_t page_size, int owner_fd, uint64_t owner_offset, const char *name,
-                  struct arena **ret) {
+int arena_restore(int fd, int root_fd, uint64_t page_size, uint64_t slack_pages, int owner_fd, uint64_t owner_offset,
+                  const char *name, struct arena **ret) {
         _cleanup_(freep) uint8_t *seen = NULL;
         struct arena *a;
         struct stat st;
@@ -575,8 +787,23 @@ int arena_restore(int fd, uint64_t page_size, int owner_fd, uint64_t owner_offse
         }
 
         /* Memory nobody holds goes back: walk the backed parts of the arena.
-         * From here on nothing fails: the arena owns @fd. */
+         * From here on nothing fails: the arena owns @fd and @root_fd. */
         a->fd = fd;
+        if (root_fd >= 0) {
+                struct statfs sf;
+
+                a->tmpfs = true;
+                a->root_fd = root_fd;
+                a->slack_pages = slack_pages;
+                if (fstatfs(fd, &sf) == 0 && arena_tmpfs_pick(root_fd, &a->pick_fd) >= 0)
+                        a->size_pages = (uint64_t) sf.f_blocks * (uint64_t) sf.f_bsize / page_size;
+        } else {
+                /* A tmpfs file whose instance's root was lost: not resizable,
+                 * only the audit bounds it. */
+                int seals = fcntl(fd, F_GET_SEALS);
+
+                a->tmpfs = seals >= 0 && !(seals & F_SEAL_GROW);
+        }
         pos = 0;
         for (;;) {
                 off_t data = lseek(fd, pos, SEEK_DATA), hole;
@@ -594,6 +821,7 @@ int arena_restore(int fd, uint64_t page_size, int owner_fd, uint64_t owner_offse
                         break;
                 pos = hole;
         }
+        (void) arena_fit(a, false);
 
         *ret = a;
         return 0;

@@ -1,7 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * arena.h - a tenant's pages: one sealed memfd, a free-index pool and a
- * per-page owner table (design.md §2).
+ * arena.h - a tenant's pages: one shared-memory file, a free-index pool and
+ * a per-page owner table.
+ *
+ * Backing: by default the file lives on a tmpfs instance of its own
+ * (arena-tmpfs.c) whose size tracks the pages charged to the tenant's
+ * clients (nused, stocked pages included) plus a slack: grown to
+ * nused + 2 x slack before a Grant that would leave less than nused + slack,
+ * shrunk to nused + slack after a release leaves more than nused + 2 x slack.
+ * Whatever a client does with its fd or mapping, the kernel keeps the memory
+ * backing the arena within that size (SIGBUS on a fault, ENOSPC from
+ * fallocate()), so at most 2 x slack pages beyond the charge.  Where no
+ * tmpfs instance can be made, the file is a sealed memfd and only the audit
+ * (arena_audit()) bounds it, after the fact.
  *
  * Layout of the metadata (one anonymous MAP_NORESERVE mapping, so pages that
  * were never used cost nothing):
@@ -38,8 +49,34 @@ struct arena_extent {
         uint32_t count;
 };
 
+/* How a new arena is backed. */
+struct arena_backing {
+        bool tmpfs;            /* its own tmpfs instance (else a sealed memfd) */
+        uint64_t slack_pages;  /* the tmpfs size beyond nused (see above) */
+};
+
+/* What one arena_audit() found and did. */
+struct arena_audit {
+        uint64_t found_bytes;    /* memory backing the file, as found */
+        uint64_t backed_bytes;   /* memory backing the file afterwards */
+        uint64_t overrun_pages;  /* backed pages nobody held, punched (here
+                                  * or at a grant since the last audit) */
+        bool size_restored;      /* a client had changed the file size */
+};
+
 struct arena {
-        int fd;              /* the memfd; CLOEXEC, sealed grow/shrink/seal */
+        int fd;              /* the arena file; CLOEXEC (a memfd: sealed
+                              * grow/shrink/seal) */
+        bool tmpfs;          /* fd is on its own tmpfs instance */
+        int root_fd;         /* that instance's root directory, -1 */
+        int pick_fd;         /* fspick() of it, to resize; -1 when it cannot
+                              * be resized (then only the audit bounds it) */
+        pthread_mutex_t size_lock; /* serialises resizes (not allocation) */
+        _Atomic uint64_t size_pages; /* the tmpfs size; written under
+                                      * size_lock */
+        uint64_t slack_pages;
+        _Atomic uint64_t dirty_at_grant; /* pages punched at grants, not yet
+                                          * reported by arena_audit() */
         int owner_fd;        /* memfd holding owner[] so that it survives the
                               * daemon (arena_new_shared(), restart.h), -1
                               * when owner[] is anonymous; closed by
@@ -70,11 +107,14 @@ struct arena {
 };
 
 /**
- * arena_new - create an arena of @npages pages of @page_size bytes, backed by
- * a new memfd named after @name.  Nothing is allocated or backed until pages
- * are used.  Returns 0 or a negative errno.
+ * arena_new - create an arena of @npages pages of @page_size bytes, backed as
+ * @backing says (NULL: a sealed memfd without slack) by a file named after
+ * @name.  Nothing is allocated or backed until pages are used.  Returns 0 or
+ * a negative errno (that of fsopen()/fsmount() when a tmpfs instance cannot
+ * be made: the caller may fall back to a memfd).
  */
-int arena_new(const char *name, uint64_t npages, uint64_t page_size, struct arena **ret);
+int arena_new(const char *name, uint64_t npages, uint64_t page_size, const struct arena_backing *backing,
+              struct arena **ret);
 
 /**
  * arena_new_shared - like arena_new(), but owner[] lives in @owner_fd (a
@@ -85,7 +125,7 @@ int arena_new(const char *name, uint64_t npages, uint64_t page_size, struct aren
  * arena_free()).
  */
 int arena_new_shared(const char *name, uint64_t npages, uint64_t page_size, int owner_fd, uint64_t owner_offset,
-                     struct arena **ret);
+                     const struct arena_backing *backing, struct arena **ret);
 
 /**
  * arena_restore - rebuild an arena from the memfd @fd of a previous daemon
@@ -93,11 +133,14 @@ int arena_new_shared(const char *name, uint64_t npages, uint64_t page_size, int 
  * @owner_offset): the arena size comes from @fd, the used pages, their
  * count and the owner ids in use from owner[] (an id without pages is
  * free again).  Pages a previous daemon left half-returned, and any backed
- * page nobody holds, are hole-punched.  On success the arena owns @fd (not
+ * page nobody holds, are hole-punched.  @root_fd is the root of the tmpfs
+ * instance @fd lives on (-1: a memfd, or a root that was lost: then the
+ * arena cannot be resized and only the audit bounds it); the arena gets
+ * @slack_pages of slack.  On success the arena owns @fd and @root_fd (not
  * @owner_fd).  -EINVAL when @fd is not a whole number of pages.
  */
-int arena_restore(int fd, uint64_t page_size, int owner_fd, uint64_t owner_offset, const char *name,
-                  struct arena **ret);
+int arena_restore(int fd, int root_fd, uint64_t page_size, uint64_t slack_pages, int owner_fd, uint64_t owner_offset,
+                  const char *name, struct arena **ret);
 
 /**
  * arena_transfer - move the pages of @n extents from their owners to @to: a
@@ -157,5 +200,51 @@ uint64_t arena_release_owner(struct arena *a, uint32_t owner, uint64_t held);
 /* Pages currently charged to clients of this arena. */
 uint64_t arena_used(const struct arena *a);
 
-/* Bytes of memory really backing the memfd (fstat st_blocks * 512). */
+/* Bytes of memory really backing the file (fstat st_blocks * 512). */
 int arena_backed_bytes(const struct arena *a, uint64_t *ret);
+
+/**
+ * arena_grant_prepare - make the @n extents just taken by arena_alloc() fit
+ * to hand out: punch any extent a client wrote into while it was free (its
+ * pages count in dirty_at_grant, reported by the next arena_audit()), then
+ * grow the tmpfs size to cover nused + slack.  Call before the Grant goes
+ * out.  Returns 0, or a negative errno when the size cannot grow (the caller
+ * releases the extents and fails the charge).
+ */
+int arena_grant_prepare(struct arena *a, const struct arena_extent *extents, size_t n);
+
+/**
+ * arena_audit - compare the memory backing @a with what is charged and
+ * revoke what nobody holds.  When the file is backed beyond nused pages,
+ * when a tmpfs instance is full (the next honest fault could get SIGBUS) or
+ * when a client changed the file size: restore the size, walk the backed
+ * runs (SEEK_DATA/SEEK_HOLE) and punch every backed page that is free,
+ * checking and punching under the allocation lock so that arena_alloc()
+ * cannot hand such a page out in between.  Then shrink the tmpfs size if it
+ * may.  Fills @ret.  Returns 0 or a negative errno (fstat()).  One caller at
+ * a time.
+ */
+int arena_audit(struct arena *a, struct arena_audit *ret);
+
+/* ---- the tmpfs instance (arena-tmpfs.c) ---- */
+
+/**
+ * arena_tmpfs_create - a new detached tmpfs instance of @size_bytes (never
+ * 0) holding one unlinked file of @file_bytes named after @name: returns
+ * the file, a directory fd of the instance's root and an fspick() fd to
+ * resize it.
+ * Returns 0 or a negative errno (-EPERM without CAP_SYS_ADMIN, -ENOSYS on a
+ * kernel or libc without the new mount API).
+ */
+int arena_tmpfs_create(const char *name, uint64_t size_bytes, uint64_t file_bytes, int *ret_file, int *ret_root,
+                       int *ret_pick);
+
+/* fspick() the instance whose root directory is @root_fd.  0 or -errno. */
+int arena_tmpfs_pick(int root_fd, int *ret_pick);
+
+/* Set the size of the instance of @pick_fd; -EINVAL when fewer bytes than
+ * are in use (shmem_reconfigure()).  0 or -errno. */
+int arena_tmpfs_resize(int pick_fd, uint64_t size_bytes);
+
+/* Whether this process can make (and resize) a tmpfs instance: 0 or -errno. */
+int arena_tmpfs_probe(void);

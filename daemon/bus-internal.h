@@ -125,8 +125,8 @@ void bus_stat_done(struct bus_stat *s);
  */
 int bus_stat_collect(struct manager *m, struct tenant *t, bool refreshed, struct bus_stat *ret);
 
-/* memory.events and memory.events.local of @t: "low" ... "oom_kill", then
- * "low.local" ... "oom_kill.local". */
+/* memory.events and memory.events.local of @t: "low" ... "overrun", then
+ * "low.local" ... "overrun.local". */
 #define BUS_EVENTS_MAX (2 * _MB_EVENT_NR)
 struct bus_events {
         size_t n;

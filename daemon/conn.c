@@ -542,7 +542,7 @@ static void conn_grant(struct conn *c, uint32_t seq, uint32_t n, uint64_t thrott
         Mb__Msg msg = MB__MSG__INIT;
         Mb__Grant grant = MB__GRANT__INIT;
         unsigned batch;
-        int nextents;
+        int nextents, r;
 
         nextents = arena_alloc(c->arena, c->owner, n, w->extents, MB_FRAME_MAX_EXTENTS);
         if (nextents < 0) {
@@ -550,6 +550,15 @@ static void conn_grant(struct conn *c, uint32_t seq, uint32_t n, uint64_t thrott
                 log_warning("tenant %s: its arena cannot supply %u more pages (%" PRIu64 " of %" PRIu64 " in use)",
                             t->path, n, arena_used(c->arena), c->arena->npages);
                 conn_send_error(c, true, seq, ENOMEM, "the arena of the tenant is full");
+                return;
+        }
+        /* Zero pages only, and the tmpfs size grown to cover them. */
+        r = arena_grant_prepare(c->arena, w->extents, (size_t) nextents);
+        if (r < 0) {
+                (void) arena_release(c->arena, c->owner, w->extents, (size_t) nextents);
+                page_counter_uncharge(&t->memory, n);
+                log_warning_errno(r, "tenant %s: cannot grow its arena for %u more pages: %m", t->path, n);
+                conn_send_error(c, true, seq, ENOMEM, "the arena of the tenant cannot grow");
                 return;
         }
         c->held += n;

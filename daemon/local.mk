@@ -6,7 +6,8 @@ sbin_PROGRAMS += daemon/membrokerd
 # them without main() (tests/test-mailbox does).
 noinst_LTLIBRARIES += daemon/libmbbroker.la
 daemon_libmbbroker_la_SOURCES = \
-	%reldir%/arena.c %reldir%/arena.h \
+	%reldir%/arena.c %reldir%/arena.h %reldir%/arena-tmpfs.c \
+	%reldir%/audit.c %reldir%/audit.h \
 	%reldir%/auth.c %reldir%/auth.h \
 	%reldir%/log.c %reldir%/log.h \
 	%reldir%/config-files.c %reldir%/config-files.h \

@@ -215,10 +215,12 @@ static int reload_apply(struct manager *m, struct mb_config *c, uint64_t read_us
             strcmp(c->broker.socket_path, m->config->broker.socket_path) != 0)
                 log_warning("Socket= takes effect at the next start");
         if (c->broker.capacity_bytes > m->config->broker.capacity_bytes)
-                log_warning("Capacity= raised: the arenas that exist keep their size (a sealed memfd cannot grow), "
+                log_warning("Capacity= raised: the arenas that exist keep their size (clients map them whole), "
                             "so their tenants stay within the old capacity; new arenas get the new one");
         if (c->broker.pressure_reclaim != m->config->broker.pressure_reclaim)
                 log_warning("PressureReclaim= takes effect at the next start");
+        if (c->broker.arena_backing != m->config->broker.arena_backing)
+                log_warning("ArenaBacking= takes effect at the next start");
         if (c->broker.restart_grace_sec != m->config->broker.restart_grace_sec)
                 log_warning("RestartGraceSec= takes effect at the next start");
 

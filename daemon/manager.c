@@ -13,6 +13,7 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include "audit.h"
 #include "bus.h"
 #include "client-events.h"
 #include "conn.h"
@@ -194,37 +195,6 @@ void manager_stats_refresh(struct manager *m, struct tenant *t, bool force) {
         stats_refresh(m, t, force, false);
 }
 
-/* Compare each arena's real backing with what is charged; report the excess
- * as `unaccounted` and log it once per tenant.  Main thread. */
-static void manager_audit(struct manager *m) {
-        pthread_mutex_lock(&m->stats_lock);
-        for (struct tenant_state *ts = m->active; ts; ts = ts->active_next) {
-                uint64_t backed, charged;
-
-                if (!ts->arena || arena_backed_bytes(ts->arena, &backed) < 0)
-                        continue;
-                charged = arena_used(ts->arena) * m->page_size;
-                ts->unaccounted_bytes = backed > charged ? backed - charged : 0;
-                if (ts->unaccounted_bytes > 0 && !ts->unaccounted_logged) {
-                        ts->unaccounted_logged = true;
-                        log_warning("tenant %s: %" PRIu64 " bytes back its arena beyond the %" PRIu64
-                                    " bytes charged (unaccounted; a client wrote to pages it had returned?)",
-                                    ts->tenant->path, ts->unaccounted_bytes, charged);
-                }
-        }
-        pthread_mutex_unlock(&m->stats_lock);
-}
-
-uint64_t manager_tenant_unaccounted(struct manager *m, struct tenant *t) {
-        struct tenant_state *ts = tenant_state_of(t);
-        uint64_t backed, charged;
-
-        if (!ts || !ts->arena || arena_backed_bytes(ts->arena, &backed) < 0)
-                return 0;
-        charged = arena_used(ts->arena) * m->page_size;
-        return backed > charged ? backed - charged : 0;
-}
-
 static uint64_t stat_nonneg(int64_t v) {
         return v > 0 ? (uint64_t) v : 0;
 }
@@ -290,7 +260,6 @@ static void manager_flush_timer_cb(evutil_socket_t fd, short what, void *userdat
          * region's dirty word missed (the store-buffer race in
          * mb_stats_abi.h) is folded here, at most one interval late. */
         stats_refresh(m, m->tree->root, true, true);
-        manager_audit(m);
         manager_update_status(m);
 }
 
@@ -307,26 +276,31 @@ static int log_state_cb(struct tenant *t, void *userdata) {
         struct manager *m = userdata;
         struct tenant_state *ts = tenant_state_of(t);
         char max[32], high[32];
+        uint64_t backed = 0;
 
+        if (ts && ts->arena)
+                (void) arena_backed_bytes(ts->arena, &backed);
         fmt_limit(max, sizeof(max), page_counter_get_max(&t->memory));
         fmt_limit(high, sizeof(high), page_counter_get_high(&t->memory));
         log_info("state: tenant=%s usage=%lu max=%s high=%s low=%lu min=%lu peak=%lu clients=%u children=%u "
-                 "events=low:%" PRIu64 ",high:%" PRIu64 ",max:%" PRIu64 ",oom:%" PRIu64 ",oom_kill:%" PRIu64 " "
-                 "events_local=low:%" PRIu64 ",high:%" PRIu64 ",max:%" PRIu64 ",oom:%" PRIu64 ",oom_kill:%" PRIu64 " "
+                 "events=low:%" PRIu64 ",high:%" PRIu64 ",max:%" PRIu64 ",oom:%" PRIu64 ",oom_kill:%" PRIu64
+                 ",overrun:%" PRIu64 " "
+                 "events_local=low:%" PRIu64 ",high:%" PRIu64 ",max:%" PRIu64 ",oom:%" PRIu64 ",oom_kill:%" PRIu64
+                 ",overrun:%" PRIu64 " "
                  "pages=%" PRId64 " stock=%" PRId64 " charge_requests=%" PRId64 " uncharge_requests=%" PRId64
-                 " arena_used=%" PRIu64 " unaccounted=%" PRIu64 " pgscan=%" PRId64 " pgsteal=%" PRId64
-                 " throttle_usec=%" PRId64 " draining=%s",
+                 " arena_used=%" PRIu64 " arena_backed=%" PRIu64 " unaccounted=%" PRIu64 " pgscan=%" PRId64
+                 " pgsteal=%" PRId64 " throttle_usec=%" PRId64 " draining=%s",
                  t->path, page_counter_read(&t->memory), max, high, page_counter_get_low(&t->memory),
                  page_counter_get_min(&t->memory), atomic_load(&t->memory.watermark), atomic_load(&t->nclients),
                  t->nchildren, atomic_load(&t->events[MB_EVENT_LOW]), atomic_load(&t->events[MB_EVENT_HIGH]),
                  atomic_load(&t->events[MB_EVENT_MAX]), atomic_load(&t->events[MB_EVENT_OOM]),
-                 atomic_load(&t->events[MB_EVENT_OOM_KILL]),
+                 atomic_load(&t->events[MB_EVENT_OOM_KILL]), atomic_load(&t->events[MB_EVENT_OVERRUN]),
                  atomic_load(&t->events_local[MB_EVENT_LOW]), atomic_load(&t->events_local[MB_EVENT_HIGH]),
                  atomic_load(&t->events_local[MB_EVENT_MAX]), atomic_load(&t->events_local[MB_EVENT_OOM]),
-                 atomic_load(&t->events_local[MB_EVENT_OOM_KILL]),
+                 atomic_load(&t->events_local[MB_EVENT_OOM_KILL]), atomic_load(&t->events_local[MB_EVENT_OVERRUN]),
                  t->rstat.value[MB_STAT_PAGES], t->rstat.value[MB_STAT_STOCK],
                  t->rstat.value[MB_STAT_CHARGE_REQUESTS], t->rstat.value[MB_STAT_UNCHARGE_REQUESTS],
-                 ts && ts->arena ? arena_used(ts->arena) : 0, manager_tenant_unaccounted(m, t),
+                 ts && ts->arena ? arena_used(ts->arena) : 0, backed, manager_tenant_unaccounted(m, t),
                  t->rstat.value[MB_STAT_PGSCAN], t->rstat.value[MB_STAT_PGSTEAL], t->rstat.value[MB_STAT_THROTTLE_USEC],
                  atomic_load(&t->draining) ? "yes" : "no");
         return 0;
@@ -741,6 +715,11 @@ int manager_start(struct manager *m, char **ret_error) {
         if (capacity_pages == 0)
                 return log_error_errno(-EINVAL, "Capacity= is less than one page");
 
+        /* Before any arena is made: where arenas live. */
+        r = audit_choose_backing(m, ret_error);
+        if (r < 0)
+                return r;
+
         /* Limits set over D-Bus, and what the fd store kept over a restart. */
         r = manager_service_setup(m, ret_error);
         if (r < 0)
@@ -816,6 +795,9 @@ int manager_start(struct manager *m, char **ret_error) {
         m->flush_timer = event_new(m->base, -1, EV_PERSIST, manager_flush_timer_cb, m);
         if (!m->flush_timer || event_add(m->flush_timer, &flush_tv) < 0)
                 return -ENOMEM;
+        r = audit_start(m);
+        if (r < 0)
+                return r;
 
         if (m->bus_kind != MANAGER_BUS_NONE) {
                 r = bus_setup(m);
@@ -883,6 +865,8 @@ void manager_free(struct manager *m) {
                 event_free(m->flush_timer);
         if (m->drain_wakeup)
                 event_free(m->drain_wakeup);
+        if (m->audit_timer)
+                event_free(m->audit_timer);
         if (m->watchdog)
                 event_free(m->watchdog);
         manager_reload_free(m); /* joins a reload still reading the files */

@@ -103,6 +103,10 @@ struct manager {
 
         /* Per-uid connection caps, timeouts, the fd reserve (daemon/guard.h). */
         struct guard *guard;
+
+        /* Added by the arena work (daemon/audit.c). */
+        bool arena_tmpfs;          /* new arenas on a tmpfs instance each */
+        struct event *audit_timer; /* the arena audit, 10 times a second */
 };
 
 /* Limits as the bus and the configuration express them (bytes, UINT64_MAX =
@@ -200,8 +204,9 @@ struct mb_stat_kv {
  */
 int manager_tenant_stat(struct manager *m, struct tenant *t, struct mb_stat_kv **ret, size_t *ret_n);
 
-/* Bytes backing @t's arena beyond what is charged (the audit), 0 when none
- * or when the tenant has no arena.  Main thread. */
+/* Bytes backing @t's arena beyond what is charged, as of the last audit
+ * (daemon/audit.c), 0 when none or when the tenant has no arena.  Main
+ * thread. */
 uint64_t manager_tenant_unaccounted(struct manager *m, struct tenant *t);
 
 /* Life cycle (main.c).  manager_new() sets defaults; the caller fills

@@ -47,6 +47,10 @@ static int victim_cb(struct tenant *t, void *userdata) {
         return 0;
 }
 
+int reclaimer_kill_client(struct reclaimer *r, struct reclaim_client *rc) {
+        return r->ops->kill(rc);
+}
+
 bool reclaim_job_oom_kill(struct reclaim_job *j, struct tenant *oom) {
         struct reclaimer *r = j->r;
         struct victim_walk vw = {};

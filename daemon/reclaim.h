@@ -157,6 +157,11 @@ void reclaim_client_detach(struct reclaim_client *rc);
 struct reclaim_client *reclaim_client_ref(struct reclaim_client *rc);
 void reclaim_client_unref(struct reclaim_client *rc);
 
+/* SIGKILL @rc's process through the connection's ops (its pidfd): the one
+ * way a client is killed, for OOMPolicy= and OverrunPolicy=.  Main thread.
+ * 0 or a negative errno. */
+int reclaimer_kill_client(struct reclaimer *r, struct reclaim_client *rc);
+
 static inline void reclaim_client_set_held(struct reclaim_client *rc, uint64_t held) {
         atomic_store_explicit(&rc->held, held, memory_order_relaxed);
 }

@@ -32,6 +32,7 @@
 #define STATE_MAX_BYTES (256u * 1024u * 1024u)
 
 #define FDNAME_ARENA "mb-arena-"
+#define FDNAME_AROOT "mb-aroot-" /* the root of the arena's tmpfs instance */
 #define FDNAME_OWNERS "mb-owners-"
 #define FDNAME_LISTEN "mb-listen"
 static const char *const fdname_state[2] = { "mb-state-a", "mb-state-b" };
@@ -203,6 +204,7 @@ int restart_arena_new(struct manager *m, struct tenant_state *ts, uint64_t npage
         _cleanup_(closep) int ofd = -1;
         struct owners_header *h = NULL;
         struct arena *a = NULL;
+        struct arena_backing backing;
         char name[SERVICE_FDNAME_MAX + 1];
         uint64_t id;
         size_t plen = strlen(ts->tenant->path);
@@ -236,7 +238,19 @@ int restart_arena_new(struct manager *m, struct tenant_state *ts, uint64_t npage
         if (k < 0)
                 return k;
 
-        k = arena_new_shared(ts->tenant->path, npages, m->page_size, ofd, RESTART_OWNERS_OFFSET_BYTES, &a);
+        backing = (struct arena_backing) {
+                .tmpfs = m->arena_tmpfs,
+                .slack_pages = atomic_load(&m->broker_charge_batch),
+        };
+        k = arena_new_shared(ts->tenant->path, npages, m->page_size, ofd, RESTART_OWNERS_OFFSET_BYTES, &backing,
+                             &a);
+        if (k < 0 && backing.tmpfs && m->config->broker.arena_backing == MB_ARENA_BACKING_AUTO) {
+                log_warning_errno(k, "tenant %s: cannot make a tmpfs instance for its arena, using a memfd "
+                                  "(only the audit bounds it): %m", ts->tenant->path);
+                backing.tmpfs = false;
+                k = arena_new_shared(ts->tenant->path, npages, m->page_size, ofd, RESTART_OWNERS_OFFSET_BYTES,
+                                     &backing, &a);
+        }
         if (k < 0)
                 return k;
         a->owner_fd = TAKE_FD(ofd);
@@ -247,6 +261,10 @@ int restart_arena_new(struct manager *m, struct tenant_state *ts, uint64_t npage
                 if (k >= 0) {
                         fdname(name, sizeof(name), FDNAME_OWNERS, id);
                         k = service_fdstore_add(a->owner_fd, name);
+                }
+                if (k >= 0 && a->root_fd >= 0) {
+                        fdname(name, sizeof(name), FDNAME_AROOT, id);
+                        k = service_fdstore_add(a->root_fd, name);
                 }
                 if (k < 0)
                         log_warning_errno(k, "tenant %s: cannot hand its arena to the fd store, its memory will "
@@ -283,6 +301,10 @@ void restart_arena_forget(struct manager *m, struct tenant_state *ts) {
                 (void) service_fdstore_remove(name);
                 fdname(name, sizeof(name), FDNAME_OWNERS, h->store_id);
                 (void) service_fdstore_remove(name);
+                if (ts->arena->root_fd >= 0) {
+                        fdname(name, sizeof(name), FDNAME_AROOT, h->store_id);
+                        (void) service_fdstore_remove(name);
+                }
         }
         free(h);
 }
@@ -605,7 +627,8 @@ static int apply_runtime_cb(const struct state_entry *e, void *userdata) {
         return 0;
 }
 
-static int restore_arena(struct manager *m, struct service_fd *afd, struct service_fd *ofd, uint64_t id) {
+static int restore_arena(struct manager *m, struct service_fd *afd, struct service_fd *ofd, struct service_fd *rfd,
+                         uint64_t id) {
         struct restart *r = m->restart;
         _cleanup_(freep) struct owners_header *h = NULL;
         _cleanup_(freep) uint64_t *counts = NULL, *tokens = NULL;
@@ -614,7 +637,8 @@ static int restore_arena(struct manager *m, struct service_fd *afd, struct servi
         struct arena *a = NULL;
         uint32_t max_owner = 0;
         size_t nrec = 0;
-        int k;
+        struct stat st;
+        int k, seals;
 
         h = malloc(sizeof(*h));
         if (!h)
@@ -653,12 +677,30 @@ static int restore_arena(struct manager *m, struct service_fd *afd, struct servi
                           "the grace period",
                           t->path);
 
-        k = arena_restore(afd->fd, m->page_size, ofd->fd, RESTART_OWNERS_OFFSET_BYTES, t->path, &a);
+        /* A tmpfs file is not sealed: a client may have resized it. */
+        if (fstat(afd->fd, &st) < 0 || (uint64_t) st.st_size != h->npages * m->page_size) {
+                log_warning("tenant %s: its stored arena was resized by a client; restoring its size", h->path);
+                if (ftruncate(afd->fd, (off_t) (h->npages * m->page_size)) < 0)
+                        return log_error_errno(-errno, "tenant %s: cannot restore its arena's size: %m", h->path);
+        }
+        seals = fcntl(afd->fd, F_GET_SEALS);
+        if (!rfd && seals >= 0 && !(seals & F_SEAL_GROW))
+                log_warning("tenant %s: the root of its arena's tmpfs instance was not stored; the arena cannot be "
+                            "resized, only the audit bounds it",
+                            h->path);
+        k = arena_restore(afd->fd, rfd ? rfd->fd : -1, m->page_size, atomic_load(&m->broker_charge_batch), ofd->fd,
+                          RESTART_OWNERS_OFFSET_BYTES, t->path, &a);
         if (k < 0) {
                 log_error_errno(k, "tenant %s: cannot restore its arena: %m", h->path);
                 return k;
         }
-        afd->fd = -1; /* the arena owns it */
+        afd->fd = -1; /* the arena owns it (and the root) */
+        if (rfd)
+                rfd->fd = -1;
+        if (rfd && a->pick_fd < 0)
+                log_warning("tenant %s: the tmpfs instance of its arena cannot be resized again; only the audit "
+                            "bounds it",
+                            t->path);
         a->owner_fd = TAKE_FD(ofd->fd);
 
         /* Who holds what: one pass over owner[]. */
@@ -774,27 +816,31 @@ int restart_restore(struct manager *m, char **ret_error) {
         /* Then the arenas, each with its owner table. */
         for (size_t i = 0; i < nfds; i++) {
                 uint64_t id;
-                struct service_fd *ofd = NULL;
-                char want[SERVICE_FDNAME_MAX + 1];
+                struct service_fd *ofd = NULL, *rfd = NULL;
+                char want[SERVICE_FDNAME_MAX + 1], want_root[SERVICE_FDNAME_MAX + 1];
 
                 if (fds[i].fd < 0 || !name_has_prefix(fds[i].name, FDNAME_ARENA, &id))
                         continue;
                 max_id = MB_MAX(max_id, id);
                 fdname(want, sizeof(want), FDNAME_OWNERS, id);
-                for (size_t j = 0; j < nfds; j++)
-                        if (fds[j].fd >= 0 && strcmp(fds[j].name, want) == 0) {
+                fdname(want_root, sizeof(want_root), FDNAME_AROOT, id);
+                for (size_t j = 0; j < nfds; j++) {
+                        if (fds[j].fd >= 0 && !ofd && strcmp(fds[j].name, want) == 0)
                                 ofd = &fds[j];
-                                break;
-                        }
+                        if (fds[j].fd >= 0 && !rfd && strcmp(fds[j].name, want_root) == 0)
+                                rfd = &fds[j];
+                }
                 if (!ofd) {
                         log_error("fd store: %s has no owner table; its pages are lost", fds[i].name);
                         drop_fd(&fds[i]);
                         continue;
                 }
-                k = restore_arena(m, &fds[i], ofd, id);
+                k = restore_arena(m, &fds[i], ofd, rfd, id);
                 if (k < 0) {
                         drop_fd(&fds[i]);
                         drop_fd(ofd);
+                        if (rfd)
+                                drop_fd(rfd);
                 }
         }
 
@@ -807,7 +853,8 @@ int restart_restore(struct manager *m, char **ret_error) {
                         r->listen_fd = TAKE_FD(fds[i].fd);
                         continue;
                 }
-                if (name_has_prefix(fds[i].name, FDNAME_OWNERS, &id))
+                if (name_has_prefix(fds[i].name, FDNAME_OWNERS, &id) ||
+                    name_has_prefix(fds[i].name, FDNAME_AROOT, &id))
                         log_error("fd store: %s has no arena; dropping it", fds[i].name);
                 else
                         log_warning("fd store: unknown descriptor %s; dropping it", fds[i].name);

@@ -48,8 +48,9 @@ struct tenant_state {
          * delivered: coalesces bursts of events into one signal. */
         _Atomic unsigned events_queued;
 
-        /* Audit (main thread): memory backing the arena beyond what is
-         * charged. */
+        /* The arena audit (daemon/audit.c, main thread): memory backing the
+         * arena beyond what is charged as of the last audit, and when an
+         * overrun was last logged. */
         uint64_t unaccounted_bytes;
         bool unaccounted_logged;
 
@@ -58,6 +59,8 @@ struct tenant_state {
          * (daemon/session.h). */
         uid_t first_uid;
         bool has_first_uid, multi_uid_logged;
+        uint64_t overrun_logged_usec;
+        uint64_t overrun_pages_unlogged;
 };
 
 static inline struct tenant_state *tenant_state_of(const struct tenant *t) {

@@ -20,3 +20,4 @@ include tests/config.mk
 include tests/bench.mk
 include tests/service.mk
 include tests/pressure.mk
+include tests/attack.mk

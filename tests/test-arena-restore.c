@@ -62,7 +62,7 @@ START_TEST(test_restore_ownership) {
         uint32_t o1, o2, o3, id;
         int fd, ofd, tfd = owner_table();
 
-        ck_assert_int_eq(arena_new_shared("t", NPAGES, PAGE, tfd, OFFSET, &a), 0);
+        ck_assert_int_eq(arena_new_shared("t", NPAGES, PAGE, tfd, OFFSET, NULL, &a), 0);
         a->owner_fd = tfd;
         o1 = new_owner(a);
         o2 = new_owner(a);
@@ -74,7 +74,7 @@ START_TEST(test_restore_ownership) {
         ck_assert_uint_eq(arena_used(a), 160);
         die(a, &fd, &ofd);
 
-        ck_assert_int_eq(arena_restore(fd, PAGE, ofd, OFFSET, "t", &b), 0);
+        ck_assert_int_eq(arena_restore(fd, -1, PAGE, 0, ofd, OFFSET, "t", &b), 0);
         b->owner_fd = ofd;
         ck_assert_uint_eq(b->npages, NPAGES);
         ck_assert_uint_eq(arena_used(b), 160);
@@ -104,7 +104,7 @@ START_TEST(test_restore_punches_unheld) {
         uint32_t o;
         int fd, ofd, tfd = owner_table();
 
-        ck_assert_int_eq(arena_new_shared("t", NPAGES, PAGE, tfd, OFFSET, &a), 0);
+        ck_assert_int_eq(arena_new_shared("t", NPAGES, PAGE, tfd, OFFSET, NULL, &a), 0);
         a->owner_fd = tfd;
         o = new_owner(a);
         ck_assert_int_eq(arena_alloc(a, o, 20, e, 4), 1);
@@ -114,7 +114,7 @@ START_TEST(test_restore_punches_unheld) {
         a->owner[5] = UINT32_MAX;
         die(a, &fd, &ofd);
 
-        ck_assert_int_eq(arena_restore(fd, PAGE, ofd, OFFSET, "t", &b), 0);
+        ck_assert_int_eq(arena_restore(fd, -1, PAGE, 0, ofd, OFFSET, "t", &b), 0);
         b->owner_fd = ofd;
         ck_assert_uint_eq(arena_used(b), 19);
         ck_assert_uint_eq(b->owner[5], ARENA_OWNER_NONE);
@@ -130,7 +130,7 @@ START_TEST(test_transfer) {
         uint64_t moved[2], bad = 0;
         int tfd = owner_table();
 
-        ck_assert_int_eq(arena_new_shared("t", NPAGES, PAGE, tfd, OFFSET, &a), 0);
+        ck_assert_int_eq(arena_new_shared("t", NPAGES, PAGE, tfd, OFFSET, NULL, &a), 0);
         a->owner_fd = tfd;
         o1 = new_owner(a);
         o2 = new_owner(a);

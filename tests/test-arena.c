@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests of daemon/arena.c: the free-index pool, the owner table and
- * hole punching of a tenant's arena. */
+/* Unit tests of daemon/arena.c: the free-index pool, the owner table, hole
+ * punching of a tenant's arena, the audit of pages backed beyond what is
+ * held, zero pages at grant, and the tmpfs bound (arena-tmpfs.c). */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -15,7 +19,7 @@
 static struct arena *new_arena(uint64_t npages) {
         struct arena *a = NULL;
 
-        ck_assert_int_eq(arena_new("test", npages, PAGE, &a), 0);
+        ck_assert_int_eq(arena_new("test", npages, PAGE, NULL, &a), 0);
         ck_assert_ptr_nonnull(a);
         return a;
 }
@@ -197,6 +201,210 @@ START_TEST(test_odd_size_never_hands_out_past_the_end) {
         arena_free(a);
 }
 END_TEST
+/* Write @byte into pages [start, start+count) through the fd, as a client
+ * writing through its mapping would. */
+static void scribble(struct arena *a, uint64_t start, uint64_t count, uint8_t byte) {
+        char buf[PAGE];
+
+        memset(buf, byte, sizeof(buf));
+        for (uint64_t p = start; p < start + count; p++)
+                ck_assert_int_eq(pwrite(a->fd, buf, PAGE, (off_t) (p * PAGE)), (ssize_t) PAGE);
+}
+
+static uint8_t byte_at(struct arena *a, uint64_t page) {
+        uint8_t b = 0xff;
+
+        ck_assert_int_eq(pread(a->fd, &b, 1, (off_t) (page * PAGE)), 1);
+        return b;
+}
+
+START_TEST(test_audit_clean_arena) {
+        struct arena *a = new_arena(1000);
+        uint32_t o = new_owner(a);
+        struct arena_extent e[4];
+        struct arena_audit res;
+
+        ck_assert_int_eq(arena_alloc(a, o, 10, e, 4), 1);
+        ck_assert_int_eq(arena_grant_prepare(a, e, 1), 0);
+        scribble(a, 0, 10, 0x11);
+        ck_assert_int_eq(arena_audit(a, &res), 0);
+        ck_assert_uint_eq(res.overrun_pages, 0);
+        ck_assert(!res.size_restored);
+        ck_assert_uint_eq(res.backed_bytes, 10 * PAGE);
+        ck_assert_uint_eq(byte_at(a, 9), 0x11);
+        arena_free(a);
+}
+END_TEST
+
+START_TEST(test_audit_punches_unheld_pages) {
+        struct arena *a = new_arena(1000);
+        uint32_t o = new_owner(a);
+        struct arena_extent e[4];
+        struct arena_audit res;
+
+        ck_assert_int_eq(arena_alloc(a, o, 10, e, 4), 1);
+        scribble(a, 0, 10, 0x11);    /* held */
+        scribble(a, 100, 100, 0x42); /* never held */
+        scribble(a, 998, 2, 0x42);   /* the last pages */
+        ck_assert_int_eq(arena_audit(a, &res), 0);
+        ck_assert_uint_eq(res.overrun_pages, 102);
+        ck_assert_uint_eq(res.backed_bytes, 10 * PAGE);
+        /* What clients hold is left alone; the rest reads zero. */
+        for (uint64_t p = 0; p < 10; p++)
+                ck_assert_uint_eq(byte_at(a, p), 0x11);
+        ck_assert_uint_eq(byte_at(a, 150), 0);
+        ck_assert_uint_eq(byte_at(a, 999), 0);
+        /* Nothing left to find. */
+        ck_assert_int_eq(arena_audit(a, &res), 0);
+        ck_assert_uint_eq(res.overrun_pages, 0);
+        arena_free(a);
+}
+END_TEST
+
+START_TEST(test_audit_after_release) {
+        /* Pages written after their client returned them. */
+        struct arena *a = new_arena(256);
+        uint32_t o = new_owner(a);
+        struct arena_extent e[4];
+        struct arena_audit res;
+
+        ck_assert_int_eq(arena_alloc(a, o, 64, e, 4), 1);
+        scribble(a, 0, 64, 0x11);
+        ck_assert_uint_eq(arena_release(a, o, e, 1), 64);
+        scribble(a, 10, 5, 0x42);
+        ck_assert_int_eq(arena_audit(a, &res), 0);
+        ck_assert_uint_eq(res.overrun_pages, 5);
+        ck_assert_uint_eq(res.backed_bytes, 0);
+        arena_free(a);
+}
+END_TEST
+
+START_TEST(test_grant_hands_out_zero_pages) {
+        struct arena *a = new_arena(1000);
+        uint32_t o = new_owner(a), o2 = new_owner(a);
+        struct arena_extent e[4];
+        struct arena_audit res;
+        int n;
+
+        ck_assert_int_eq(arena_alloc(a, o, 1, e, 4), 1);
+        ck_assert_int_eq(arena_grant_prepare(a, e, 1), 0);
+        scribble(a, 1, 20, 0x42); /* free pages, never held */
+        scribble(a, 40, 1, 0x42);
+        n = arena_alloc(a, o2, 100, e, 4);
+        ck_assert_int_eq(n, 1);
+        ck_assert_uint_eq(e[0].start, 1);
+        ck_assert_int_eq(arena_grant_prepare(a, e, (size_t) n), 0);
+        for (uint64_t p = 1; p <= 100; p++)
+                ck_assert_uint_eq(byte_at(a, p), 0);
+        /* Reported (and counted) by the next audit. */
+        ck_assert_int_eq(arena_audit(a, &res), 0);
+        ck_assert_uint_eq(res.overrun_pages, 21);
+        ck_assert_int_eq(arena_audit(a, &res), 0);
+        ck_assert_uint_eq(res.overrun_pages, 0);
+        arena_free(a);
+}
+END_TEST
+
+/* An arena on its own tmpfs instance, or NULL when this process cannot
+ * make one (the test then checks nothing, and says so). */
+static struct arena *new_tmpfs_arena(uint64_t npages, uint64_t slack) {
+        struct arena_backing b = { .tmpfs = true, .slack_pages = slack };
+        struct arena *a = NULL;
+        int r = arena_new("test", npages, PAGE, &b, &a);
+
+        if (r < 0) {
+                fprintf(stderr, "no tmpfs instance for the arena (%s): tmpfs test skipped\n", strerror(-r));
+                return NULL;
+        }
+        ck_assert(a->tmpfs);
+        ck_assert_int_ge(a->pick_fd, 0);
+        return a;
+}
+
+START_TEST(test_tmpfs_bound) {
+        struct arena *a = new_tmpfs_arena(4096, 16);
+        uint32_t o;
+        struct arena_extent e[4];
+        struct arena_audit res;
+        struct stat st;
+        char buf[PAGE];
+
+        if (!a)
+                return;
+        o = new_owner(a);
+        ck_assert_uint_eq(a->size_pages, 16);
+        ck_assert_int_eq(arena_alloc(a, o, 100, e, 4), 1);
+        ck_assert_int_eq(arena_grant_prepare(a, e, 1), 0);
+        ck_assert_uint_ge(a->size_pages, 100 + 16);
+        ck_assert_uint_le(a->size_pages, 100 + 2 * 16);
+        scribble(a, 0, 100, 0x11);
+
+        /* Beyond the charge + slack the kernel says no. */
+        ck_assert_int_eq(fallocate(a->fd, 0, 0, 4096 * PAGE), -1);
+        ck_assert_int_eq(errno, ENOSPC);
+        memset(buf, 0x42, sizeof(buf));
+        for (uint64_t p = 100; p < 4096; p++)
+                if (pwrite(a->fd, buf, PAGE, (off_t) (p * PAGE)) != (ssize_t) PAGE)
+                        break;
+        ck_assert_int_eq(fstat(a->fd, &st), 0);
+        ck_assert_uint_le((uint64_t) st.st_blocks * 512, (100 + 2 * 16) * PAGE);
+
+        /* Full: the audit punches what nobody holds. */
+        ck_assert_int_eq(arena_audit(a, &res), 0);
+        ck_assert_uint_ge(res.overrun_pages, 16);
+        ck_assert_uint_eq(res.backed_bytes, 100 * PAGE);
+        ck_assert_uint_eq(byte_at(a, 99), 0x11);
+
+        /* Released: the instance shrinks back to the slack. */
+        ck_assert_uint_eq(arena_release(a, o, e, 1), 100);
+        ck_assert_uint_le(a->size_pages, 2 * 16);
+        ck_assert_uint_ge(a->size_pages, 16);
+        arena_free(a);
+}
+END_TEST
+
+START_TEST(test_tmpfs_shrink_refused_then_resize_again) {
+        /* A shrink the kernel refuses must not break later resizes. */
+        struct arena *a = new_tmpfs_arena(4096, 4);
+        uint32_t o;
+        struct arena_extent e[4];
+        struct arena_audit res;
+
+        if (!a)
+                return;
+        o = new_owner(a);
+        ck_assert_int_eq(arena_alloc(a, o, 50, e, 4), 1);
+        ck_assert_int_eq(arena_grant_prepare(a, e, 1), 0);
+        scribble(a, 0, 50, 0x11);
+        scribble(a, 60, 8, 0x42); /* the slack, not held */
+        ck_assert_uint_eq(arena_release(a, o, e, 1), 50);
+        ck_assert_int_eq(arena_audit(a, &res), 0);
+        ck_assert_uint_eq(res.overrun_pages, 8);
+        ck_assert_uint_le(a->size_pages, 2 * 4);
+        ck_assert_int_eq(arena_alloc(a, o, 200, e, 4), 1);
+        ck_assert_int_eq(arena_grant_prepare(a, e, 1), 0);
+        ck_assert_uint_ge(a->size_pages, 200 + 4);
+        scribble(a, e[0].start, 200, 0x11);
+        arena_free(a);
+}
+END_TEST
+
+START_TEST(test_tmpfs_size_restored) {
+        struct arena *a = new_tmpfs_arena(64, 4);
+        struct arena_audit res;
+        struct stat st;
+
+        if (!a)
+                return;
+        ck_assert_int_eq(ftruncate(a->fd, 8 * PAGE), 0); /* not sealed */
+        ck_assert_int_eq(arena_audit(a, &res), 0);
+        ck_assert(res.size_restored);
+        ck_assert_int_eq(fstat(a->fd, &st), 0);
+        ck_assert_int_eq(st.st_size, 64 * PAGE);
+        arena_free(a);
+}
+END_TEST
+
 
 static Suite *arena_suite(void) {
         Suite *s = suite_create("arena");
@@ -211,6 +419,13 @@ static Suite *arena_suite(void) {
         tcase_add_test(tc, test_sealed);
         tcase_add_test(tc, test_metadata_per_page);
         tcase_add_test(tc, test_odd_size_never_hands_out_past_the_end);
+        tcase_add_test(tc, test_audit_clean_arena);
+        tcase_add_test(tc, test_audit_punches_unheld_pages);
+        tcase_add_test(tc, test_audit_after_release);
+        tcase_add_test(tc, test_grant_hands_out_zero_pages);
+        tcase_add_test(tc, test_tmpfs_bound);
+        tcase_add_test(tc, test_tmpfs_shrink_refused_then_resize_again);
+        tcase_add_test(tc, test_tmpfs_size_restored);
         suite_add_tcase(s, tc);
         return s;
 }

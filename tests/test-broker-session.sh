@@ -1,8 +1,8 @@
 #!/bin/bash
 # A client session against the real daemon: Hello/Welcome with the arena and
 # stats memfds, Charge/Grant, Uncharge/Ack; usage is exact at every step,
-# returned pages come back zeroed (hole-punched), and the audit reports
-# memory a client backs behind the daemon's back as `unaccounted`.
+# returned pages come back zeroed (hole-punched), and the audit revokes
+# memory a client backs behind the daemon's back (an overrun).
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/broker-lib.sh"
 
@@ -40,18 +40,22 @@ grep -q '^ack pages=8$' <<<"$out" || fail "Uncharge not acknowledged with 8 page
 grep -q '^pages ok$' <<<"$out" || fail "returned pages are not zero"
 
 # The audit: a client that writes to pages it returned backs memory that is
-# charged to nobody; the daemon reports it as unaccounted and logs it once.
+# charged to nobody; the daemon punches those pages (within a tenth of a
+# second), counts an overrun on the tenant and logs it once.
 wire_bg "$MB_TMP/c2.out" hello app charge 4 write-pages 0x11 uncharge-all expect-ok write-arena 0 4 0x22 \
         touch "$MB_TMP/dirty" hold
 c2=$MB_BG_PID
 wait_for 20 test -e "$MB_TMP/dirty" || fail "client did not write"
+wait_for 20 sh -c "grep -q 'tenant app: overrun: 4 pages of its arena were backed though no client held them' '$MB_TMP/daemon.log'" ||
+        fail "the audit did not log the overrun"
 mb_dump_state
 assert_eq 0 "$(mb_state app usage)" "usage of app (nothing charged)"
-assert_eq 16384 "$(mb_state app unaccounted)" "unaccounted bytes of app"
-wait_for 20 sh -c "grep -q 'tenant app: 16384 bytes back its arena beyond' '$MB_TMP/daemon.log'" ||
-        fail "the audit did not log the unaccounted memory"
-sleep 2.5  # two more periodic audits
-assert_eq 1 "$(grep -c 'tenant app: .* bytes back its arena beyond' "$MB_TMP/daemon.log")" "audit log lines"
+assert_eq 0 "$(mb_state app arena_backed)" "memory backing app's arena after the audit"
+assert_eq 1 "$(mb_event_local app overrun)" "overrun events of app"
+out=$(wire hello app check-arena 0 4 0)
+grep -q '^arena ok$' <<<"$out" || fail "the pages written behind the daemon's back were not punched"
+sleep 2.5  # more periodic audits
+assert_eq 1 "$(grep -c 'tenant app: overrun' "$MB_TMP/daemon.log")" "audit log lines"
 kill -TERM "$c2"; wait "$c2" || true
 
 mb_daemon_alive

@@ -305,6 +305,7 @@ START_TEST(test_broker_keys) {
                    "MemoryRecursiveProtection=on\n"
                    "MaxConnectionsPerUser=0\n"
                    "FrameTimeoutSec=3\n"
+                   "ArenaBacking=memfd\n"
                    "\tWorkers=4\n");
         c = load_ok();
         b = &c->broker;
@@ -319,6 +320,7 @@ START_TEST(test_broker_keys) {
         ck_assert(b->memory_recursiveprot);
         ck_assert_uint_eq(b->max_connections_per_user, 0);
         ck_assert_uint_eq(b->frame_timeout_sec, 3);
+        ck_assert_int_eq(b->arena_backing, MB_ARENA_BACKING_MEMFD);
         mb_config_free(c);
 
         /* Percent of RAM; an empty value resets to the default. */
@@ -328,6 +330,7 @@ START_TEST(test_broker_keys) {
         ck_assert_uint_eq(c->broker.capacity_bytes, mb_physical_memory() / 2);
         ck_assert_uint_eq(c->broker.charge_batch, 64);
         ck_assert_str_eq(c->broker.socket_path, "/run/membroker/membroker.sock");
+        ck_assert_int_eq(c->broker.arena_backing, MB_ARENA_BACKING_AUTO);
         mb_config_free(c);
         tmpdir_teardown();
 }
@@ -379,6 +382,7 @@ START_TEST(test_tenant_sections) {
                    "MemoryMin=128M\n"
                    "ChargeBatch=32\n"
                    "OOMPolicy=kill\n"
+                   "OverrunPolicy=kill\n"
                    "AllowUsers=root 1234\n"
                    "AllowUsers=4321\n"
                    "AllowGroups=root 77\n"
@@ -409,6 +413,7 @@ START_TEST(test_tenant_sections) {
         ck_assert_uint_eq(t->min, 128 * MIB);
         ck_assert_uint_eq(t->charge_batch, 32);
         ck_assert_int_eq(t->oom_policy, MB_OOM_KILL);
+        ck_assert_int_eq(t->overrun_policy, MB_OVERRUN_KILL);
         ck_assert_uint_eq(t->n_allow_users, 3);
         ck_assert_uint_eq(t->allow_users[0], 0);
         ck_assert_uint_eq(t->allow_users[1], 1234);
@@ -420,13 +425,14 @@ START_TEST(test_tenant_sections) {
 
         t = &c->tenants[1];
         ck_assert_str_eq(t->path, "db");
-        ck_assert_uint_eq(t->line, 15);
+        ck_assert_uint_eq(t->line, 16);
         ck_assert_uint_eq(t->min, 3 * GIB);
         ck_assert_uint_eq(t->max, GIB);
         ck_assert_uint_eq(t->high, MB_LIMIT_MAX);
         ck_assert_uint_eq(t->low, 0);
         ck_assert_uint_eq(t->charge_batch, 0);
         ck_assert_int_eq(t->oom_policy, MB_OOM_FAIL);
+        ck_assert_int_eq(t->overrun_policy, MB_OVERRUN_PUNCH);
         ck_assert_uint_eq(t->n_allow_users, 0);
         ck_assert_ptr_null(t->cgroup);
 
@@ -650,6 +656,10 @@ static const struct error_case errors[] = {
           "bad size '200%' for MemoryMin= (bytes with K/M/G/T, a percentage, or infinity)" },
         { "tenants.d/a.conf", "[Tenant]\nPath=a\nChargeBatch=0\n", 3, "ChargeBatch=0 is out of range (1..16384)" },
         { "tenants.d/a.conf", "[Tenant]\nPath=a\nOOMPolicy=panic\n", 3, "OOMPolicy= must be fail or kill, not 'panic'" },
+        { "tenants.d/a.conf", "[Tenant]\nPath=a\nOverrunPolicy=fail\n", 3,
+          "OverrunPolicy= must be punch or kill, not 'fail'" },
+        { "membroker.conf", "[Broker]\nArenaBacking=shm\n", 2,
+          "ArenaBacking= must be auto, tmpfs or memfd, not 'shm'" },
         { "tenants.d/a.conf", "[Tenant]\nPath=a\nAllowUsers=root no_such_user_mbtest\n", 3,
           "unknown user 'no_such_user_mbtest' in AllowUsers=" },
         { "tenants.d/a.conf", "[Tenant]\nPath=a\nAllowUsers=4294967295\n", 3, "bad user id '4294967295' in AllowUsers=" },

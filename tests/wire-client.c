@@ -25,8 +25,14 @@
  *   check-arena START COUNT BYTE   pages [START, START+COUNT) hold BYTE only
  *   write-arena START COUNT BYTE   write BYTE into pages [START, START+COUNT),
  *                           held or not (a misbehaving client)
+ *   probe-write START COUNT BYTE   like write-arena, page by page, but a
+ *                           SIGBUS (the arena's bound) stops the writing:
+ *                           "probe-write wrote=N sigbus=0|1 backed=BYTES"
+ *   fallocate-arena         fallocate(fd, 0, 0, size) on the arena fd:
+ *                           "fallocate ok" or "fallocate error=ENOSPC"
+ *   print-backed            "backed=BYTES size=BYTES" (fstat of the arena fd)
  *   print-held              "held=N"
- *   print-inode             "arena_ino=N" (the inode of the received memfd)
+ *   print-inode             "arena_ino=N" (the inode of the received arena)
  *   wait-file PATH          wait until PATH exists
  *   touch FILE              create FILE
  *   sleep MS
@@ -60,6 +66,7 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -331,9 +338,10 @@ static void step_hello(uint32_t version, const char *tenant, const char *name) {
                 if (fstat(arena_fd, &st) < 0)
                         die("fstat");
                 printf("welcome tenant=%s page_size=%" PRIu64 " batch=%u arena_pages=%" PRIu64
-                       " stats_slots=%u client_id=%" PRIu64 " unlimited=%d arena_ino=%lu arena_bytes=%lld\n",
+                       " stats_slots=%u client_id=%" PRIu64 " unlimited=%d arena_ino=%lu arena_dev=%lu arena_bytes=%lld\n",
                        w->tenant, w->page_size, w->charge_batch, w->arena_pages, w->stats_slots, w->client_id,
-                       w->has_unlimited && w->unlimited, (unsigned long) st.st_ino, (long long) st.st_size);
+                       w->has_unlimited && w->unlimited, (unsigned long) st.st_ino, (unsigned long) st.st_dev,
+                       (long long) st.st_size);
         }
         mb__msg__free_unpacked(reply, NULL);
 }
@@ -451,6 +459,44 @@ static void map_arena(void) {
         arena = mmap(NULL, arena_pages * page_size, PROT_READ | PROT_WRITE, MAP_SHARED, arena_fd, 0);
         if (arena == MAP_FAILED)
                 die("mmap arena");
+}
+
+static sigjmp_buf probe_jmp;
+
+static void probe_sigbus(int sig) {
+        (void) sig;
+        siglongjmp(probe_jmp, 1);
+}
+
+static uint64_t arena_backed(void) {
+        struct stat st;
+
+        if (fstat(arena_fd, &st) < 0)
+                die("fstat arena");
+        return (uint64_t) st.st_blocks * 512;
+}
+
+/* Write @byte into pages [start, start+count) one page at a time; a SIGBUS
+ * ends the writing (the kernel refused to back one more page). */
+static void probe_write(uint64_t start, uint64_t count, uint8_t byte) {
+        struct sigaction act = { .sa_handler = probe_sigbus }, old;
+        volatile uint64_t wrote = 0;
+        volatile int sigbus = 0;
+
+        map_arena();
+        sigemptyset(&act.sa_mask);
+        sigaction(SIGBUS, &act, &old);
+        if (sigsetjmp(probe_jmp, 1) == 0) {
+                for (uint64_t p = start; p < start + count; p++) {
+                        memset(arena + p * page_size, byte, page_size);
+                        wrote = wrote + 1;
+                }
+        } else {
+                sigbus = 1;
+        }
+        sigaction(SIGBUS, &old, NULL);
+        printf("probe-write wrote=%" PRIu64 " sigbus=%d backed=%" PRIu64 "\n", (uint64_t) wrote, (int) sigbus,
+               arena_backed());
 }
 
 static bool check_page(uint64_t p, uint8_t byte) {
@@ -816,6 +862,24 @@ int main(int argc, char *argv[]) {
                         i += 3;
                         map_arena();
                         memset(arena + start * page_size, byte, count * page_size);
+                } else if (strcmp(s, "probe-write") == 0) {
+                        need(argc, i, 3, s);
+                        probe_write(strtoull(argv[i + 1], NULL, 10), strtoull(argv[i + 2], NULL, 10),
+                                    (uint8_t) strtoul(argv[i + 3], NULL, 0));
+                        i += 3;
+                } else if (strcmp(s, "fallocate-arena") == 0) {
+                        if (arena_fd < 0)
+                                die("no arena");
+                        if (fallocate(arena_fd, 0, 0, (off_t) (arena_pages * page_size)) == 0)
+                                printf("fallocate ok\n");
+                        else
+                                printf("fallocate error=%s\n", strerrorname_np(errno));
+                } else if (strcmp(s, "print-backed") == 0) {
+                        struct stat st;
+                        if (arena_fd < 0 || fstat(arena_fd, &st) < 0)
+                                die("fstat arena");
+                        printf("backed=%" PRIu64 " size=%lld\n", (uint64_t) st.st_blocks * 512,
+                               (long long) st.st_size);
                 } else if (strcmp(s, "print-held") == 0) {
                         printf("held=%zu\n", nheld);
                 } else if (strcmp(s, "print-inode") == 0) {

@@ -77,7 +77,8 @@ static const struct verb verbs[] = {
         { "events", 2, 2, ctl_stat_events, "events PATH",
           "Show memory.events of a tenant",
           "Show memory.events of PATH: how often protection was breached (low), the tenant was\n"
-          "throttled (high), a charge hit a hard limit (max) and a charge failed (oom, oom_kill);\n"
+          "throttled (high), a charge hit a hard limit (max), a charge failed (oom, oom_kill)\n"
+          "and a client backed arena pages it did not hold (overrun);\n"
           "SUBTREE counts the tenant and its descendants, LOCAL the tenant alone.\n"
           "Options: --json." },
         { "set", 3, -1, ctl_write_set, "set PATH Key=Value...",

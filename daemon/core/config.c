@@ -421,6 +421,19 @@ static int set_size(struct parse_ctx *ctx, const char *key, const char *value, u
         return 1;
 }
 
+/* @value one of the @n @names (empty: the first), its index in *@ret. */
+static int set_choice(struct parse_ctx *ctx, const char *key, const char *value, const char *const *names, int n,
+                      int *ret) {
+        for (int i = 0; i < n; i++)
+                if ((i == 0 && !*value) || strcmp(value, names[i]) == 0) {
+                        *ret = i;
+                        return 1;
+                }
+        if (n == 2)
+                return ctx_error(ctx, "%s= must be %s or %s, not '%s'", key, names[0], names[1], value);
+        return ctx_error(ctx, "%s= must be %s, %s or %s, not '%s'", key, names[0], names[1], names[2], value);
+}
+
 static int set_uint(struct parse_ctx *ctx, const char *key, const char *value, unsigned min,
                     unsigned max, unsigned dflt, unsigned *ret) {
         int r;
@@ -525,6 +538,9 @@ static int broker_key(struct parse_ctx *ctx, const char *key, const char *value)
         if (strcmp(key, "FrameTimeoutSec") == 0)
                 return set_uint(ctx, key, value, 1, MB_FRAME_TIMEOUT_MAX_SEC, MB_DEFAULT_FRAME_TIMEOUT_SEC,
                                 &b->frame_timeout_sec);
+        if (strcmp(key, "ArenaBacking") == 0)
+                return set_choice(ctx, key, value, (const char *const[]) { "auto", "tmpfs", "memfd" }, 3,
+                                  (int *) &b->arena_backing);
         if (strcmp(key, "PressureReclaim") == 0)
                 return set_bool(ctx, key, value, &b->pressure_reclaim);
         if (strcmp(key, "MemoryRecursiveProtection") == 0)
@@ -638,15 +654,12 @@ static int tenant_key(struct parse_ctx *ctx, const char *key, const char *value)
         if (strcmp(key, "ChargeBatch") == 0)
                 return set_uint(ctx, key, value, 1, MB_CHARGE_MAX_PAGES, 0, &tc->charge_batch);
 
-        if (strcmp(key, "OOMPolicy") == 0) {
-                if (!*value || strcmp(value, "fail") == 0)
-                        tc->oom_policy = MB_OOM_FAIL;
-                else if (strcmp(value, "kill") == 0)
-                        tc->oom_policy = MB_OOM_KILL;
-                else
-                        return ctx_error(ctx, "OOMPolicy= must be fail or kill, not '%s'", value);
-                return 1;
-        }
+        if (strcmp(key, "OOMPolicy") == 0)
+                return set_choice(ctx, key, value, (const char *const[]) { "fail", "kill" }, 2,
+                                  (int *) &tc->oom_policy);
+        if (strcmp(key, "OverrunPolicy") == 0)
+                return set_choice(ctx, key, value, (const char *const[]) { "punch", "kill" }, 2,
+                                  (int *) &tc->overrun_policy);
 
         if (strcmp(key, "AllowUsers") == 0)
                 return set_ids(ctx, key, value, false, (uint32_t **) &tc->allow_users, &tc->n_allow_users);
@@ -903,6 +916,7 @@ int mb_config_apply_tenant(const struct mb_config *c, const struct mb_tenant_con
 
         t->charge_batch = tc->charge_batch;
         t->oom_policy = tc->oom_policy;
+        t->overrun_policy = tc->overrun_policy;
         t->from_config = true;
         return 0;
 }

@@ -52,6 +52,13 @@
 #define MB_DEFAULT_MAX_CONNECTIONS_PER_USER 256U /* dbus-daemon's max_connections_per_user */
 #define MB_DEFAULT_FRAME_TIMEOUT_SEC 10U
 
+/* ArenaBacking=: where the tenants' arenas live. */
+enum mb_arena_backing {
+        MB_ARENA_BACKING_AUTO = 0, /* a tmpfs instance each when possible, else a memfd */
+        MB_ARENA_BACKING_TMPFS,    /* a tmpfs instance each, or refuse to start */
+        MB_ARENA_BACKING_MEMFD,    /* sealed memfds (bounded by the audit only) */
+};
+
 struct mb_broker_config {
         uint64_t capacity_bytes;       /* Capacity= resolved (bytes or % of RAM), default 25% */
         uint64_t page_size;            /* PageSize=, default 4096 */
@@ -62,6 +69,7 @@ struct mb_broker_config {
         unsigned reclaim_timeout_msec; /* ReclaimTimeoutMSec=, default 250 */
         bool pressure_reclaim;         /* PressureReclaim=, default no */
         bool memory_recursiveprot;     /* MemoryRecursiveProtection=, default no */
+        enum mb_arena_backing arena_backing; /* ArenaBacking=, default auto */
         unsigned restart_grace_sec;    /* RestartGraceSec=, default 30: how long pages kept across a
                                         * restart wait for their client (daemon/restart.h) */
         unsigned max_connections_per_user; /* MaxConnectionsPerUser=, default 256, 0 = no cap; uid 0 exempt */
@@ -74,6 +82,7 @@ struct mb_tenant_config {
         uint64_t max, high, low, min; /* bytes; MB_LIMIT_MAX = max; low/min default 0 */
         unsigned charge_batch;        /* 0 = inherit */
         enum mb_oom_policy oom_policy;
+        enum mb_overrun_policy overrun_policy; /* OverrunPolicy=, default punch */
         uid_t *allow_users;
         size_t n_allow_users;
         gid_t *allow_groups;

@@ -17,6 +17,7 @@ static const char *const event_names[_MB_EVENT_NR] = {
         [MB_EVENT_MAX] = "max",
         [MB_EVENT_OOM] = "oom",
         [MB_EVENT_OOM_KILL] = "oom_kill",
+        [MB_EVENT_OVERRUN] = "overrun",
 };
 
 static const char *const stat_item_names[_MB_STAT_NR] = {
@@ -177,6 +178,7 @@ static int tenant_alloc(struct tenant_tree *tree, struct tenant *parent, const c
         t->tree = tree;
         t->parent = parent;
         t->oom_policy = MB_OOM_FAIL;
+        t->overrun_policy = MB_OVERRUN_PUNCH;
 
         page_counter_init(&t->memory, parent ? &parent->memory : NULL, true);
         rstat_node_init(&t->rstat, parent ? &parent->rstat : NULL);

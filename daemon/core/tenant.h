@@ -33,6 +33,7 @@ enum mb_event {
         MB_EVENT_MAX,
         MB_EVENT_OOM,
         MB_EVENT_OOM_KILL,
+        MB_EVENT_OVERRUN, /* a client backed arena pages beyond its charge */
         _MB_EVENT_NR,
 };
 
@@ -41,7 +42,15 @@ enum mb_oom_policy {
         MB_OOM_KILL,
 };
 
-/* "low", "high", "max", "oom", "oom_kill" (the memory.events keys); NULL
+/* OverrunPolicy=: what an overrun costs the tenant's clients besides the
+ * punched pages. */
+enum mb_overrun_policy {
+        MB_OVERRUN_PUNCH = 0,
+        MB_OVERRUN_KILL, /* SIGKILL every connected client of the tenant */
+};
+
+/* "low", "high", "max", "oom", "oom_kill", "overrun" (the memory.events
+ * keys, overrun being membroker's own); NULL
  * when out of range. */
 const char *mb_event_to_string(enum mb_event e);
 /* "pages", "stock", "slab_reclaimable", "slab_unreclaimable", "pgalloc",
@@ -81,6 +90,7 @@ struct tenant {
         /* Settings (from configuration or D-Bus). */
         unsigned charge_batch; /* 0: inherit the broker's ChargeBatch */
         enum mb_oom_policy oom_policy;
+        enum mb_overrun_policy overrun_policy;
         uid_t *allow_users;
         size_t n_allow_users;
         gid_t *allow_groups;

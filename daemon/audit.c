@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/event.h>
+
+#include "arena.h"
+#include "audit.h"
+#include "log.h"
+#include "macros.h"
+#include "reclaim.h"
+#include "tenant_state.h"
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+int audit_choose_backing(struct manager *m, char **ret_error) {
+        enum mb_arena_backing want = m->config->broker.arena_backing;
+        int r;
+
+        if (want == MB_ARENA_BACKING_MEMFD) {
+                m->arena_tmpfs = false;
+                log_info("arena backing: memfd (ArenaBacking=memfd): only the audit bounds what clients back");
+                return 0;
+        }
+        r = arena_tmpfs_probe();
+        if (r < 0) {
+                if (want == MB_ARENA_BACKING_TMPFS) {
+                        if (ret_error && asprintf(ret_error,
+                                                  "ArenaBacking=tmpfs, but no tmpfs instance can be made "
+                                                  "(fsopen/fsmount): %s",
+                                                  strerror(-r)) < 0)
+                                *ret_error = NULL;
+                        return r;
+                }
+                m->arena_tmpfs = false;
+                log_warning_errno(r, "arena backing: memfd (a tmpfs instance cannot be made: %m): only the audit "
+                                  "bounds what clients back");
+                return 0;
+        }
+        m->arena_tmpfs = true;
+        log_info("arena backing: tmpfs (a detached instance per tenant, sized to its charge + up to 2 x "
+                 "ChargeBatch pages)");
+        return 0;
+}
+
+/* memcg_memory_event() for an overrun found on the main thread. */
+static void audit_count(struct manager *m, struct tenant *t) {
+        tenant_memory_event(t, MB_EVENT_OVERRUN);
+        for (struct tenant *x = t; x && x->parent; x = x->parent)
+                manager_queue_event(m, x, MB_EVENT_OVERRUN);
+}
+
+/* OverrunPolicy=kill: every connected client of the tenant. */
+static void audit_kill(struct manager *m, struct tenant_state *ts) {
+        pthread_mutex_lock(&ts->lock);
+        for (struct reclaim_client *rc = ts->clients; rc; rc = rc->next) {
+                int k;
+
+                if (atomic_load(&rc->gone) || rc->killed)
+                        continue;
+                k = reclaimer_kill_client(m->reclaimer, rc);
+                rc->killed = true;
+                if (k < 0)
+                        log_error_errno(k, "tenant %s: cannot kill client %" PRIu64 " (pid %d): %m",
+                                        ts->tenant->path, rc->client_id, (int) rc->pid);
+                else
+                        log_warning("tenant %s: killed client %" PRIu64 " (%s, pid %d) after an overrun "
+                                    "(OverrunPolicy=kill)",
+                                    ts->tenant->path, rc->client_id, rc->name, (int) rc->pid);
+        }
+        pthread_mutex_unlock(&ts->lock);
+}
+
+static void audit_overrun(struct manager *m, struct tenant_state *ts, const struct arena_audit *res) {
+        struct tenant *t = ts->tenant;
+        uint64_t now = now_usec();
+
+        audit_count(m, t);
+        ts->overrun_pages_unlogged += res->overrun_pages;
+        if (now - ts->overrun_logged_usec >= AUDIT_LOG_INTERVAL_USEC || ts->overrun_logged_usec == 0) {
+                log_warning("tenant %s: overrun: %" PRIu64 " pages of its arena were backed though no client "
+                            "held them%s; punched (%" PRIu64 " overrun events)",
+                            t->path, ts->overrun_pages_unlogged,
+                            res->size_restored ? ", and a client had resized the arena (size restored)" : "",
+                            tenant_event_count(t, MB_EVENT_OVERRUN, true));
+                ts->overrun_logged_usec = now;
+                ts->overrun_pages_unlogged = 0;
+        }
+        if (t->overrun_policy == MB_OVERRUN_KILL)
+                audit_kill(m, ts);
+}
+
+static void audit_timer_cb(evutil_socket_t fd, short what, void *userdata) {
+        struct manager *m = userdata;
+        struct tenant_state **found = NULL;
+        struct arena_audit *results = NULL;
+        size_t n = 0, alloc = 0;
+
+        (void) fd;
+        (void) what;
+        pthread_mutex_lock(&m->stats_lock);
+        for (struct tenant_state *ts = m->active; ts; ts = ts->active_next) {
+                struct arena_audit res;
+                uint64_t charged;
+
+                if (!ts->arena || arena_audit(ts->arena, &res) < 0)
+                        continue;
+                /* What this audit found beyond the charge (punched now). */
+                charged = arena_used(ts->arena) * m->page_size;
+                ts->unaccounted_bytes = res.found_bytes > charged ? res.found_bytes - charged : 0;
+                if (res.overrun_pages == 0 && !res.size_restored)
+                        continue;
+                if (n == alloc) {
+                        size_t na = MB_MAX(alloc * 2, (size_t) 4);
+                        struct tenant_state **f = reallocarray(found, na, sizeof(*f));
+                        struct arena_audit *rr = f ? reallocarray(results, na, sizeof(*rr)) : NULL;
+
+                        if (f)
+                                found = f;
+                        if (rr)
+                                results = rr;
+                        if (!rr) {
+                                /* Out of memory: count it at least (the
+                                 * pages are punched already). */
+                                audit_count(m, ts->tenant);
+                                continue;
+                        }
+                        alloc = na;
+                }
+                found[n] = ts;
+                results[n++] = res;
+        }
+        pthread_mutex_unlock(&m->stats_lock);
+
+        /* Outside stats_lock: the kill takes the tenant's lock.  The
+         * tenants stay: they are removed on this thread only. */
+        for (size_t i = 0; i < n; i++)
+                audit_overrun(m, found[i], &results[i]);
+        free(found);
+        free(results);
+}
+
+int audit_start(struct manager *m) {
+        struct timeval tv = { .tv_sec = 0, .tv_usec = AUDIT_INTERVAL_USEC };
+
+        m->audit_timer = event_new(m->base, -1, EV_PERSIST, audit_timer_cb, m);
+        if (!m->audit_timer || event_add(m->audit_timer, &tv) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+uint64_t manager_tenant_unaccounted(struct manager *m, struct tenant *t) {
+        struct tenant_state *ts = tenant_state_of(t);
+
+        (void) m;
+        return ts && ts->arena ? ts->unaccounted_bytes : 0;
+}
