@@ -493,7 +493,7 @@ static int table_charge(const char *sock, int argc, char **argv) {
         n++;
         bench_run(cases, n, &opts);
 
-        bench_table_begin("Table 2: charging through the daemon (seed 002)",
+        bench_table_begin("Table 2: charging through the daemon (MEMCG_CHARGE_BATCH)",
                           "Every page a fresh charge: allocate N pages one at a time, then free them, so "
                           "that the stock must ask the daemon for a batch every ChargeBatch pages and give "
                           "one back every ChargeBatch frees. Figures: pages per second (allocation and "
@@ -602,7 +602,7 @@ static int table_depth(const char *sock, int argc, char **argv) {
         }
         bench_run(ccases, 4, &opts);
 
-        bench_table_begin("Table 3: hierarchy depth (seed 004)",
+        bench_table_begin("Table 3: hierarchy depth (rstat flush batching)",
                           "The charging workload of table 2 at the default ChargeBatch, in a tenant at "
                           "depth 1, 2, 4 and 8 with MemoryMax and MemoryHigh set at every level. Figures: "
                           "pages per second.");
@@ -712,7 +712,7 @@ static int table_nolimits(const char *sock, const char *free_tenant, const char 
         charge_cases(x, 2, ccases);
         bench_run(ccases, 2, &opts);
 
-        bench_table_begin("Table 5: nothing limited vs limits everywhere (seed 003)",
+        bench_table_begin("Table 5: nothing limited vs limits everywhere (the kernel's cost-nothing-when-unused goal)",
                           "The same client work in a tenant where neither it nor any ancestor has a limit "
                           "or protection, and in one with MemoryMax, MemoryHigh, MemoryLow and MemoryMin at "
                           "every level. Hot path: CPU ns per mb_page_alloc+mb_page_free from the stock, the "

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * counters.c - table 4, counter layout (seed 000): the padded page_counter
+ * counters.c - table 4, counter layout (the kernel's page_counter field layout): the padded page_counter
  * (usage on its own cache line, limits on another) against the unpadded
  * layout, with two threads charging while limits are read.
  *
@@ -97,7 +97,7 @@ static void hierarchy_init(struct hierarchy *h) {
         }
         (void) page_counter_set_max(h->leaf2, max_pages);
         (void) page_counter_set_high(h->leaf2, high_pages);
-        /* seed 002's setup: min and low at the top level only */
+        /* the MEMCG_CHARGE_BATCH measurement's setup: min and low at the top level only */
         (void) page_counter_set_min(h->level[1], 1024);
         (void) page_counter_set_low(h->level[1], 2048);
         /* some usage, so that the protected usage is below min */
@@ -259,7 +259,7 @@ static int drive(const char *argv0) {
         }
         bench_run(cases, n, &o);
 
-        bench_table_begin("Table 4: counter layout (seed 000)",
+        bench_table_begin("Table 4: counter layout (the kernel's page_counter field layout)",
                           "Padded page_counter (usage alone on its cache line) vs the unpadded layout, "
                           "two threads on two CPUs, three levels under the root (min/low at the top, "
                           "max/high everywhere). One operation = try_charge(1 page) + high check at every "

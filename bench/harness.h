@@ -116,7 +116,7 @@ void bench_table_row(const struct bench_case *c, const struct bench_case *base);
 /* A free-text line under the table (notes, what a figure means). */
 void bench_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* A target from design.md §9: prints "- target ...: met|MISSED (detail)"
+/* A target of BENCHMARKS.md: prints "- target ...: met|MISSED (detail)"
  * and remembers the outcome for bench_finish(). */
 void bench_target(bool met, const char *target, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));

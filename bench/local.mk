@@ -1,4 +1,4 @@
-# Benchmarks (issue 8): one program per table, run by `make bench` (all
+# Benchmarks: one program per table, run by `make bench` (all
 # tables) or `make bench-NAME` (one table).  See BENCHMARKS.md.
 noinst_LTLIBRARIES += bench/libbench.la
 bench_libbench_la_SOURCES = %reldir%/harness.c %reldir%/harness.h %reldir%/daemon.c %reldir%/daemon.h

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# bench/mb-bench.sh - run the benchmark tables (design.md §9, issue 8).
+# bench/mb-bench.sh - run the benchmark tables (BENCHMARKS.md).
 #
 #   mb-bench.sh [--output FILE] TABLE...     TABLE: all, hotpath, charge,
 #       depth, counters, nolimits, stats, dbus, overhead, slab, scale, reload, and
@@ -233,7 +233,7 @@ t_dbus() {
         fi
         say "table 7: timing"
         "$BENCH_BIN/bench-exec" --title "$title" \
-                --question "Statistics of $n tenants in one call: busctl calling DumpStats() on the private bus (the daemon flushes and serializes $n tenants) against cat of $n kernel memory.stat files of $n fresh memory cgroups (${MB_BENCH_MEMCG_VERSION:-cgroup}; what the seed 001 thread timed). Both as whole commands, output discarded; ms per command." \
+                --question "Statistics of $n tenants in one call: busctl calling DumpStats() on the private bus (the daemon flushes and serializes $n tenants) against cat of $n kernel memory.stat files of $n fresh memory cgroups (${MB_BENCH_MEMCG_VERSION:-cgroup}; what the kernel's local-stats work timed). Both as whole commands, output discarded; ms per command." \
                 --target "1,000-tenant DumpStats faster than cat of 1,000 memory.stat" 1 2 \
                 "busctl call … DumpStats() ($n tenants)" "$busfile" \
                 "cat $n × memory.stat" "$catrow"
@@ -481,7 +481,7 @@ if [ -n "$OUTPUT" ]; then
         # the summary of the targets, at the end of the file and on stdout
         {
                 echo
-                echo "## Targets (design.md §9)"
+                echo "## Targets"
                 echo
                 grep '^- target' "$OUTPUT" || echo "(no target was measured)"
         } | tee -a "$OUTPUT"

@@ -21,7 +21,7 @@
  *     from the counters rstat maintains (after the poll + flush a read
  *     needs; the poll by dirty word, and for comparison by walking every
  *     slot), vs summing every per-CPU slot of every tenant (what the kernel
- *     did before seed 001).  Slots per source: this machine's CPUs, and 64
+ *     did before the kernel kept local stats as counters).  Slots per source: this machine's CPUs, and 64
  *     and 256 to show how both scale with the CPU count (the seed measured
  *     on 256 CPUs).
  *
@@ -381,7 +381,7 @@ int main(void) {
         }
         bench_run(rcases, _READ_NR, &o);
 
-        bench_table_begin("Table 6a: stat of one tenant among 10,000, 1% changed (seed 004)", NULL);
+        bench_table_begin("Table 6a: stat of one tenant among 10,000, 1% changed (rstat flush batching)", NULL);
         printf("%zu tenants (%u parents × %u leaves + parents), a stats region of %u slots "
                "(possible CPUs) per leaf, %zu leaves (%d%%) wrote their slots and marked their region "
                "dirty before each read, as libmembroker does. "
@@ -464,7 +464,7 @@ int main(void) {
                 }
                 bench_run(lcases, n, &o);
 
-                bench_table_begin("Table 6b: local stats of 1,000 tenants (seed 001)", NULL);
+                bench_table_begin("Table 6b: local stats of 1,000 tenants (memcg local stats as counters)", NULL);
                 printf("%zu tenants, %zu (1%%) changed before each read; every local item of every tenant "
                        "read. Slots per source = CPUs: %u is this machine, 64 and 256 stand for larger "
                        "ones.\n\n",

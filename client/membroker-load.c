@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * membroker-load - a real client that holds and churns memory in a tenant,
- * for demos, tests and benchmarks (design.md §1; think stress-ng for the
+ * for demos, tests and benchmarks (docs/design.md; think stress-ng for the
  * broker).
  *
  * Threads each allocate their share of --hold and write into every page a

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * reconnect.h - how a client survives a restart of membrokerd (design.md §8,
+ * reconnect.h - how a client survives a restart of membrokerd (docs/design.md,
  * daemon/restart.h).
  *
  * The library remembers which pages of the arena are charged to it (granted

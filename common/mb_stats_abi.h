@@ -16,7 +16,7 @@
  *     ways, counters (pgalloc, pgfree) only grow.
  *   - after changing v[], the writer bumps `updates`.  The reader folds the
  *     slot only when `updates` differs from what it saw at the last flush,
- *     so an idle client costs a flush nothing (seed 001/004).
+ *     so an idle client costs a flush nothing (rstat local counters and flush batching).
  *   - one writer per slot at a time (the client serialises per-CPU work), so
  *     relaxed load+store suffices; the reader tolerates a torn view across
  *     items because every value is folded as a delta against the last read.

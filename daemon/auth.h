@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * auth.h - who is on the other end of a client socket, and may it attach to
- * a tenant (design.md §5, the admission rules).
+ * a tenant (docs/protocol.md, the admission rules).
  *
  * The peer is identified with SO_PEERCRED (pid, uid, gid) and, where the
  * kernel has it, SO_PEERPIDFD; its supplementary groups come from

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * service.h - membrokerd as a systemd service (design.md §8): the
+ * service.h - membrokerd as a systemd service (docs/design.md): the
  * sd_notify(3) protocol (READY=1, STATUS=, RELOADING=1, STOPPING=1,
  * WATCHDOG=1), the file descriptor store (FDSTORE=1 / FDSTOREREMOVE=1 with
  * FDNAME=) and the descriptors handed back at start ($LISTEN_FDS,

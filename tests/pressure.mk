@@ -1,4 +1,4 @@
-# tests: memory pressure (issue 6): cooperative reclaim, throttling above
+# tests: memory pressure: cooperative reclaim, throttling above
 # high, max -> reclaim -> OOM, protection, PSI.  Real daemon, real clients
 # with shrinker-backed caches (membroker-load --cache, tests/pressure-client).
 

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Lazy flush on read (design.md §4, seed 004): with the periodic flush out of
+# Lazy flush on read (docs/design.md, flush batching): with the periodic flush out of
 # the way, a stat read of a tenant with enough pending updates flushes it and
 # shows what the client allocated; a read of a subtree with nothing pending,
 # and a second read, do no flush work (StatsFlushes/StatsFlushedNodes).

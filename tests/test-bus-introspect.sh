@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Introspection shows the documented org.membroker1 API (design.md §6), every
+# Introspection shows the documented org.membroker1 API (docs/design.md), every
 # tenant has an object at /org/membroker1/tenant/<sd_bus_path_encode(path)>,
 # and `busctl tree` lists them all, including one created at run time.
 . "$top_srcdir/tests/lib.sh"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # GetStatText is memory.stat-style text, one "key value" a line with the
-# keys of design.md §4; GetStat carries the same pairs; DumpStats covers
+# keys of docs/design.md; GetStat carries the same pairs; DumpStats covers
 # every tenant; values are hierarchical, *_local ones are the tenant's own.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/bus-lib.sh"
@@ -27,7 +27,7 @@ for k in pages stock slab slab_reclaimable slab_unreclaimable pgalloc pgfree cha
         printf '%s\n' "$keys" | grep -qx "${k}_local" || fail "GetStatText lacks ${k}_local"
 done
 [ "$(printf '%s\n' "$keys" | sort | uniq -d)" = "" ] || fail "duplicate keys in GetStatText"
-pass "GetStatText has every key of design.md §4 and its _local form, once"
+pass "GetStatText has every key of docs/design.md and its _local form, once"
 
 # GetStat returns the same ordered pairs.
 pairs=$(mgr_call GetStat s grp/a | sed 's/^a(st) [0-9]* //' | tr -d '"' |

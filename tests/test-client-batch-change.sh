@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # The charge batch follows the tenant while a client is connected:
 #  - a tenant with nothing limited up the tree charges 4 x ChargeBatch per
-#    trip (seed 003: no limit can be met, so a larger stock costs nothing);
+#    trip (nothing limited: no limit can be met, so a larger stock costs nothing);
 #  - when a limit appears, the client's next Grant brings the normal batch
 #    and its stocks shrink to 2 x batch at once (MemoryCurrent shows it);
 #    when the limit goes, the larger batch comes back;

@@ -449,7 +449,7 @@ START_TEST(test_tenant_sections) {
 END_TEST
 
 START_TEST(test_design_example) {
-        /* design.md §7, verbatim but for the user name (postgres need not
+        /* docs/design.md, verbatim but for the user name (postgres need not
          * exist here). */
         struct mb_config *c;
         const struct mb_tenant_config *t;

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# membroker-load: options, the result line and exit codes (design.md §1).
+# membroker-load: options, the result line and exit codes (docs/design.md).
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/client-env.sh"
 mb_client_setup

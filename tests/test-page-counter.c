@@ -23,7 +23,7 @@
 #define CACHELINE_BYTES 64
 #define LINE_OF(field) (offsetof(struct page_counter, field) / CACHELINE_BYTES)
 
-/* The layout claim of seed 000, checked at compile time. */
+/* The layout claim of the kernel's page_counter rearrangement, checked at compile time. */
 _Static_assert(_Alignof(struct page_counter) == CACHELINE_BYTES, "counters start on a cache line");
 _Static_assert(sizeof(struct page_counter) % CACHELINE_BYTES == 0, "counters fill whole cache lines");
 #ifdef PAGE_COUNTER_UNPADDED

@@ -20,7 +20,7 @@
  *     [Tenant] section is a "[Tenant] section without Path=".
  *   - The reader hands libinih lines without leading whitespace (so
  *     libinih's multi-line continuation, which systemd does not have, never
- *     applies), without "  # trailing comments" (design.md §7 writes them,
+ *     applies), without "  # trailing comments" (docs/design.md writes them,
  *     libinih only knows ';'), and refuses lines libinih would truncate or
  *     not understand, with a precise message.
  *
@@ -92,7 +92,7 @@ static int parse_uint(const char *s, unsigned min, unsigned max, unsigned *ret) 
         return 0;
 }
 
-/* systemd's parse_boolean() for the spellings design.md names. */
+/* systemd's parse_boolean() for the spellings the documentation names. */
 static int parse_boolean(const char *s) {
         static const char *const yes[] = { "1", "yes", "true", "on" };
         static const char *const no[] = { "0", "no", "false", "off" };

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * config.h - membroker.conf and tenants.d/NAME.conf (design.md §7).
+ * config.h - membroker.conf and tenants.d/NAME.conf (docs/design.md).
  *
  * systemd-style INI, parsed with libinih.  Every error is reported as
  * "file:line: what is wrong"; on error nothing is returned (no partial
@@ -9,7 +9,7 @@
  * user/group names; reading the files and NSS are the daemon's
  * (daemon/config-files.h).
  *
- * Syntax (systemd's, plus the trailing comments design.md §7 shows):
+ * Syntax (systemd's, plus the trailing comments docs/design.md shows):
  *   - "[Section]" headers, "Key=Value" assignments, comment lines starting
  *     with '#' or ';', blank lines; leading whitespace is ignored.
  *   - A '#' or ';' preceded by whitespace starts a trailing comment

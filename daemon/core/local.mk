@@ -13,7 +13,7 @@ daemon_core_libmbcore_la_SOURCES = \
 daemon_core_libmbcore_la_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
 daemon_core_libmbcore_la_LIBADD = common/libmbcommon.la $(INIH_LIBS)
 
-# The unpadded page_counter layout, for the counter-layout benchmark (seed 000).
+# The unpadded page_counter layout, for the counter-layout benchmark (the kernel's page_counter field layout).
 noinst_LTLIBRARIES += daemon/core/libmbcore-unpadded.la
 daemon_core_libmbcore_unpadded_la_SOURCES = %reldir%/page_counter.c
 daemon_core_libmbcore_unpadded_la_CFLAGS = $(AM_CFLAGS) -DPAGE_COUNTER_UNPADDED

@@ -14,7 +14,7 @@
  * caller, like the kernel's cgroup file writes are; they may race freely with
  * charges.  The tolerated races are named at each function.
  *
- * Layout (seed 000, "mm: page_counter: rearrange struct page_counter fields",
+ * Layout (the kernel's "mm: page_counter: rearrange struct page_counter fields",
  * Linux 6.1): `usage` is written by every charge on every CPU, while `max`,
  * `high`, `low`, `min` and `parent` are read on every charge but written
  * rarely.  Sharing one cache line makes every charge invalidate the line the
@@ -78,7 +78,7 @@ struct page_counter {
 
         _Atomic unsigned long watermark; /* peak usage (memory.peak) */
 
-        /* Read-mostly: kept away from `usage` (seed 000). */
+        /* Read-mostly: kept away from `usage` (the kernel's page_counter field layout). */
         PAGE_COUNTER_PADDING(_pad2_)
         bool protection_support;
         _Atomic unsigned long min;

@@ -14,7 +14,7 @@
  *    ancestors that are not linked yet) into the "updated" tree, so a flush
  *    visits only updated nodes.  It also adds to a pending-updates count that
  *    propagates to every ancestor (memcg_rstat_updated()'s stats_updates,
- *    seed 004), so a reader can ask rstat_needs_flush() without walking.
+ *    flush batching), so a reader can ask rstat_needs_flush() without walking.
  *  - rstat_flush(node) is cgroup_rstat_flush() for a subtree: it pops the
  *    updated subtree of @node so that every node comes after all of its
  *    descendants (post-order), folds every source slot whose `updates` moved
@@ -22,7 +22,7 @@
  *    delta to the node's local value, adds it plus the pending deltas from
  *    children to the hierarchical value, and pushes the sum to the parent's
  *    pending deltas (mem_cgroup_css_rstat_flush()).  Local
- *    (non-hierarchical) values are maintained counters (seed 001), so reading
+ *    (non-hierarchical) values are maintained counters (memcg local stats as counters), so reading
  *    them never sums per-CPU slots.
  *  - rstat_poll_source() lets the daemon notice that a client wrote its
  *    region (sum of slot `updates` moved) and mark the node updated.  For a
@@ -48,7 +48,7 @@
  * Cost: rstat_updated() is O(depth); rstat_flush(N) is O(updated nodes in
  * N's subtree × their sources × slots), plus O(updated siblings of N) to
  * unlink N from its parent's list; nodes that were not updated are never
- * touched (seed 004: "stat of 1 tenant among 10,000 with 1% changed").
+ * touched (rstat flush batching: "stat of 1 tenant among 10,000 with 1% changed").
  *
  * Threading: the updated tree, pending counts and values are owned by one
  * thread (the daemon's main loop, or whoever holds the daemon's stats_lock).

@@ -493,7 +493,7 @@ unsigned tenant_charge_batch(const struct tenant *t, unsigned broker_default) {
 }
 
 bool tenant_is_unlimited(const struct tenant *t) {
-        /* Seed 003: only the levels below the root matter; the root's max is
+        /* The unlimited fast path: only the levels below the root matter; the root's max is
          * the capacity and is always set. */
         for (; t && t->parent; t = t->parent)
                 if (page_counter_get_max(&t->memory) != (unsigned long) PAGE_COUNTER_MAX ||

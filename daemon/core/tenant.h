@@ -2,7 +2,7 @@
 /*
  * tenant.h - the tenant tree.
  *
- * A tenant is a node of the hierarchy (design.md §2), like a memory cgroup:
+ * A tenant is a node of the hierarchy (docs/design.md), like a memory cgroup:
  * a page_counter for its usage and limits, an rstat node for its activity
  * statistics, and memory.events-style event counters.  Paths are
  * "a/b/c" (components [A-Za-z0-9_.-], at most 16 deep); the root is "/".
@@ -122,7 +122,7 @@ int tenant_tree_new(unsigned long capacity_pages, unsigned ncpus, struct tenant_
  * still attached are freed without reading their slots).  NULL is fine. */
 void tenant_tree_free(struct tenant_tree *tree);
 
-/* Syntax check of a path (design.md §2): "/" is the root; otherwise 1 to
+/* Syntax check of a path (docs/design.md): "/" is the root; otherwise 1 to
  * TENANT_MAX_DEPTH components of 1 to TENANT_NAME_MAX characters out of
  * [A-Za-z0-9_.-], neither "." nor "..", separated by single '/'; one
  * leading and one trailing '/' are allowed ("/a/b/" is "a/b"). */
@@ -183,5 +183,5 @@ int tenant_walk(struct tenant *t, int (*cb)(struct tenant *t, void *userdata), v
 unsigned tenant_charge_batch(const struct tenant *t, unsigned broker_default);
 
 /* True when neither @t nor any ancestor up to (excluding) the root has any
- * limit (max/high) or protection (min/low): the seed-003 fast path. */
+ * limit (max/high) or protection (min/low): the unlimited fast path. */
 bool tenant_is_unlimited(const struct tenant *t);
