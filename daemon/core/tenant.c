@@ -8,42 +8,29 @@
 #include <string.h>
 
 #include "macros.h"
+#include "mb_stat_keys.h"
 #include "tenant.h"
 #include "tenant_map.h"
 
-static const char *const event_names[_MB_EVENT_NR] = {
-        [MB_EVENT_LOW] = "low",
-        [MB_EVENT_HIGH] = "high",
-        [MB_EVENT_MAX] = "max",
-        [MB_EVENT_OOM] = "oom",
-        [MB_EVENT_OOM_KILL] = "oom_kill",
-        [MB_EVENT_OVERRUN] = "overrun",
-};
-
-static const char *const stat_item_names[_MB_STAT_NR] = {
-        [MB_STAT_PAGES] = "pages",
-        [MB_STAT_STOCK] = "stock",
-        [MB_STAT_SLAB_RECLAIMABLE] = "slab_reclaimable",
-        [MB_STAT_SLAB_UNRECLAIMABLE] = "slab_unreclaimable",
-        [MB_STAT_PGALLOC] = "pgalloc",
-        [MB_STAT_PGFREE] = "pgfree",
-        [MB_STAT_CHARGE_REQUESTS] = "charge_requests",
-        [MB_STAT_UNCHARGE_REQUESTS] = "uncharge_requests",
-        [MB_STAT_PGSCAN] = "pgscan",
-        [MB_STAT_PGSTEAL] = "pgsteal",
-        [MB_STAT_THROTTLE_USEC] = "throttle_usec",
-};
+/* The names are the one stat key table's (common/mb_stat_keys.h), whose
+ * event keys have enum mb_event's values. */
+_Static_assert((int) MB_EVENT_KEY_NR == (int) _MB_EVENT_NR && (int) MB_EVENT_KEY_LOW == (int) MB_EVENT_LOW &&
+                       (int) MB_EVENT_KEY_HIGH == (int) MB_EVENT_HIGH && (int) MB_EVENT_KEY_MAX == (int) MB_EVENT_MAX &&
+                       (int) MB_EVENT_KEY_OOM == (int) MB_EVENT_OOM &&
+                       (int) MB_EVENT_KEY_OOM_KILL == (int) MB_EVENT_OOM_KILL &&
+                       (int) MB_EVENT_KEY_OVERRUN == (int) MB_EVENT_OVERRUN,
+               "mb_event_keys[] follows enum mb_event");
 
 const char *mb_event_to_string(enum mb_event e) {
         if ((unsigned) e >= _MB_EVENT_NR)
                 return NULL;
-        return event_names[e];
+        return mb_event_keys[e].name;
 }
 
 const char *mb_stat_item_to_string(enum mb_stat_item i) {
-        if ((unsigned) i >= _MB_STAT_NR)
-                return NULL;
-        return stat_item_names[i];
+        const struct mb_stat_key_info *k = mb_stat_key_of_item(i);
+
+        return k ? k->name : NULL;
 }
 
 /* ---- paths ------------------------------------------------------------ */
