@@ -102,6 +102,7 @@ int client_events_new(struct broker *b, const struct reclaim_client_ops *ops, st
         struct client_events *ce;
         int r;
 
+        broker_assert_main_thread(b);
         ce = calloc(1, sizeof(*ce));
         if (!ce)
                 return -ENOMEM;

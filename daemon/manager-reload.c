@@ -136,6 +136,7 @@ static int cmp_deepest_first(const void *a, const void *b) {
  * goes can go too); the paths removed are appended to @removed.  Tree lock
  * held for writing. */
 static void remove_idle(struct manager *m, struct tenant_list *l, char ***removed, size_t *nremoved) {
+        broker_assert_tree_wrlocked(&m->b);
         if (l->n > 1)
                 qsort(l->v, l->n, sizeof(*l->v), cmp_deepest_first);
         for (size_t i = 0; i < l->n; i++) {
@@ -373,6 +374,8 @@ int manager_reload(struct manager *m, char **ret_error) {
         uint64_t start = now_usec();
         int r;
 
+        broker_assert_main_thread(&m->b);
+
         r = reload_state(m);
         if (r < 0)
                 return r;
@@ -460,6 +463,8 @@ int manager_reload_async(struct manager *m, manager_reload_cb cb, void *userdata
         size_t *n;
         int r;
 
+        broker_assert_main_thread(&m->b);
+
         r = reload_state(m);
         if (r < 0)
                 return r;
@@ -524,6 +529,7 @@ void manager_drain(struct manager *m) {
         char **removed = NULL;
         size_t nremoved = 0;
 
+        broker_assert_main_thread(&m->b);
         if (atomic_load(&m->ndraining) == 0)
                 return;
         pthread_rwlock_wrlock(&m->b.tree_lock);

@@ -215,6 +215,8 @@ int manager_tenant_stat(struct manager *m, struct tenant *t, struct mb_stat_kv *
         struct mb_stat_kv *kv;
         size_t n = 0;
 
+        broker_assert_main_thread(&m->b);
+
         _Static_assert(ELEMENTSOF(keys) == ELEMENTSOF(local_keys), "stat keys");
 
         kv = calloc(2 * nkeys + 1, sizeof(*kv));
