@@ -27,6 +27,8 @@
 
 /* ---- Hello ---- */
 
+/* The batch a client of a tenant with nothing limited may grow to (the
+ * batch policy is the core's, see conn_charge_batch()). */
 static unsigned conn_unlimited_batch(unsigned batch) {
         return MB_MIN(tenant_unlimited_charge_batch(batch), MB_CHARGE_MAX_PAGES);
 }
@@ -35,14 +37,13 @@ static unsigned conn_base_batch(const struct broker *b, const struct tenant *t) 
         return tenant_charge_batch(t, atomic_load(&b->charge_batch));
 }
 
-
 /* Create the arena and the daemon's stats slots of @ts at first use.  Tree
  * lock held (read): the tenant stays. */
 static int tenant_state_prepare(struct broker *b, struct tenant_state *ts) {
-        int r = 0;
+        int r;
 
         broker_assert_tree_locked(b);
-        pthread_mutex_lock(&ts->lock);
+        MB_LOCK_GUARD(&ts->lock);
         if (!ts->daemon_slots) {
                 /* A whole stats region (header + slots) in the daemon's own
                  * memory, so that the workers maintain its dirty word like
@@ -53,10 +54,8 @@ static int tenant_state_prepare(struct broker *b, struct tenant_state *ts) {
                 size_t bytes = (size_t) mb_stats_region_bytes(b->nworkers);
                 struct mb_stats_region *region = aligned_alloc(MB_CACHELINE_BYTES, bytes);
 
-                if (!region) {
-                        r = -ENOMEM;
-                        goto out;
-                }
+                if (!region)
+                        return -ENOMEM;
                 memset(region, 0, bytes);
                 *region = (struct mb_stats_region) {
                         .magic = MB_STATS_MAGIC,
@@ -74,15 +73,13 @@ static int tenant_state_prepare(struct broker *b, struct tenant_state *ts) {
                 /* With its owner table in a memfd, both in the fd store. */
                 r = b->ops->arena_new(b, ts, pages, &ts->arena);
                 if (r < 0)
-                        log_error_errno(r, "cannot create the arena of tenant %s (%lu pages): %m", ts->tenant->path,
-                                        pages);
+                        return log_error_errno(r, "cannot create the arena of tenant %s (%lu pages): %m",
+                                               ts->tenant->path, pages);
         }
-out:
-        pthread_mutex_unlock(&ts->lock);
-        return r;
+        return 0;
 }
 
-/* ONE sendmsg carrying the Welcome frame and [arena, stats] (protocol.md §3);
+/* ONE sendmsg carrying the Welcome frame and [arena, stats] (docs/protocol.md);
  * nothing else has been written to the connection yet, so the frame cannot
  * overtake or be overtaken by anything. */
 static int conn_send_welcome(struct conn *c, const Mb__Msg *msg, int arena_fd, int stats_fd) {
@@ -125,7 +122,8 @@ static int conn_send_welcome(struct conn *c, const Mb__Msg *msg, int arena_fd, i
 }
 
 /* Re-claim pages held before a daemon restart (Hello.held, Claim): they move
- * to this session (restart_claim(), through b->ops).  False after conn_fail(). */
+ * to this session (restart_claim(), through b->ops).  False after
+ * conn_fail(). */
 static bool conn_claim(struct conn *c, Mb__Extent *const *extents, size_t n, bool more, uint64_t *ret_pages) {
         struct arena_extent *e = c->w->extents;
         uint64_t bad = 0;

@@ -161,7 +161,7 @@ static void conn_dispatch(struct conn *c, const Mb__Msg *msg) {
 
 /* Parse and handle every complete frame in the input buffer: copyout the
  * header, check the cap, wait for the whole frame, pullup, unpack, drain
- * (style.md §8). */
+ * (the incremental parse of an evbuffer). */
 void conn_process_input(struct conn *c) {
         struct evbuffer *in = bufferevent_get_input(c->bev);
         struct evbuffer *out = bufferevent_get_output(c->bev);

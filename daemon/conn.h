@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * conn.h - one client connection (protocol state machine, design.md §5).
+ * conn.h - one client connection (the protocol state machine of
+ * docs/protocol.md).
  *
  *   HELLO  --Hello, admitted-->  READY  --Charge/Uncharge-->  READY
  *     |                            |
@@ -31,8 +32,9 @@ void conn_free_all(struct worker *w);
 
 /* The charge batch a client of @t is told: ChargeBatch= (the tenant's, an
  * ancestor's or the broker's), 4 x while nothing is limited up the tree and
- * the root is far from its capacity (seed 003).  @current: what the client
- * was last told (hysteresis), 0 for a new client.  Any thread, no lock. */
+ * the root is far from its capacity (no charge can meet a limit then).
+ * @current: what the client was last told (hysteresis), 0 for a new client.
+ * Any thread, no lock. */
 unsigned conn_charge_batch(const struct broker *b, const struct tenant *t, unsigned current);
 /* Disconnect and free everything the client held. */
 void conn_free(struct conn *c);
