@@ -176,9 +176,37 @@ static inline bool mb_mutex_held(const pthread_mutex_t *m) {
 /* lockdep_assert_held() / lockdep_assert_not_held() for a pthread mutex. */
 #define mb_assert_mutex_held(m) mb_assert_debug(mb_mutex_held(m))
 #define mb_assert_mutex_not_held(m) mb_assert_debug(!mb_mutex_held(m))
+
+/* Whether some thread holds @l, for reading or writing: a reader does not
+ * record itself, so this cannot tell whether it is the caller (a held lock
+ * refuses the try-lock). */
+static inline bool mb_rwlock_held(pthread_rwlock_t *l) {
+        if (pthread_rwlock_trywrlock(l) != 0)
+                return true;
+        pthread_rwlock_unlock(l);
+        return false;
+}
+
+/* Whether the calling thread holds @l for writing: glibc records the
+ * writer's tid. */
+static inline bool mb_rwlock_wrheld(const pthread_rwlock_t *l) {
+#ifdef __GLIBC__
+        return l->__data.__cur_writer == gettid();
+#else
+        (void) l;
+        return true;
+#endif
+}
+
+/* lockdep_assert_held() for a pthread rwlock (held in either mode), and
+ * lockdep_assert_held_write(). */
+#define mb_assert_rwlock_held(l) mb_assert_debug(mb_rwlock_held(l))
+#define mb_assert_rwlock_wrheld(l) mb_assert_debug(mb_rwlock_wrheld(l))
 #else
 #define MB_DEBUG_ASSERTS 0
 #define mb_assert_debug(expr) ((void) sizeof(!(expr)))
 #define mb_assert_mutex_held(m) ((void) sizeof(m))
 #define mb_assert_mutex_not_held(m) ((void) sizeof(m))
+#define mb_assert_rwlock_held(l) ((void) sizeof(l))
+#define mb_assert_rwlock_wrheld(l) ((void) sizeof(l))
 #endif

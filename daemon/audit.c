@@ -15,6 +15,11 @@
 #include "reclaim.h"
 #include "tenant_state.h"
 
+struct audit {
+        struct broker *b;
+        struct event *timer;
+};
+
 static uint64_t now_usec(void) {
         struct timespec ts;
 
@@ -22,12 +27,13 @@ static uint64_t now_usec(void) {
         return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 }
 
-int audit_choose_backing(struct manager *m, char **ret_error) {
-        enum mb_arena_backing want = m->config->broker.arena_backing;
+int audit_choose_backing(struct broker *b, char **ret_error) {
+        enum mb_arena_backing want = b->config->broker.arena_backing;
         int r;
 
+        broker_assert_main_thread(b);
         if (want == MB_ARENA_BACKING_MEMFD) {
-                m->arena_tmpfs = false;
+                b->arena_tmpfs = false;
                 log_info("arena backing: memfd (ArenaBacking=memfd): only the audit bounds what clients back");
                 return 0;
         }
@@ -41,33 +47,31 @@ int audit_choose_backing(struct manager *m, char **ret_error) {
                                 *ret_error = NULL;
                         return r;
                 }
-                m->arena_tmpfs = false;
+                b->arena_tmpfs = false;
                 log_warning_errno(r, "arena backing: memfd (a tmpfs instance cannot be made: %m): only the audit "
                                   "bounds what clients back");
                 return 0;
         }
-        m->arena_tmpfs = true;
+        b->arena_tmpfs = true;
         log_info("arena backing: tmpfs (a detached instance per tenant, sized to its charge + up to 2 x "
                  "ChargeBatch pages)");
         return 0;
 }
 
 /* memcg_memory_event() for an overrun found on the main thread. */
-static void audit_count(struct manager *m, struct tenant *t) {
-        tenant_memory_event(t, MB_EVENT_OVERRUN);
-        for (struct tenant *x = t; x && x->parent; x = x->parent)
-                manager_queue_event(m, x, MB_EVENT_OVERRUN);
+static void audit_count(struct broker *b, struct tenant *t) {
+        broker_memory_event(b, t, MB_EVENT_OVERRUN);
 }
 
 /* OverrunPolicy=kill: every connected client of the tenant. */
-static void audit_kill(struct manager *m, struct tenant_state *ts) {
+static void audit_kill(struct broker *b, struct tenant_state *ts) {
         pthread_mutex_lock(&ts->lock);
         for (struct reclaim_client *rc = ts->clients; rc; rc = rc->next) {
                 int k;
 
                 if (atomic_load(&rc->gone) || rc->killed)
                         continue;
-                k = reclaimer_kill_client(m->reclaimer, rc);
+                k = reclaimer_kill_client(b->reclaimer, rc);
                 rc->killed = true;
                 if (k < 0)
                         log_error_errno(k, "tenant %s: cannot kill client %" PRIu64 " (pid %d): %m",
@@ -80,11 +84,11 @@ static void audit_kill(struct manager *m, struct tenant_state *ts) {
         pthread_mutex_unlock(&ts->lock);
 }
 
-static void audit_overrun(struct manager *m, struct tenant_state *ts, const struct arena_audit *res) {
+static void audit_overrun(struct broker *b, struct tenant_state *ts, const struct arena_audit *res) {
         struct tenant *t = ts->tenant;
         uint64_t now = now_usec();
 
-        audit_count(m, t);
+        audit_count(b, t);
         ts->overrun_pages_unlogged += res->overrun_pages;
         if (now - ts->overrun_logged_usec >= AUDIT_LOG_INTERVAL_USEC || ts->overrun_logged_usec == 0) {
                 log_warning("tenant %s: overrun: %" PRIu64 " pages of its arena were backed though no client "
@@ -96,26 +100,28 @@ static void audit_overrun(struct manager *m, struct tenant_state *ts, const stru
                 ts->overrun_pages_unlogged = 0;
         }
         if (t->overrun_policy == MB_OVERRUN_KILL)
-                audit_kill(m, ts);
+                audit_kill(b, ts);
 }
 
 static void audit_timer_cb(evutil_socket_t fd, short what, void *userdata) {
-        struct manager *m = userdata;
+        struct audit *a = userdata;
+        struct broker *b = a->b;
         struct tenant_state **found = NULL;
         struct arena_audit *results = NULL;
         size_t n = 0, alloc = 0;
 
         (void) fd;
         (void) what;
-        pthread_mutex_lock(&m->stats_lock);
-        for (struct tenant_state *ts = m->active; ts; ts = ts->active_next) {
+        broker_assert_main_thread(b);
+        pthread_mutex_lock(&b->stats_lock);
+        for (struct tenant_state *ts = b->active; ts; ts = ts->active_next) {
                 struct arena_audit res;
                 uint64_t charged;
 
                 if (!ts->arena || arena_audit(ts->arena, &res) < 0)
                         continue;
                 /* What this audit found beyond the charge (punched now). */
-                charged = arena_used(ts->arena) * m->page_size;
+                charged = arena_used(ts->arena) * b->page_size;
                 ts->unaccounted_bytes = res.found_bytes > charged ? res.found_bytes - charged : 0;
                 if (res.overrun_pages == 0 && !res.size_restored)
                         continue;
@@ -131,7 +137,7 @@ static void audit_timer_cb(evutil_socket_t fd, short what, void *userdata) {
                         if (!rr) {
                                 /* Out of memory: count it at least (the
                                  * pages are punched already). */
-                                audit_count(m, ts->tenant);
+                                audit_count(b, ts->tenant);
                                 continue;
                         }
                         alloc = na;
@@ -139,28 +145,44 @@ static void audit_timer_cb(evutil_socket_t fd, short what, void *userdata) {
                 found[n] = ts;
                 results[n++] = res;
         }
-        pthread_mutex_unlock(&m->stats_lock);
+        pthread_mutex_unlock(&b->stats_lock);
 
         /* Outside stats_lock: the kill takes the tenant's lock.  The
          * tenants stay: they are removed on this thread only. */
         for (size_t i = 0; i < n; i++)
-                audit_overrun(m, found[i], &results[i]);
+                audit_overrun(b, found[i], &results[i]);
         free(found);
         free(results);
 }
 
-int audit_start(struct manager *m) {
+int audit_start(struct broker *b, struct event_base *base, struct audit **ret) {
         struct timeval tv = { .tv_sec = 0, .tv_usec = AUDIT_INTERVAL_USEC };
+        struct audit *a;
 
-        m->audit_timer = event_new(m->base, -1, EV_PERSIST, audit_timer_cb, m);
-        if (!m->audit_timer || event_add(m->audit_timer, &tv) < 0)
+        broker_assert_main_thread(b);
+        a = calloc(1, sizeof(*a));
+        if (!a)
                 return -ENOMEM;
+        a->b = b;
+        a->timer = event_new(base, -1, EV_PERSIST, audit_timer_cb, a);
+        if (!a->timer || event_add(a->timer, &tv) < 0) {
+                audit_free(a);
+                return -ENOMEM;
+        }
+        *ret = a;
         return 0;
 }
 
-uint64_t manager_tenant_unaccounted(struct manager *m, struct tenant *t) {
-        struct tenant_state *ts = tenant_state_of(t);
+void audit_free(struct audit *a) {
+        if (!a)
+                return;
+        if (a->timer)
+                event_free(a->timer);
+        free(a);
+}
 
-        (void) m;
+uint64_t audit_tenant_unaccounted(const struct tenant *t) {
+        const struct tenant_state *ts = tenant_state_of(t);
+
         return ts && ts->arena ? ts->unaccounted_bytes : 0;
 }

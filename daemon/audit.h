@@ -16,18 +16,32 @@
  */
 #pragma once
 
-#include "manager.h"
+#include <stdint.h>
+
+#include "broker.h"
+
+struct audit;
+struct event_base;
 
 #define AUDIT_INTERVAL_USEC 100000u       /* 10 audits a second */
 #define AUDIT_LOG_INTERVAL_USEC 1000000u  /* at most one warning a second per tenant */
 
 /**
- * audit_choose_backing - decide, from ArenaBacking=, whether new arenas get
- * a tmpfs instance each (m->arena_tmpfs) and log the choice once.  Call
- * before any arena is made.  Returns 0, or a negative errno with a message
- * in *@ret_error when ArenaBacking=tmpfs and no tmpfs instance can be made.
+ * audit_choose_backing - decide, from ArenaBacking= (b->config), whether new
+ * arenas get a tmpfs instance each (b->arena_tmpfs) and log the choice
+ * once.  Call before any arena is made.  Main thread.  Returns 0, or a
+ * negative errno with a message in *@ret_error when ArenaBacking=tmpfs and
+ * no tmpfs instance can be made.
  */
-int audit_choose_backing(struct manager *m, char **ret_error);
+int audit_choose_backing(struct broker *b, char **ret_error);
 
-/* Start the periodic audit on m->base.  0 or -ENOMEM. */
-int audit_start(struct manager *m);
+/* Start the periodic audit of the arenas of @b's active tenants on @base,
+ * the main thread's loop; counted events go through b->ops, kills through
+ * b->reclaimer.  Main thread.  0 or -ENOMEM. */
+int audit_start(struct broker *b, struct event_base *base, struct audit **ret);
+/* Stop and free; NULL is a no-op. */
+void audit_free(struct audit *a);
+
+/* Bytes backing @t's arena beyond what is charged, as of the last audit,
+ * 0 when none or when the tenant has no arena.  Main thread. */
+uint64_t audit_tenant_unaccounted(const struct tenant *t);

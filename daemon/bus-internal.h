@@ -63,7 +63,7 @@ int bus_tenant_object_path(const char *tenant_path, char **ret);
 /**
  * bus_tenant_lookup - resolve a tenant path given by a caller.  Sets @error
  * (InvalidArgs for a malformed path, NoSuchTenant for an unknown one) and
- * returns a negative errno on failure.  Takes m->tree_lock for reading.
+ * returns a negative errno on failure.  Takes m->b.tree_lock for reading.
  */
 int bus_tenant_lookup(struct manager *m, const char *path, struct tenant **ret, sd_bus_error *error);
 
@@ -121,7 +121,7 @@ void bus_stat_done(struct bus_stat *s);
 /**
  * bus_stat_collect - refresh @t's subtree (manager_stats_refresh(), which
  * flushes only when enough updates are pending) unless @refreshed, then read
- * its figures (manager_tenant_stat(), under m->stats_lock).  0 or -ENOMEM.
+ * its figures (manager_tenant_stat(), under m->b.stats_lock).  0 or -ENOMEM.
  */
 int bus_stat_collect(struct manager *m, struct tenant *t, bool refreshed, struct bus_stat *ret);
 
@@ -155,6 +155,6 @@ void bus_effective_protection(struct manager *m, struct tenant *t, uint64_t *ret
 void bus_tree_unlockp(struct manager **m);
 void bus_stats_unlockp(struct manager **m);
 #define BUS_TREE_RDLOCK(m) \
-        _cleanup_(bus_tree_unlockp) _unused_ struct manager *_tree_locked_ = (pthread_rwlock_rdlock(&(m)->tree_lock), (m))
+        _cleanup_(bus_tree_unlockp) _unused_ struct manager *_tree_locked_ = (pthread_rwlock_rdlock(&(m)->b.tree_lock), (m))
 #define BUS_STATS_LOCK(m) \
-        _cleanup_(bus_stats_unlockp) _unused_ struct manager *_stats_locked_ = (pthread_mutex_lock(&(m)->stats_lock), (m))
+        _cleanup_(bus_stats_unlockp) _unused_ struct manager *_stats_locked_ = (pthread_mutex_lock(&(m)->b.stats_lock), (m))

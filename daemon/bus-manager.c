@@ -38,7 +38,7 @@ static int property_get_capacity(sd_bus *bus, const char *path, const char *inte
 
         {
                 BUS_TREE_RDLOCK(m);
-                bytes = bus_limit_to_bytes(m, page_counter_get_max(&m->tree->root->memory));
+                bytes = bus_limit_to_bytes(m, page_counter_get_max(&m->b.tree->root->memory));
         }
         return sd_bus_message_append(reply, "t", bytes);
 }
@@ -51,7 +51,7 @@ static int property_get_memory_current(sd_bus *bus, const char *path, const char
 
         {
                 BUS_TREE_RDLOCK(m);
-                bytes = bus_pages_to_bytes(m, page_counter_read(&m->tree->root->memory));
+                bytes = bus_pages_to_bytes(m, page_counter_read(&m->b.tree->root->memory));
         }
         return sd_bus_message_append(reply, "t", bytes);
 }
@@ -61,7 +61,7 @@ static int property_get_charge_batch(sd_bus *bus, const char *path, const char *
                                      sd_bus_error *error) {
         struct manager *m = userdata;
 
-        return sd_bus_message_append(reply, "u", (uint32_t) (m->config ? m->config->broker.charge_batch : 0));
+        return sd_bus_message_append(reply, "u", (uint32_t) (m->b.config ? m->b.config->broker.charge_batch : 0));
 }
 
 static int property_get_ntenants(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -71,7 +71,7 @@ static int property_get_ntenants(sd_bus *bus, const char *path, const char *inte
 
         {
                 BUS_TREE_RDLOCK(m);
-                n = m->tree->ntenants;
+                n = m->b.tree->ntenants;
         }
         return sd_bus_message_append(reply, "u", (uint32_t) n);
 }
@@ -89,7 +89,7 @@ static int property_get_stats_flushes(sd_bus *bus, const char *path, const char 
 
         {
                 BUS_STATS_LOCK(m);
-                v = strcmp(property, "StatsFlushes") == 0 ? m->tree->rstat.flushes : m->tree->rstat.flushed_nodes;
+                v = strcmp(property, "StatsFlushes") == 0 ? m->b.tree->rstat.flushes : m->b.tree->rstat.flushed_nodes;
         }
         return sd_bus_message_append(reply, "t", v);
 }
@@ -122,7 +122,7 @@ static int method_list_tenants(sd_bus_message *msg, void *userdata, sd_bus_error
                 return r;
         {
                 BUS_TREE_RDLOCK(m);
-                r = tenant_walk(m->tree->root, list_one, reply);
+                r = tenant_walk(m->b.tree->root, list_one, reply);
         }
         if (r < 0)
                 return r;
@@ -286,7 +286,7 @@ static int method_dump_stats(sd_bus_message *msg, void *userdata, sd_bus_error *
 
         /* One refresh of the whole tree (flushing only what is pending
          * there), then every tenant read as is. */
-        manager_stats_refresh(m, m->tree->root, false);
+        manager_stats_refresh(m, m->b.tree->root, false);
 
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r < 0)
@@ -297,7 +297,7 @@ static int method_dump_stats(sd_bus_message *msg, void *userdata, sd_bus_error *
                 return r;
         {
                 BUS_TREE_RDLOCK(m);
-                r = tenant_walk(m->tree->root, dump_one, &c);
+                r = tenant_walk(m->b.tree->root, dump_one, &c);
         }
         if (r < 0)
                 return r;

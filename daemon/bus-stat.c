@@ -23,7 +23,7 @@
 #include "protection.h"
 
 uint64_t bus_page_size(struct manager *m) {
-        return m->page_size;
+        return m->b.page_size;
 }
 
 uint64_t bus_pages_to_bytes(struct manager *m, unsigned long pages) {
@@ -105,7 +105,7 @@ void bus_effective_protection(struct manager *m, struct tenant *t, uint64_t *ret
                               uint64_t *ret_elow_bytes) {
         struct tenant *path[TENANT_MAX_DEPTH + 1];
         unsigned long emin = 0, elow = 0;
-        bool recursive = m->tree ? m->tree->recursive_protection : false;
+        bool recursive = m->b.tree ? m->b.tree->recursive_protection : false;
         size_t n = 0;
 
         for (struct tenant *p = t; p && p->parent && n < ELEMENTSOF(path); p = p->parent)

@@ -37,7 +37,7 @@ int bus_tenant_lookup(struct manager *m, const char *path, struct tenant **ret, 
                                          path, TENANT_MAX_DEPTH);
         {
                 BUS_TREE_RDLOCK(m);
-                t = tenant_lookup(m->tree, norm);
+                t = tenant_lookup(m->b.tree, norm);
         }
         if (!t)
                 return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_TENANT, "No tenant '%s'", norm);
@@ -52,7 +52,7 @@ struct tenant *bus_tenant_from_object_path(struct manager *m, const char *object
         if (!object_path || sd_bus_path_decode(object_path, BUS_TENANT_PREFIX, &external) <= 0)
                 return NULL;
         BUS_TREE_RDLOCK(m);
-        t = tenant_lookup(m->tree, external);
+        t = tenant_lookup(m->b.tree, external);
         /* Only the canonical spelling names an object. */
         if (t && strcmp(t->path, external) != 0)
                 t = NULL;
@@ -116,10 +116,10 @@ int bus_tenant_enumerate(sd_bus *bus, const char *prefix, void *userdata, char *
                 return 0;
         }
         BUS_TREE_RDLOCK(m);
-        c.nodes = calloc((size_t) m->tree->ntenants + 1, sizeof(char *));
+        c.nodes = calloc((size_t) m->b.tree->ntenants + 1, sizeof(char *));
         if (!c.nodes)
                 return -ENOMEM;
-        r = tenant_walk(m->tree->root, enum_one, &c);
+        r = tenant_walk(m->b.tree->root, enum_one, &c);
         if (r < 0) {
                 for (size_t i = 0; i < c.n; i++)
                         free(c.nodes[i]);
@@ -438,14 +438,14 @@ static int property_get_effective_charge_batch(sd_bus *bus, const char *path, co
 
         TENANT_OR_RETURN(t, m, path, error);
         BUS_TREE_RDLOCK(m);
-        return sd_bus_message_append(reply, "u", (uint32_t) conn_charge_batch(m, t, 0));
+        return sd_bus_message_append(reply, "u", (uint32_t) conn_charge_batch(&m->b, t, 0));
 }
 
 static int property_get_charge_batch(sd_bus *bus, const char *path, const char *interface,
                                      const char *property, sd_bus_message *reply, void *userdata,
                                      sd_bus_error *error) {
         struct manager *m = userdata;
-        unsigned dflt = m->config ? m->config->broker.charge_batch : 64;
+        unsigned dflt = m->b.config ? m->b.config->broker.charge_batch : 64;
 
         TENANT_OR_RETURN(t, m, path, error);
         BUS_TREE_RDLOCK(m);

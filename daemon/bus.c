@@ -48,12 +48,12 @@ static const sd_bus_error_map bus_error_map[] = {
 
 void bus_tree_unlockp(struct manager **m) {
         if (*m)
-                pthread_rwlock_unlock(&(*m)->tree_lock);
+                pthread_rwlock_unlock(&(*m)->b.tree_lock);
 }
 
 void bus_stats_unlockp(struct manager **m) {
         if (*m)
-                pthread_mutex_unlock(&(*m)->stats_lock);
+                pthread_mutex_unlock(&(*m)->b.stats_lock);
 }
 
 static bool bus_is_up(struct manager *m) {

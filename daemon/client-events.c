@@ -9,16 +9,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "broker.h"
 #include "client-events.h"
 #include "log.h"
 #include "macros.h"
 #include "mailbox.h"
-#include "manager.h"
 #include "reclaim.h"
 #include "tenant_state.h"
 #include "worker.h"
 
 struct client_events {
+        struct broker *b;
         const struct reclaim_client_ops *ops;
         struct mailbox **boxes; /* one per worker, by worker index */
         unsigned nboxes;
@@ -68,7 +69,7 @@ static int event_walk_cb(struct tenant *t, void *userdata) {
         pthread_mutex_lock(&ts->lock);
         for (struct reclaim_client *rc = ts->clients; rc; rc = rc->next) {
                 struct event_msg msg = { .event = strdup(ew->event), .tenant = strdup(ew->path), .count = ew->count };
-                unsigned i = rc->w->index;
+                unsigned i = rc->worker;
 
                 if (!msg.event || !msg.tenant) {
                         event_msg_dispose(NULL, &msg);
@@ -90,27 +91,31 @@ static int event_walk_cb(struct tenant *t, void *userdata) {
 void client_events_deliver(struct client_events *ce, struct tenant *t, enum mb_event event, uint64_t count) {
         struct event_walk ew = { .ce = ce, .event = mb_event_to_string(event), .count = count, .path = t->path };
 
+        if (ce)
+                broker_assert_main_thread(ce->b);
         if (!ce || ce->shutting_down || !ew.event)
                 return;
         (void) tenant_walk(t, event_walk_cb, &ew);
 }
 
-int client_events_new(struct manager *m, const struct reclaim_client_ops *ops, struct client_events **ret) {
+int client_events_new(struct broker *b, const struct reclaim_client_ops *ops, struct client_events **ret) {
         struct client_events *ce;
         int r;
 
+        broker_assert_main_thread(b);
         ce = calloc(1, sizeof(*ce));
         if (!ce)
                 return -ENOMEM;
+        ce->b = b;
         ce->ops = ops;
-        ce->boxes = calloc(MB_MAX(m->nworkers, 1u), sizeof(struct mailbox *));
+        ce->boxes = calloc(MB_MAX(b->nworkers, 1u), sizeof(struct mailbox *));
         if (!ce->boxes) {
                 free(ce);
                 return -ENOMEM;
         }
-        ce->nboxes = m->nworkers;
-        for (unsigned i = 0; i < m->nworkers; i++) {
-                r = mailbox_new(m->workers[i]->base, sizeof(struct event_msg), event_msg_handle, event_msg_dispose,
+        ce->nboxes = b->nworkers;
+        for (unsigned i = 0; i < b->nworkers; i++) {
+                r = mailbox_new(b->workers[i]->base, sizeof(struct event_msg), event_msg_handle, event_msg_dispose,
                                 ce, &ce->boxes[i]);
                 if (r < 0) {
                         client_events_free(ce);

@@ -16,13 +16,13 @@
 
 #include "tenant.h"
 
-struct manager;
+struct broker;
 struct client_events;
 struct reclaim_client_ops;
 
-/* One mailbox per worker of @m (the workers exist).  Main thread.  0 or
+/* One mailbox per worker of @b (the workers exist).  Main thread.  0 or
  * -ENOMEM. */
-int client_events_new(struct manager *m, const struct reclaim_client_ops *ops, struct client_events **ret);
+int client_events_new(struct broker *b, const struct reclaim_client_ops *ops, struct client_events **ret);
 
 /* Queue Event{@event, @count, @t->path} to every client attached in @t's
  * subtree.  Main thread; NULL @ce is a no-op. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * conn.h - one client connection (protocol state machine, design.md §5).
+ * conn.h - one client connection (the protocol state machine of
+ * docs/protocol.md).
  *
  *   HELLO  --Hello, admitted-->  READY  --Charge/Uncharge-->  READY
  *     |                            |
@@ -18,19 +19,23 @@
 
 #include <stdint.h>
 
+struct broker;
 struct worker;
-struct manager;
 struct tenant;
 struct conn;
 
-/* Take over the accepted socket @fd (closed on failure). */
+/* Take over the accepted socket @fd (closed on failure).  The worker's
+ * thread. */
 int conn_new(struct worker *w, int fd);
+/* Disconnect every connection of @w (conn_free() on each). */
+void conn_free_all(struct worker *w);
 
 /* The charge batch a client of @t is told: ChargeBatch= (the tenant's, an
  * ancestor's or the broker's), 4 x while nothing is limited up the tree and
- * the root is far from its capacity (seed 003).  @current: what the client
- * was last told (hysteresis), 0 for a new client.  Any thread, no lock. */
-unsigned conn_charge_batch(const struct manager *m, const struct tenant *t, unsigned current);
+ * the root is far from its capacity (no charge can meet a limit then).
+ * @current: what the client was last told (hysteresis), 0 for a new client.
+ * Any thread, no lock. */
+unsigned conn_charge_batch(const struct broker *b, const struct tenant *t, unsigned current);
 /* Disconnect and free everything the client held. */
 void conn_free(struct conn *c);
 
@@ -52,6 +57,9 @@ void conn_send_event(struct conn *c, const char *event, uint64_t count, const ch
 /* The connections as struct reclaim_client_ops (daemon/reclaim.h) for the
  * reclaimer and the client event relay. */
 extern const struct reclaim_client_ops conn_reclaim_client_ops;
+/* The connections as struct worker_ops (daemon/worker.h), for the
+ * workers. */
+extern const struct worker_ops conn_worker_ops;
 
 /**
  * conn_kill - send @sig to the process that opened @c, through the pidfd

@@ -11,11 +11,13 @@ daemon_libmbbroker_la_SOURCES = \
 	%reldir%/auth.c %reldir%/auth.h \
 	%reldir%/log.c %reldir%/log.h \
 	%reldir%/config-files.c %reldir%/config-files.h \
-	%reldir%/conn.c %reldir%/conn.h \
+	%reldir%/broker.h \
+	%reldir%/conn.c %reldir%/conn.h %reldir%/conn-internal.h \
+	%reldir%/conn-hello.c %reldir%/conn-charge.c \
 	%reldir%/guard.c %reldir%/guard.h \
 	%reldir%/session.c %reldir%/session.h \
 	%reldir%/worker.c %reldir%/worker.h \
-	%reldir%/manager.c %reldir%/manager.h \
+	%reldir%/manager.c %reldir%/manager.h %reldir%/manager-broker.c \
 	%reldir%/mailbox.c %reldir%/mailbox.h \
 	%reldir%/client-events.c %reldir%/client-events.h \
 	%reldir%/manager-reload.c \

@@ -79,7 +79,7 @@ static int check_creatable(struct manager *m, const char *path, const char **ret
         while ((slash = strrchr(p, '/'))) {
                 struct tenant *a;
                 *slash = 0;
-                a = tenant_lookup(m->tree, p);
+                a = tenant_lookup(m->b.tree, p);
                 if (a) {
                         if (atomic_load(&a->nclients) > 0) {
                                 *ret_busy = a->path;
@@ -88,7 +88,7 @@ static int check_creatable(struct manager *m, const char *path, const char **ret
                         return 0;
                 }
         }
-        if (atomic_load(&m->tree->root->nclients) > 0) {
+        if (atomic_load(&m->b.tree->root->nclients) > 0) {
                 *ret_busy = "/";
                 return -EBUSY;
         }
@@ -136,6 +136,7 @@ static int cmp_deepest_first(const void *a, const void *b) {
  * goes can go too); the paths removed are appended to @removed.  Tree lock
  * held for writing. */
 static void remove_idle(struct manager *m, struct tenant_list *l, char ***removed, size_t *nremoved) {
+        broker_assert_tree_wrlocked(&m->b);
         if (l->n > 1)
                 qsort(l->v, l->n, sizeof(*l->v), cmp_deepest_first);
         for (size_t i = 0; i < l->n; i++) {
@@ -204,24 +205,24 @@ static int reload_apply(struct manager *m, struct mb_config *c, uint64_t read_us
         unsigned mark;
         int r;
 
-        if (c->broker.page_size != m->page_size) {
+        if (c->broker.page_size != m->b.page_size) {
                 log_warning("PageSize=%" PRIu64 " takes effect at the next start; keeping %" PRIu64,
-                            c->broker.page_size, m->page_size);
-                c->broker.page_size = m->page_size;
+                            c->broker.page_size, m->b.page_size);
+                c->broker.page_size = m->b.page_size;
         }
-        if (c->broker.workers != m->config->broker.workers)
+        if (c->broker.workers != m->b.config->broker.workers)
                 log_warning("Workers= takes effect at the next start");
-        if (!m->socket_path && c->broker.socket_path && m->config->broker.socket_path &&
-            strcmp(c->broker.socket_path, m->config->broker.socket_path) != 0)
+        if (!m->socket_path && c->broker.socket_path && m->b.config->broker.socket_path &&
+            strcmp(c->broker.socket_path, m->b.config->broker.socket_path) != 0)
                 log_warning("Socket= takes effect at the next start");
-        if (c->broker.capacity_bytes > m->config->broker.capacity_bytes)
+        if (c->broker.capacity_bytes > m->b.config->broker.capacity_bytes)
                 log_warning("Capacity= raised: the arenas that exist keep their size (clients map them whole), "
                             "so their tenants stay within the old capacity; new arenas get the new one");
-        if (c->broker.pressure_reclaim != m->config->broker.pressure_reclaim)
+        if (c->broker.pressure_reclaim != m->b.config->broker.pressure_reclaim)
                 log_warning("PressureReclaim= takes effect at the next start");
-        if (c->broker.arena_backing != m->config->broker.arena_backing)
+        if (c->broker.arena_backing != m->b.config->broker.arena_backing)
                 log_warning("ArenaBacking= takes effect at the next start");
-        if (c->broker.restart_grace_sec != m->config->broker.restart_grace_sec)
+        if (c->broker.restart_grace_sec != m->b.config->broker.restart_grace_sec)
                 log_warning("RestartGraceSec= takes effect at the next start");
 
         /* The persisted limits are re-read too (an admin may edit them). */
@@ -241,7 +242,7 @@ static int reload_apply(struct manager *m, struct mb_config *c, uint64_t read_us
                 return -ENOMEM;
         }
 
-        pthread_rwlock_wrlock(&m->tree_lock);
+        pthread_rwlock_wrlock(&m->b.tree_lock);
         locked_usec = now_usec();
 
         /* Check first, so that a configuration that cannot be applied changes
@@ -250,14 +251,14 @@ static int reload_apply(struct manager *m, struct mb_config *c, uint64_t read_us
                 const struct mb_tenant_config *tc = &c->tenants[i];
                 const char *busy = NULL;
 
-                if (tenant_lookup(m->tree, tc->path))
+                if (tenant_lookup(m->b.tree, tc->path))
                         continue;
                 r = check_creatable(m, tc->path, &busy);
                 if (r < 0) {
                         if (r == -EBUSY && asprintf(&error, "%s:%u: cannot create tenant %s: tenant %s has clients attached",
                                                     tc->file, tc->line, tc->path, busy) < 0)
                                 error = NULL;
-                        pthread_rwlock_unlock(&m->tree_lock);
+                        pthread_rwlock_unlock(&m->b.tree_lock);
                         mb_config_free(c);
                         reload_fail(r, error, ret_error);
                         return r;
@@ -271,11 +272,11 @@ static int reload_apply(struct manager *m, struct mb_config *c, uint64_t read_us
                 struct tenant *t;
                 bool created = false;
 
-                t = tenant_lookup(m->tree, tc->path);
+                t = tenant_lookup(m->b.tree, tc->path);
                 if (!t) {
-                        pthread_mutex_lock(&m->stats_lock);
-                        r = tenant_create(m->tree, tc->path, &t);
-                        pthread_mutex_unlock(&m->stats_lock);
+                        pthread_mutex_lock(&m->b.stats_lock);
+                        r = tenant_create(m->b.tree, tc->path, &t);
+                        pthread_mutex_unlock(&m->b.stats_lock);
                         if (r < 0) {
                                 log_error_errno(r, "%s:%u: cannot create tenant %s: %m", tc->file, tc->line, tc->path);
                                 continue;
@@ -312,7 +313,7 @@ static int reload_apply(struct manager *m, struct mb_config *c, uint64_t read_us
          * manager_client_detached(): a client leaving now is seen either
          * here or there.) */
         stale.mark = mark;
-        r = tenant_walk(m->tree->root, collect_cb, &stale);
+        r = tenant_walk(m->b.tree->root, collect_cb, &stale);
         if (r < 0)
                 log_error_errno(r, "reload: cannot list the tenants gone from the files: %m");
         for (size_t i = 0; i < stale.n; i++)
@@ -320,17 +321,17 @@ static int reload_apply(struct manager *m, struct mb_config *c, uint64_t read_us
                         atomic_fetch_add(&m->ndraining, 1);
         remove_idle(m, &stale, &removed, &nremoved);
 
-        (void) page_counter_force_max(&m->tree->root->memory,
-                                      (unsigned long) MB_MIN(c->broker.capacity_bytes / m->page_size,
+        (void) page_counter_force_max(&m->b.tree->root->memory,
+                                      (unsigned long) MB_MIN(c->broker.capacity_bytes / m->b.page_size,
                                                              (uint64_t) PAGE_COUNTER_MAX));
-        m->tree->recursive_protection = c->broker.memory_recursiveprot;
+        m->b.tree->recursive_protection = c->broker.memory_recursiveprot;
 
-        mb_config_free(m->config);
-        m->config = c;
-        atomic_store(&m->broker_charge_batch, c->broker.charge_batch);
-        guard_configure(m->guard, &c->broker);
+        mb_config_free(m->b.config);
+        m->b.config = c;
+        atomic_store(&m->b.charge_batch, c->broker.charge_batch);
+        guard_configure(m->b.guard, &c->broker);
         locked_usec = now_usec() - locked_usec;
-        pthread_rwlock_unlock(&m->tree_lock);
+        pthread_rwlock_unlock(&m->b.tree_lock);
         free(stale.v);
 
         if (atomic_load(&m->ndraining) > 0)
@@ -344,13 +345,13 @@ static int reload_apply(struct manager *m, struct mb_config *c, uint64_t read_us
         for (size_t i = 0; i < nchanged; i++) {
                 bus_emit_limits_changed(m, changed[i]);
                 /* A lower max or high reclaims the excess (daemon/reclaim.c). */
-                reclaim_enforce_limits(m->reclaimer, changed[i]);
+                reclaim_enforce_limits(m->b.reclaimer, changed[i]);
         }
         /* A lower Capacity= is the root's max lowered: it reclaims across
          * every tenant, like writing a lower memory.max at the top. */
-        reclaim_enforce_limits(m->reclaimer, m->tree->root);
+        reclaim_enforce_limits(m->b.reclaimer, m->b.tree->root);
         log_info("configuration reloaded: %u tenants (files read in %" PRIu64 " ms, tree lock held %" PRIu64 " ms)",
-                 m->tree->ntenants, read_usec / 1000, locked_usec / 1000);
+                 m->b.tree->ntenants, read_usec / 1000, locked_usec / 1000);
         return 0;
 }
 
@@ -372,6 +373,8 @@ int manager_reload(struct manager *m, char **ret_error) {
         char *error = NULL;
         uint64_t start = now_usec();
         int r;
+
+        broker_assert_main_thread(&m->b);
 
         r = reload_state(m);
         if (r < 0)
@@ -460,6 +463,8 @@ int manager_reload_async(struct manager *m, manager_reload_cb cb, void *userdata
         size_t *n;
         int r;
 
+        broker_assert_main_thread(&m->b);
+
         r = reload_state(m);
         if (r < 0)
                 return r;
@@ -511,7 +516,7 @@ void manager_reload_free(struct manager *m) {
 void manager_client_detached(struct manager *m, struct tenant *t) {
         unsigned before = atomic_fetch_sub(&t->nclients, 1);
 
-        atomic_fetch_sub(&m->nclients, 1);
+        atomic_fetch_sub(&m->b.nclients, 1);
         /* @t may be gone from here on.  Reading ndraining after the count
          * went down pairs with reload_apply(), which marks a tenant draining
          * before it looks at its count. */
@@ -524,12 +529,13 @@ void manager_drain(struct manager *m) {
         char **removed = NULL;
         size_t nremoved = 0;
 
+        broker_assert_main_thread(&m->b);
         if (atomic_load(&m->ndraining) == 0)
                 return;
-        pthread_rwlock_wrlock(&m->tree_lock);
-        if (tenant_walk(m->tree->root, collect_cb, &l) >= 0)
+        pthread_rwlock_wrlock(&m->b.tree_lock);
+        if (tenant_walk(m->b.tree->root, collect_cb, &l) >= 0)
                 remove_idle(m, &l, &removed, &nremoved);
-        pthread_rwlock_unlock(&m->tree_lock);
+        pthread_rwlock_unlock(&m->b.tree_lock);
         free(l.v);
         emit_removed(m, removed, nremoved, ": drained, its last client left");
 }

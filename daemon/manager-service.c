@@ -21,7 +21,7 @@ static int apply_layer_cb(const struct state_entry *e, void *userdata) {
 
         if (!state_overlay(m->state, e->path, &l))
                 return 0;
-        t = tenant_lookup(m->tree, e->path);
+        t = tenant_lookup(m->b.tree, e->path);
         if (!t)
                 return 0; /* applied when the tenant appears */
         r = manager_tenant_set_limits(m, t, &l);
@@ -58,7 +58,7 @@ static void status_line(struct manager *m, char *buf, size_t size) {
         uint64_t pages = 0, clients = 0;
 
         restart_pending(m, &pages, &clients);
-        m->status_tenants = m->tree->ntenants;
+        m->status_tenants = m->b.tree->ntenants;
         m->status_clients = manager_nclients(m);
         if (clients > 0)
                 snprintf(buf, size, "Serving %u tenants, %u clients on %s; waiting for %" PRIu64
@@ -87,7 +87,7 @@ void manager_update_status(struct manager *m) {
 
         if (!service_notify_enabled())
                 return;
-        if (m->status_tenants == m->tree->ntenants && m->status_clients == manager_nclients(m))
+        if (m->status_tenants == m->b.tree->ntenants && m->status_clients == manager_nclients(m))
                 return;
         status_line(m, status, sizeof(status));
         service_status("%s", status);

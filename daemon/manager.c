@@ -62,19 +62,20 @@ struct tenant_state *manager_tenant_state_new(struct tenant *t) {
 
 /* Unhook @ts from rstat and the active list, free it.  Stats lock held. */
 static void tenant_state_free_locked(struct manager *m, struct tenant_state *ts) {
+        broker_assert_stats_locked(&m->b);
         if (!ts)
                 return;
         if (ts->active) {
                 if (ts->active_prev)
                         ts->active_prev->active_next = ts->active_next;
                 else
-                        m->active = ts->active_next;
+                        m->b.active = ts->active_next;
                 if (ts->active_next)
                         ts->active_next->active_prev = ts->active_prev;
                 ts->active = false;
         }
         if (ts->daemon_src)
-                rstat_source_detach(&m->tree->rstat, &ts->tenant->rstat, ts->daemon_src, false);
+                rstat_source_detach(&m->b.tree->rstat, &ts->tenant->rstat, ts->daemon_src, false);
         ts->tenant->userdata = NULL;
         arena_free(ts->arena);
         if (ts->daemon_slots) /* a region's slots (tenant_state_prepare()) */
@@ -125,7 +126,7 @@ static void manager_deliver_event(void *userdata, void *p) {
         struct manager_event *e = p;
         /* The tenant may be gone: look it up by path (the tree changes on
          * this thread only). */
-        struct tenant *t = tenant_lookup(m->tree, e->path);
+        struct tenant *t = tenant_lookup(m->b.tree, e->path);
         uint64_t count = e->count;
 
         if (t) {
@@ -146,9 +147,9 @@ static void manager_deliver_event(void *userdata, void *p) {
 static void stats_poll_tenant(struct manager *m, struct tenant *t, bool full) {
         for (struct rstat_source *src = t->rstat.sources; src; src = src->next)
                 if (full)
-                        (void) rstat_poll_source_full(&m->tree->rstat, &t->rstat, src);
+                        (void) rstat_poll_source_full(&m->b.tree->rstat, &t->rstat, src);
                 else
-                        (void) rstat_poll_source(&m->tree->rstat, &t->rstat, src);
+                        (void) rstat_poll_source(&m->b.tree->rstat, &t->rstat, src);
 }
 
 /* The next tenant after @t, in pre-order, inside @root's subtree, that has
@@ -176,19 +177,20 @@ static struct tenant *stats_next_with_sources(struct tenant *t, struct tenant *r
  * it did not change.
  */
 static void stats_refresh(struct manager *m, struct tenant *t, bool force, bool full_poll) {
-        pthread_mutex_lock(&m->stats_lock);
-        if (t == m->tree->root) {
-                for (struct tenant_state *ts = m->active; ts; ts = ts->active_next)
+        broker_assert_main_thread(&m->b);
+        pthread_mutex_lock(&m->b.stats_lock);
+        if (t == m->b.tree->root) {
+                for (struct tenant_state *ts = m->b.active; ts; ts = ts->active_next)
                         stats_poll_tenant(m, ts->tenant, full_poll);
         } else if (t->rstat.nsources_subtree > 0) {
                 for (struct tenant *x = t; x; x = stats_next_with_sources(x, t))
                         stats_poll_tenant(m, x, full_poll);
         }
         if (force)
-                (void) rstat_flush(&m->tree->rstat, &t->rstat);
+                (void) rstat_flush(&m->b.tree->rstat, &t->rstat);
         else
-                (void) rstat_flush_if_needed(&m->tree->rstat, &t->rstat);
-        pthread_mutex_unlock(&m->stats_lock);
+                (void) rstat_flush_if_needed(&m->b.tree->rstat, &t->rstat);
+        pthread_mutex_unlock(&m->b.stats_lock);
 }
 
 void manager_stats_refresh(struct manager *m, struct tenant *t, bool force) {
@@ -213,19 +215,21 @@ int manager_tenant_stat(struct manager *m, struct tenant *t, struct mb_stat_kv *
         struct mb_stat_kv *kv;
         size_t n = 0;
 
+        broker_assert_main_thread(&m->b);
+
         _Static_assert(ELEMENTSOF(keys) == ELEMENTSOF(local_keys), "stat keys");
 
         kv = calloc(2 * nkeys + 1, sizeof(*kv));
         if (!kv)
                 return -ENOMEM;
 
-        pthread_mutex_lock(&m->stats_lock);
+        pthread_mutex_lock(&m->b.stats_lock);
         for (int pass = 0; pass < 2; pass++) {
                 const int64_t *v = pass == 0 ? t->rstat.value : t->rstat.local;
                 const char *const *k = pass == 0 ? keys : local_keys;
                 uint64_t values[] = {
-                        stat_nonneg(v[MB_STAT_PAGES]) * m->page_size,
-                        stat_nonneg(v[MB_STAT_STOCK]) * m->page_size,
+                        stat_nonneg(v[MB_STAT_PAGES]) * m->b.page_size,
+                        stat_nonneg(v[MB_STAT_STOCK]) * m->b.page_size,
                         stat_nonneg(v[MB_STAT_SLAB_RECLAIMABLE]) + stat_nonneg(v[MB_STAT_SLAB_UNRECLAIMABLE]),
                         stat_nonneg(v[MB_STAT_SLAB_RECLAIMABLE]),
                         stat_nonneg(v[MB_STAT_SLAB_UNRECLAIMABLE]),
@@ -243,9 +247,9 @@ int manager_tenant_stat(struct manager *m, struct tenant *t, struct mb_stat_kv *
                         kv[n++] = (struct mb_stat_kv) { .key = k[i], .value = values[i] };
                 if (pass == 0)
                         kv[n++] = (struct mb_stat_kv) { .key = "unaccounted",
-                                                        .value = manager_tenant_unaccounted(m, t) };
+                                                        .value = audit_tenant_unaccounted(t) };
         }
-        pthread_mutex_unlock(&m->stats_lock);
+        pthread_mutex_unlock(&m->b.stats_lock);
 
         *ret = kv;
         *ret_n = n;
@@ -259,7 +263,7 @@ static void manager_flush_timer_cb(evutil_socket_t fd, short what, void *userdat
          * It walks every slot of every source: a slot write that the
          * region's dirty word missed (the store-buffer race in
          * mb_stats_abi.h) is folded here, at most one interval late. */
-        stats_refresh(m, m->tree->root, true, true);
+        stats_refresh(m, m->b.tree->root, true, true);
         manager_update_status(m);
 }
 
@@ -273,7 +277,6 @@ static void fmt_limit(char *buf, size_t size, unsigned long v) {
 }
 
 static int log_state_cb(struct tenant *t, void *userdata) {
-        struct manager *m = userdata;
         struct tenant_state *ts = tenant_state_of(t);
         char max[32], high[32];
         uint64_t backed = 0;
@@ -300,7 +303,7 @@ static int log_state_cb(struct tenant *t, void *userdata) {
                  atomic_load(&t->events_local[MB_EVENT_OOM_KILL]), atomic_load(&t->events_local[MB_EVENT_OVERRUN]),
                  t->rstat.value[MB_STAT_PAGES], t->rstat.value[MB_STAT_STOCK],
                  t->rstat.value[MB_STAT_CHARGE_REQUESTS], t->rstat.value[MB_STAT_UNCHARGE_REQUESTS],
-                 ts && ts->arena ? arena_used(ts->arena) : 0, backed, manager_tenant_unaccounted(m, t),
+                 ts && ts->arena ? arena_used(ts->arena) : 0, backed, audit_tenant_unaccounted(t),
                  t->rstat.value[MB_STAT_PGSCAN], t->rstat.value[MB_STAT_PGSTEAL], t->rstat.value[MB_STAT_THROTTLE_USEC],
                  atomic_load(&t->draining) ? "yes" : "no");
         return 0;
@@ -309,14 +312,14 @@ static int log_state_cb(struct tenant *t, void *userdata) {
 void manager_log_state(struct manager *m) {
         uint64_t n = ++m->state_dumps;
 
-        manager_stats_refresh(m, m->tree->root, true);
+        manager_stats_refresh(m, m->b.tree->root, true);
         log_info("state: dump %" PRIu64 " begin: %u tenants, %u clients, page size %" PRIu64, n,
-                 m->tree->ntenants, manager_nclients(m), m->page_size);
-        (void) tenant_walk(m->tree->root, log_state_cb, m);
+                 m->b.tree->ntenants, manager_nclients(m), m->b.page_size);
+        (void) tenant_walk(m->b.tree->root, log_state_cb, m);
         {
                 struct reclaim_stats rs;
 
-                reclaim_get_stats(m->reclaimer, &rs);
+                reclaim_get_stats(m->b.reclaimer, &rs);
                 log_info("state: reclaim jobs=%" PRIu64 " rounds=%" PRIu64 " requests=%" PRIu64 " timeouts=%" PRIu64
                          " late_answers=%" PRIu64 " pressure_events=%" PRIu64 " oom_kills=%" PRIu64,
                          rs.jobs, rs.rounds, rs.requests, rs.timeouts, rs.late_answers, rs.pressure_events,
@@ -335,7 +338,7 @@ static int limit_to_pages(struct manager *m, uint64_t bytes, unsigned long *ret)
                 return 0;
         }
         /* page_counter_memparse(): bytes rounded down to pages. */
-        pages = bytes / m->page_size;
+        pages = bytes / m->b.page_size;
         if (pages > (uint64_t) PAGE_COUNTER_MAX)
                 return -EINVAL;
         *ret = (unsigned long) pages;
@@ -348,6 +351,7 @@ static int set_limits_locked(struct manager *m, struct tenant *t, const struct m
         unsigned long max = 0, high = 0, low = 0, min = 0;
         int r;
 
+        broker_assert_tree_wrlocked(&m->b);
         if (l->max != MB_LIMIT_UNSET && (r = limit_to_pages(m, l->max, &max)) < 0)
                 return r;
         if (l->high != MB_LIMIT_UNSET && (r = limit_to_pages(m, l->high, &high)) < 0)
@@ -377,14 +381,15 @@ static int set_limits_locked(struct manager *m, struct tenant *t, const struct m
 int manager_tenant_set_limits(struct manager *m, struct tenant *t, const struct mb_limits *limits) {
         int r;
 
-        pthread_rwlock_wrlock(&m->tree_lock);
+        broker_assert_main_thread(&m->b);
+        pthread_rwlock_wrlock(&m->b.tree_lock);
         r = set_limits_locked(m, t, limits);
-        pthread_rwlock_unlock(&m->tree_lock);
+        pthread_rwlock_unlock(&m->b.tree_lock);
         if (r < 0)
                 return r;
         bus_emit_limits_changed(m, t);
         /* memory_max_write(), memory_high_write(): reclaim the excess. */
-        reclaim_enforce_limits(m->reclaimer, t);
+        reclaim_enforce_limits(m->b.reclaimer, t);
         return 0;
 }
 
@@ -395,14 +400,15 @@ int manager_tenant_create(struct manager *m, const char *path, const struct mb_l
         size_t nadded = 0;
         int r;
 
+        broker_assert_main_thread(&m->b);
         r = tenant_path_normalize(path, &norm);
         if (r < 0)
                 return r;
 
-        pthread_rwlock_wrlock(&m->tree_lock);
-        pthread_mutex_lock(&m->stats_lock);
-        r = tenant_create(m->tree, norm, &t);
-        pthread_mutex_unlock(&m->stats_lock);
+        pthread_rwlock_wrlock(&m->b.tree_lock);
+        pthread_mutex_lock(&m->b.stats_lock);
+        r = tenant_create(m->b.tree, norm, &t);
+        pthread_mutex_unlock(&m->b.stats_lock);
         if (r < 0)
                 goto out;
 
@@ -419,20 +425,20 @@ int manager_tenant_create(struct manager *m, const char *path, const struct mb_l
                 r = set_limits_locked(m, t, limits);
                 if (r < 0) {
                         /* Undo: leave the tree as it was. */
-                        pthread_mutex_lock(&m->stats_lock);
+                        pthread_mutex_lock(&m->b.stats_lock);
                         for (size_t i = 0; i < nadded; i++) {
                                 struct tenant_state *ts = tenant_state_of(added[i]);
                                 tenant_state_free_locked(m, ts);
-                                (void) tenant_remove(m->tree, added[i]);
+                                (void) tenant_remove(m->b.tree, added[i]);
                         }
-                        pthread_mutex_unlock(&m->stats_lock);
+                        pthread_mutex_unlock(&m->b.stats_lock);
                         nadded = 0;
                         t = NULL;
                         goto out;
                 }
         }
 out:
-        pthread_rwlock_unlock(&m->tree_lock);
+        pthread_rwlock_unlock(&m->b.tree_lock);
         if (r < 0)
                 return r;
         for (size_t i = nadded; i > 0; i--)
@@ -459,6 +465,8 @@ int manager_tenant_remove_locked(struct manager *m, struct tenant *t) {
         bool draining = atomic_load(&t->draining);
         int r;
 
+        broker_assert_main_thread(&m->b);
+        broker_assert_tree_wrlocked(&m->b);
         if (!t->parent)
                 return -EPERM;
         if (t->nchildren > 0 || atomic_load(&t->nclients) > 0)
@@ -468,12 +476,12 @@ int manager_tenant_remove_locked(struct manager *m, struct tenant *t) {
                 return -EBUSY;
 
         restart_arena_forget(m, tenant_state_of(t));
-        pthread_mutex_lock(&m->stats_lock);
+        pthread_mutex_lock(&m->b.stats_lock);
         tenant_state_free_locked(m, tenant_state_of(t));
-        r = tenant_remove(m->tree, t);
+        r = tenant_remove(m->b.tree, t);
         if (r < 0 && !t->userdata)
                 (void) manager_tenant_state_new(t); /* keep the invariant: every tenant has a state */
-        pthread_mutex_unlock(&m->stats_lock);
+        pthread_mutex_unlock(&m->b.stats_lock);
         if (r >= 0 && draining)
                 atomic_fetch_sub(&m->ndraining, 1);
         return r;
@@ -487,9 +495,9 @@ int manager_tenant_remove(struct manager *m, struct tenant *t) {
         if (!path)
                 return -ENOMEM;
 
-        pthread_rwlock_wrlock(&m->tree_lock);
+        pthread_rwlock_wrlock(&m->b.tree_lock);
         r = manager_tenant_remove_locked(m, t);
-        pthread_rwlock_unlock(&m->tree_lock);
+        pthread_rwlock_unlock(&m->b.tree_lock);
         if (r < 0)
                 return r;
         log_info("tenant %s removed", path);
@@ -507,13 +515,38 @@ int manager_tenant_remove(struct manager *m, struct tenant *t) {
 
 /* ---- reclaim (daemon/reclaim.c) ---- */
 
+/* A proactive reclaim's caller, until its callback runs. */
+struct manager_reclaim_call {
+        struct manager *m;
+        manager_reclaim_cb cb;
+        void *userdata;
+};
+
+static void manager_reclaim_done(uint64_t reclaimed_bytes, void *userdata) {
+        struct manager_reclaim_call *call = userdata;
+
+        call->cb(call->m, reclaimed_bytes, call->userdata);
+        free(call);
+}
+
 int manager_reclaim(struct manager *m, struct tenant *t, uint64_t bytes, manager_reclaim_cb cb, void *userdata) {
+        struct manager_reclaim_call *call;
+        int r;
+
+        broker_assert_main_thread(&m->b);
+        call = malloc(sizeof(*call));
+        if (!call)
+                return -ENOMEM;
+        *call = (struct manager_reclaim_call) { .m = m, .cb = cb, .userdata = userdata };
         /* memory_reclaim(): bytes rounded down to pages. */
-        return reclaim_proactive(m->reclaimer, t, bytes / m->page_size, cb, userdata);
+        r = reclaim_proactive(m->b.reclaimer, t, bytes / m->b.page_size, manager_reclaim_done, call);
+        if (r < 0)
+                free(call); /* the callback is not called */
+        return r;
 }
 
 unsigned manager_nclients(struct manager *m) {
-        return atomic_load(&m->nclients);
+        return atomic_load(&m->b.nclients);
 }
 
 /* ---- socket ---- */
@@ -537,7 +570,7 @@ static int mkdir_parents(const char *path, mode_t mode) {
 static void manager_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int socklen,
                               void *userdata) {
         struct manager *m = userdata;
-        struct worker *w = m->workers[m->next_worker++ % m->nworkers];
+        struct worker *w = m->b.workers[m->next_worker++ % m->b.nworkers];
 
         worker_add_fd(w, fd);
 }
@@ -551,7 +584,7 @@ static void manager_accept_resume_cb(evutil_socket_t fd, short what, void *userd
 static void manager_accept_error_cb(struct evconnlistener *l, void *userdata) {
         struct manager *m = userdata;
 
-        if (guard_accept_failed(m->guard, evconnlistener_get_fd(l), -EVUTIL_SOCKET_ERROR())) {
+        if (guard_accept_failed(m->b.guard, evconnlistener_get_fd(l), -EVUTIL_SOCKET_ERROR())) {
                 evconnlistener_disable(l);
                 if (event_base_once(m->base, -1, EV_TIMEOUT, manager_accept_resume_cb, m,
                                     &(struct timeval) { .tv_usec = ACCEPT_PAUSE_USEC }) < 0)
@@ -658,13 +691,14 @@ int manager_new(struct manager **ret) {
         struct manager *m;
 
         m = calloc(1, sizeof(*m));
-        if (!m || guard_new(&m->guard) < 0) {
+        if (!m)
+                return -ENOMEM;
+        broker_init(&m->b, &manager_broker_ops);
+        if (guard_new(&m->b.guard) < 0) {
+                broker_done(&m->b);
                 free(m);
                 return -ENOMEM;
         }
-        pthread_rwlock_init(&m->tree_lock, NULL);
-        pthread_mutex_init(&m->stats_lock, NULL);
-        m->next_client_id = 1;
         m->bus_kind = MANAGER_BUS_SYSTEM;
         *ret = m;
         return 0;
@@ -688,13 +722,13 @@ int manager_start(struct manager *m, char **ret_error) {
                 if (!m->config_dir)
                         return -ENOMEM;
         }
-        r = mb_config_load(m->config_dir, &m->config, ret_error);
+        r = mb_config_load(m->config_dir, &m->b.config, ret_error);
         if (r < 0)
                 return r;
-        atomic_store(&m->broker_charge_batch, m->config->broker.charge_batch);
-        guard_configure(m->guard, &m->config->broker);
-        m->page_size = m->config->broker.page_size;
-        if (m->page_size == 0) {
+        atomic_store(&m->b.charge_batch, m->b.config->broker.charge_batch);
+        guard_configure(m->b.guard, &m->b.config->broker);
+        m->b.page_size = m->b.config->broker.page_size;
+        if (m->b.page_size == 0) {
                 if (ret_error)
                         if (asprintf(ret_error, "%s/membroker.conf: PageSize= must not be 0", m->config_dir) < 0)
                                 *ret_error = NULL;
@@ -702,21 +736,21 @@ int manager_start(struct manager *m, char **ret_error) {
         }
         n = sysconf(_SC_NPROCESSORS_CONF);
         m->ncpus = n > 0 ? (unsigned) n : 1;
-        m->stats_slots = m->ncpus;
+        m->b.stats_slots = m->ncpus;
 
-        r = mb_config_build_tree(m->config, m->ncpus, &m->tree, ret_error);
+        r = mb_config_build_tree(m->b.config, m->ncpus, &m->b.tree, ret_error);
         if (r < 0)
                 return r;
-        m->tree->recursive_protection = m->config->broker.memory_recursiveprot;
-        r = tenant_walk(m->tree->root, ensure_state_cb, m);
+        m->b.tree->recursive_protection = m->b.config->broker.memory_recursiveprot;
+        r = tenant_walk(m->b.tree->root, ensure_state_cb, m);
         if (r < 0)
                 return r;
-        capacity_pages = page_counter_get_max(&m->tree->root->memory);
+        capacity_pages = page_counter_get_max(&m->b.tree->root->memory);
         if (capacity_pages == 0)
                 return log_error_errno(-EINVAL, "Capacity= is less than one page");
 
         /* Before any arena is made: where arenas live. */
-        r = audit_choose_backing(m, ret_error);
+        r = audit_choose_backing(&m->b, ret_error);
         if (r < 0)
                 return r;
 
@@ -726,7 +760,7 @@ int manager_start(struct manager *m, char **ret_error) {
                 return r;
 
         if (!m->socket_path) {
-                m->socket_path = strdup(m->config->broker.socket_path ? m->config->broker.socket_path
+                m->socket_path = strdup(m->b.config->broker.socket_path ? m->b.config->broker.socket_path
                                                                       : MB_DEFAULT_SOCKET);
                 if (!m->socket_path)
                         return -ENOMEM;
@@ -744,28 +778,28 @@ int manager_start(struct manager *m, char **ret_error) {
                 return -ENOMEM;
 
         /* Workers: Workers= or one per online CPU. */
-        m->nworkers = m->config->broker.workers;
-        if (m->nworkers == 0) {
+        m->b.nworkers = m->b.config->broker.workers;
+        if (m->b.nworkers == 0) {
                 n = sysconf(_SC_NPROCESSORS_ONLN);
-                m->nworkers = n > 0 ? (unsigned) n : 1;
+                m->b.nworkers = n > 0 ? (unsigned) n : 1;
         }
-        m->nworkers = MB_MIN(m->nworkers, MANAGER_MAX_WORKERS);
-        m->workers = calloc(m->nworkers, sizeof(struct worker *));
-        if (!m->workers)
+        m->b.nworkers = MB_MIN(m->b.nworkers, MANAGER_MAX_WORKERS);
+        m->b.workers = calloc(m->b.nworkers, sizeof(struct worker *));
+        if (!m->b.workers)
                 return -ENOMEM;
-        for (unsigned i = 0; i < m->nworkers; i++) {
-                r = worker_new(m, i, &m->workers[i]);
+        for (unsigned i = 0; i < m->b.nworkers; i++) {
+                r = worker_new(&m->b, i, &conn_worker_ops, &m->b.workers[i]);
                 if (r < 0)
                         return log_error_errno(r, "cannot create worker %u: %m", i);
-                r = worker_start(m->workers[i]);
+                r = worker_start(m->b.workers[i]);
                 if (r < 0)
                         return log_error_errno(r, "cannot start worker %u: %m", i);
         }
 
-        r = reclaimer_new(m, &conn_reclaim_client_ops, &m->reclaimer);
+        r = reclaimer_new(&m->b, m->base, &conn_reclaim_client_ops, &m->b.reclaimer);
         if (r < 0)
                 return log_error_errno(r, "cannot set up reclaim: %m");
-        r = client_events_new(m, &conn_reclaim_client_ops, &m->client_events);
+        r = client_events_new(&m->b, &conn_reclaim_client_ops, &m->client_events);
         if (r < 0)
                 return log_error_errno(r, "cannot set up the clients' events: %m");
 
@@ -773,7 +807,7 @@ int manager_start(struct manager *m, char **ret_error) {
         if (r < 0)
                 return r;
 
-        if (m->config->broker.pressure_reclaim) {
+        if (m->b.config->broker.pressure_reclaim) {
                 /* Not fatal: the broker works without; the reason is logged. */
                 r = pressure_new(m, m->pressure_path, m->pressure_trigger, &m->pressure);
                 if (r < 0)
@@ -791,11 +825,11 @@ int manager_start(struct manager *m, char **ret_error) {
         if (r < 0)
                 return log_error_errno(r, "cannot install the signal handlers");
 
-        flush_tv = (struct timeval) { .tv_sec = MB_MAX(m->config->broker.stats_flush_interval_sec, 1u) };
+        flush_tv = (struct timeval) { .tv_sec = MB_MAX(m->b.config->broker.stats_flush_interval_sec, 1u) };
         m->flush_timer = event_new(m->base, -1, EV_PERSIST, manager_flush_timer_cb, m);
         if (!m->flush_timer || event_add(m->flush_timer, &flush_tv) < 0)
                 return -ENOMEM;
-        r = audit_start(m);
+        r = audit_start(&m->b, m->base, &m->audit);
         if (r < 0)
                 return r;
 
@@ -808,7 +842,7 @@ int manager_start(struct manager *m, char **ret_error) {
         }
 
         log_info("membrokerd %s listening on %s: %u tenants, capacity %lu pages of %" PRIu64 " bytes, %u workers",
-                 PACKAGE_VERSION, m->socket_path, m->tree->ntenants, capacity_pages, m->page_size, m->nworkers);
+                 PACKAGE_VERSION, m->socket_path, m->b.tree->ntenants, capacity_pages, m->b.page_size, m->b.nworkers);
         return 0;
 }
 
@@ -826,7 +860,7 @@ void manager_free(struct manager *m) {
          * callers get what was reclaimed so far). */
         pressure_free(m->pressure);
         m->pressure = NULL;
-        reclaimer_shutdown(m->reclaimer);
+        reclaimer_shutdown(m->b.reclaimer);
         client_events_shutdown(m->client_events);
 
         /* No new clients, then every client's pages go back. */
@@ -839,11 +873,11 @@ void manager_free(struct manager *m) {
                         (void) unlink(m->socket_path);
                 m->listening = false;
         }
-        for (unsigned i = 0; m->workers && i < m->nworkers; i++)
-                worker_free(m->workers[i]);
-        free(m->workers);
-        reclaimer_free(m->reclaimer);
-        m->reclaimer = NULL;
+        for (unsigned i = 0; m->b.workers && i < m->b.nworkers; i++)
+                worker_free(m->b.workers[i]);
+        free(m->b.workers);
+        reclaimer_free(m->b.reclaimer);
+        m->b.reclaimer = NULL;
         client_events_free(m->client_events);
         m->client_events = NULL;
 
@@ -865,27 +899,25 @@ void manager_free(struct manager *m) {
                 event_free(m->flush_timer);
         if (m->drain_wakeup)
                 event_free(m->drain_wakeup);
-        if (m->audit_timer)
-                event_free(m->audit_timer);
+        audit_free(m->audit);
         if (m->watchdog)
                 event_free(m->watchdog);
         manager_reload_free(m); /* joins a reload still reading the files */
         restart_free(m->restart); /* its timer belongs to the base */
         state_free(m->state);
 
-        if (m->tree) {
-                pthread_mutex_lock(&m->stats_lock);
-                (void) tenant_walk(m->tree->root, free_state_cb, m);
-                pthread_mutex_unlock(&m->stats_lock);
-                tenant_tree_free(m->tree);
+        if (m->b.tree) {
+                pthread_mutex_lock(&m->b.stats_lock);
+                (void) tenant_walk(m->b.tree->root, free_state_cb, m);
+                pthread_mutex_unlock(&m->b.stats_lock);
+                tenant_tree_free(m->b.tree);
         }
-        mb_config_free(m->config);
-        guard_free(m->guard);
+        mb_config_free(m->b.config);
+        guard_free(m->b.guard);
         if (m->base)
                 event_base_free(m->base);
 
-        pthread_mutex_destroy(&m->stats_lock);
-        pthread_rwlock_destroy(&m->tree_lock);
+        broker_done(&m->b);
         free(m->config_dir);
         free(m->socket_path);
         free(m->state_dir);

@@ -6,14 +6,10 @@
  * threads and the bus connection.  The main thread runs `base`; workers each
  * run their own event base and serve client connections.
  *
- * Locking:
- *   tree_lock  (rwlock)  tenant create/remove/settings changes take it for
- *                        writing (main thread only); workers take it for
- *                        reading when they resolve a Hello.  Charging never
- *                        takes it (page_counter is lock-free).
- *   stats_lock (mutex)   every rstat operation (attach/detach of a client's
- *                        stats source, poll, flush) -- workers take it only
- *                        at connect/disconnect.
+ * The tree, its locks (tree_lock, stats_lock) and what else the modules
+ * below the manager share live in the embedded struct broker
+ * (daemon/broker.h, m->b), which is all those modules see: they reach the
+ * manager through the hooks of struct broker_ops set by manager_new().
  */
 #pragma once
 
@@ -22,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "broker.h"
 #include "core/config.h" /* not the autoconf config.h */
 #include "tenant.h"
 
@@ -37,6 +34,7 @@ struct reclaimer;
 struct pressure;
 struct state;
 struct restart;
+struct audit;
 
 enum manager_bus_kind {
         MANAGER_BUS_NONE = 0, /* --no-bus: tests of the broker alone */
@@ -46,24 +44,16 @@ enum manager_bus_kind {
 };
 
 struct manager {
+        /* What the modules below share: the tree and its locks, the
+         * configuration, the workers, the client counters (daemon/broker.h). */
+        struct broker b;
+
         struct event_base *base;
-        struct mb_config *config;
-        /* config->broker.charge_batch, readable without tree_lock (the
-         * Grant path, daemon/conn.c) */
-        _Atomic unsigned broker_charge_batch;
         char *config_dir;
         char *socket_path;
         char *state_dir;
         unsigned ncpus;
 
-        struct tenant_tree *tree;
-        pthread_rwlock_t tree_lock;
-        pthread_mutex_t stats_lock;
-
-        struct worker **workers;
-        unsigned nworkers;
-        _Atomic unsigned nclients;
-        _Atomic uint64_t next_client_id;
         struct evconnlistener *listener;
         struct event *sigint, *sigterm, *sighup;
         struct event *flush_timer;
@@ -74,16 +64,12 @@ struct manager {
         struct bus_state *bus; /* daemon/bus.c */
 
         /* Added by the broker work (daemon/manager.c). */
-        uint64_t page_size;        /* bytes, fixed for the daemon's life */
-        unsigned stats_slots;      /* CPU slots in a client's stats region */
         unsigned next_worker;      /* round robin (main thread) */
         bool listening;
         struct event *sigusr1;     /* log the tenant tree (for admins, tests) */
         uint64_t state_dumps;
-        struct tenant_state *active; /* tenants with stats sources (stats_lock) */
 
         /* Added by the pressure work (daemon/reclaim.c, daemon/pressure.c). */
-        struct reclaimer *reclaimer; /* cooperative reclaim (main thread) */
         struct pressure *pressure;   /* PSI trigger, with PressureReclaim=yes */
         char *pressure_path;         /* --pressure-file */
         char *pressure_trigger;      /* --pressure-trigger */
@@ -101,12 +87,8 @@ struct manager {
         _Atomic unsigned ndraining;    /* tenants marked draining */
         struct event *drain_wakeup;    /* worker -> main: a client of some tenant left */
 
-        /* Per-uid connection caps, timeouts, the fd reserve (daemon/guard.h). */
-        struct guard *guard;
-
         /* Added by the arena work (daemon/audit.c). */
-        bool arena_tmpfs;          /* new arenas on a tmpfs instance each */
-        struct event *audit_timer; /* the arena audit, 10 times a second */
+        struct audit *audit;       /* the arena audit, 10 times a second */
 };
 
 /* Limits as the bus and the configuration express them (bytes, UINT64_MAX =
@@ -171,6 +153,14 @@ void manager_client_detached(struct manager *m, struct tenant *t);
  * left, deepest first (and their bus objects).  Main thread. */
 void manager_drain(struct manager *m);
 
+/* The manager that embeds @b. */
+static inline struct manager *manager_of_broker(struct broker *b) {
+        return (struct manager *) ((char *) b - offsetof(struct manager, b));
+}
+
+/* The hooks of m->b (daemon/manager-broker.c). */
+extern const struct broker_ops manager_broker_ops;
+
 /* Internals shared with daemon/manager-reload.c (main thread, tree lock
  * held for writing): a tenant's state; remove a leaf without clients or
  * pages (-EBUSY, -EPERM for the root). */
@@ -203,11 +193,6 @@ struct mb_stat_kv {
  * tenants of one subtree).  Main thread.  0 or -ENOMEM.
  */
 int manager_tenant_stat(struct manager *m, struct tenant *t, struct mb_stat_kv **ret, size_t *ret_n);
-
-/* Bytes backing @t's arena beyond what is charged, as of the last audit
- * (daemon/audit.c), 0 when none or when the tenant has no arena.  Main
- * thread. */
-uint64_t manager_tenant_unaccounted(struct manager *m, struct tenant *t);
 
 /* Life cycle (main.c).  manager_new() sets defaults; the caller fills
  * config_dir, socket_path (NULL: from the configuration), state_dir,

@@ -59,7 +59,7 @@ static void pressure_cb(evutil_socket_t fd, short what, void *userdata) {
                 }
         }
         log_info("memory pressure reported by %s: reclaiming from the tenants above their effective low", p->path);
-        reclaim_pressure(p->m->reclaimer);
+        reclaim_pressure(p->m->b.reclaimer);
 }
 
 /* Open @path and arm @trigger on it.  Negative errno. */

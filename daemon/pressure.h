@@ -36,7 +36,7 @@ struct pressure;
 /**
  * pressure_new - watch @path (NULL: PRESSURE_DEFAULT_PATH, falling back to
  * the daemon's cgroup's memory.pressure) with @trigger (NULL: the default),
- * or a FIFO at @path.  Events go to reclaim_pressure(m->reclaimer) on the
+ * or a FIFO at @path.  Events go to reclaim_pressure(m->b.reclaimer) on the
  * main loop.  Returns 0, or a negative errno with the reason logged
  * (-EOPNOTSUPP: the kernel has no PSI; -EPERM/-EACCES: the kernel refuses
  * the trigger; -EINVAL: a bad trigger).

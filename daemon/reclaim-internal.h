@@ -14,7 +14,6 @@
  */
 #pragma once
 
-#include <assert.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -125,7 +124,7 @@ struct reclaim_job {
         unsigned level_rounds;
 
         /* PROACTIVE */
-        manager_reclaim_cb cb;
+        reclaim_done_cb cb;
         void *userdata;
 
         /* OOM */
@@ -133,8 +132,8 @@ struct reclaim_job {
 };
 
 struct reclaimer {
-        struct manager *m;
-        pthread_t main_thread;  /* the one that runs m->base */
+        struct broker *b;
+        struct event_base *base; /* the main thread's */
         const struct reclaim_client_ops *ops;
         struct mailbox *inbox;
         struct mailbox **boxes; /* one per worker, by worker index */
@@ -153,8 +152,8 @@ struct reclaimer {
 #define PRESSURE_MAX_ROUNDS 4u
 
 /* Jobs, requests and rc->outstanding belong to the main thread: say so
- * where it matters (compiled out with NDEBUG). */
-#define reclaim_assert_main_thread(r) assert(pthread_equal(pthread_self(), (r)->main_thread))
+ * where it matters (debug builds, daemon/broker.h). */
+#define reclaim_assert_main_thread(r) broker_assert_main_thread((r)->b)
 
 /* ---- reclaim.c ---- */
 

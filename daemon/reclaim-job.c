@@ -35,7 +35,6 @@
 #include "high_delay.h"
 #include "log.h"
 #include "macros.h"
-#include "manager.h"
 #include "reclaim-internal.h"
 #include "reclaim_plan.h"
 #include "tenant_state.h"
@@ -268,7 +267,7 @@ static struct reclaim_plan plan_init(struct reclaim_job *j, struct tenant *root,
         return (struct reclaim_plan) {
                 .root = root,
                 .drain = drain,
-                .recursive = j->r->m->tree->recursive_protection,
+                .recursive = j->r->b->tree->recursive_protection,
                 .clients = plan_clients_cb,
                 .userdata = drain ? NULL : j,
         };
@@ -278,7 +277,7 @@ static struct reclaim_plan plan_init(struct reclaim_job *j, struct tenant *root,
 /* ---- rounds ---- */
 
 static void round_arm_timer(struct reclaim_job *j) {
-        unsigned ms = j->r->m->config ? j->r->m->config->broker.reclaim_timeout_msec : 250;
+        unsigned ms = j->r->b->config ? j->r->b->config->broker.reclaim_timeout_msec : 250;
         struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
 
         j->state = JOB_ROUND;
@@ -374,7 +373,7 @@ static bool job_start_reclaim(struct reclaim_job *j, struct tenant *root, uint64
  * requests still unanswered are the clients skipped). */
 static void round_finish(struct reclaim_job *j) {
         struct reclaimer *r = j->r;
-        unsigned ms = r->m->config ? r->m->config->broker.reclaim_timeout_msec : 250;
+        unsigned ms = r->b->config ? r->b->config->broker.reclaim_timeout_msec : 250;
 
         event_del(j->timer);
         /* Requests still unanswered: the clients are skipped this round. */
@@ -487,7 +486,7 @@ static bool step_high(struct reclaim_job *j) {
         struct reclaimer *r = j->r;
 
         while (j->level < j->nlevels) {
-                struct tenant *x = tenant_lookup(r->m->tree, j->levels[j->level]);
+                struct tenant *x = tenant_lookup(r->b->tree, j->levels[j->level]);
                 unsigned long usage, high;
 
                 if (x) {
@@ -518,7 +517,7 @@ static bool step_high(struct reclaim_job *j) {
 }
 
 static bool step_proactive(struct reclaim_job *j) {
-        struct tenant *t = tenant_lookup(j->r->m->tree, j->path);
+        struct tenant *t = tenant_lookup(j->r->b->tree, j->path);
 
         if (!t || j->reclaimed >= j->goal || j->fruitless >= MAX_RECLAIM_RETRIES || j->rounds >= RECLAIM_MAX_ROUNDS)
                 return false;
@@ -527,7 +526,7 @@ static bool step_proactive(struct reclaim_job *j) {
 
 static bool step_limit(struct reclaim_job *j) {
         struct reclaimer *r = j->r;
-        struct tenant *t = tenant_lookup(r->m->tree, j->path);
+        struct tenant *t = tenant_lookup(r->b->tree, j->path);
         unsigned long usage, max, high;
 
         if (!t)
@@ -562,10 +561,10 @@ static bool step_limit(struct reclaim_job *j) {
 /* Host pressure: a share of every tenant's usage above its effective low,
  * never below it. */
 static bool step_pressure(struct reclaim_job *j) {
-        struct tenant *root = j->r->m->tree->root;
+        struct tenant *root = j->r->b->tree->root;
 
         if (j->rounds == 0) {
-                uint64_t excess = reclaim_plan_excess_above_low(root, j->r->m->tree->recursive_protection);
+                uint64_t excess = reclaim_plan_excess_above_low(root, j->r->b->tree->recursive_protection);
 
                 j->goal = excess >> RECLAIM_PRESSURE_SHIFT;
                 if (j->goal == 0 && excess > 0)
@@ -655,8 +654,8 @@ static struct reclaim_job *job_new(struct reclaimer *r, enum job_kind kind) {
                 return NULL;
         j->r = r;
         j->kind = kind;
-        j->timer = evtimer_new(r->m->base, job_timer_cb, j);
-        j->kick = event_new(r->m->base, -1, 0, job_kick_cb, j);
+        j->timer = evtimer_new(r->base, job_timer_cb, j);
+        j->kick = event_new(r->base, -1, 0, job_kick_cb, j);
         if (!j->timer || !j->kick) {
                 if (j->timer)
                         event_free(j->timer);
@@ -688,7 +687,7 @@ static void job_free(struct reclaim_job *j) {
                 (void) ptr_remove((void **) req->waiters, &req->nwaiters, j);
         }
         if (j->kind == JOB_PROACTIVE && j->cb)
-                j->cb(r->m, MB_MIN(j->reclaimed, j->goal) * r->m->page_size, j->userdata);
+                j->cb(MB_MIN(j->reclaimed, j->goal) * r->b->page_size, j->userdata);
         if (j->kind == JOB_PRESSURE)
                 r->pressure_running = false;
 
@@ -801,8 +800,7 @@ void reclaim_job_client_gone(struct reclaimer *r, struct reclaim_client *rc) {
 
 /* ---- main thread API ---- */
 
-int reclaim_proactive(struct reclaimer *r, struct tenant *t, uint64_t pages, manager_reclaim_cb cb,
-                      void *userdata) {
+int reclaim_proactive(struct reclaimer *r, struct tenant *t, uint64_t pages, reclaim_done_cb cb, void *userdata) {
         struct reclaim_job *j;
 
         reclaim_assert_main_thread(r);

@@ -48,6 +48,7 @@ static int victim_cb(struct tenant *t, void *userdata) {
 }
 
 int reclaimer_kill_client(struct reclaimer *r, struct reclaim_client *rc) {
+        reclaim_assert_main_thread(r);
         return r->ops->kill(rc);
 }
 

@@ -21,7 +21,6 @@
 #include "log.h"
 #include "macros.h"
 #include "mailbox.h"
-#include "manager.h"
 #include "reclaim-internal.h"
 #include "tenant_state.h"
 #include "worker.h"
@@ -65,7 +64,7 @@ void reclaim_post_to_worker(struct reclaimer *r, enum rmsg_type type, struct rec
                             uint32_t pages, uint64_t value, int error, char *text) {
         struct rmsg msg = { .type = type, .rc = reclaim_client_ref(rc), .seq = seq, .pages = pages, .value = value,
                             .error = error, .text = text };
-        unsigned i = rc->w->index;
+        unsigned i = rc->worker;
 
         if (r->shutting_down || i >= r->nboxes || !r->boxes[i]) {
                 rmsg_dispose(r, &msg);
@@ -113,7 +112,7 @@ static void worker_box_handle(void *userdata, void *p) {
 
 /* ---- client handles ---- */
 
-int reclaim_client_attach(struct manager *m, struct worker *w, struct conn *c, struct tenant *t,
+int reclaim_client_attach(struct reclaimer *r, unsigned worker, struct conn *c, struct tenant *t,
                           uint64_t client_id, const char *name, pid_t pid, int pidfd,
                           struct reclaim_client **ret) {
         struct tenant_state *ts = tenant_state_of(t);
@@ -123,8 +122,8 @@ int reclaim_client_attach(struct manager *m, struct worker *w, struct conn *c, s
         if (!rc)
                 return -ENOMEM;
         atomic_init(&rc->refs, 1);
-        rc->m = m;
-        rc->w = w;
+        rc->r = r;
+        rc->worker = worker;
         rc->conn = c;
         rc->tenant = t;
         rc->client_id = client_id;
@@ -143,11 +142,9 @@ int reclaim_client_attach(struct manager *m, struct worker *w, struct conn *c, s
 
 void reclaim_client_detach(struct reclaim_client *rc) {
         struct tenant_state *ts;
-        struct manager *m;
 
         if (!rc)
                 return;
-        m = rc->m;
         ts = tenant_state_of(rc->tenant);
         pthread_mutex_lock(&ts->lock);
         if (rc->linked) {
@@ -159,29 +156,27 @@ void reclaim_client_detach(struct reclaim_client *rc) {
         rc->conn = NULL;
         atomic_store(&rc->held, 0);
         atomic_store(&rc->gone, true);
-        if (m->reclaimer)
-                post_to_reclaimer(m->reclaimer, RMSG_GONE, rc, 0, 0, 0);
+        if (rc->r)
+                post_to_reclaimer(rc->r, RMSG_GONE, rc, 0, 0, 0);
         reclaim_client_unref(rc);
 }
 
 void reclaim_charge_failed(struct reclaim_client *rc, uint32_t seq, uint32_t pages) {
-        post_to_reclaimer(rc->m->reclaimer, RMSG_CHARGE_FAILED, rc, seq, pages, 0);
+        post_to_reclaimer(rc->r, RMSG_CHARGE_FAILED, rc, seq, pages, 0);
 }
 
 void reclaim_charge_over_high(struct reclaim_client *rc, uint32_t seq, uint32_t pages) {
-        post_to_reclaimer(rc->m->reclaimer, RMSG_OVER_HIGH, rc, seq, pages, 0);
+        post_to_reclaimer(rc->r, RMSG_OVER_HIGH, rc, seq, pages, 0);
 }
 
 void reclaim_answered(struct reclaim_client *rc, uint32_t reply_to, uint64_t pages) {
-        post_to_reclaimer(rc->m->reclaimer, RMSG_ANSWER, rc, reply_to, 0, pages);
+        post_to_reclaimer(rc->r, RMSG_ANSWER, rc, reply_to, 0, pages);
 }
 
 /* ---- the reclaimer's side ---- */
 
 void reclaim_memory_event(struct reclaimer *r, struct tenant *t, enum mb_event event) {
-        tenant_memory_event(t, event);
-        for (struct tenant *x = t; x && x->parent; x = x->parent)
-                manager_queue_event(r->m, x, event);
+        broker_memory_event(r->b, t, event);
 }
 
 static void reclaimer_box_handle(void *userdata, void *p) {
@@ -221,26 +216,28 @@ void reclaim_get_stats(const struct reclaimer *r, struct reclaim_stats *ret) {
 
 /* ---- life cycle ---- */
 
-int reclaimer_new(struct manager *m, const struct reclaim_client_ops *ops, struct reclaimer **ret) {
+int reclaimer_new(struct broker *b, struct event_base *base, const struct reclaim_client_ops *ops,
+                  struct reclaimer **ret) {
         struct reclaimer *r;
         int k;
 
+        broker_assert_main_thread(b);
         r = calloc(1, sizeof(*r));
         if (!r)
                 return -ENOMEM;
-        r->m = m;
+        r->b = b;
+        r->base = base;
         r->ops = ops;
-        r->main_thread = pthread_self();
-        r->boxes = calloc(MB_MAX(m->nworkers, 1u), sizeof(struct mailbox *));
-        k = r->boxes ? mailbox_new(m->base, sizeof(struct rmsg), reclaimer_box_handle, rmsg_dispose, r, &r->inbox)
+        r->boxes = calloc(MB_MAX(b->nworkers, 1u), sizeof(struct mailbox *));
+        k = r->boxes ? mailbox_new(base, sizeof(struct rmsg), reclaimer_box_handle, rmsg_dispose, r, &r->inbox)
                      : -ENOMEM;
         if (k < 0) {
                 reclaimer_free(r);
                 return k;
         }
-        r->nboxes = m->nworkers;
-        for (unsigned i = 0; i < m->nworkers; i++) {
-                k = mailbox_new(m->workers[i]->base, sizeof(struct rmsg), worker_box_handle, rmsg_dispose, r,
+        r->nboxes = b->nworkers;
+        for (unsigned i = 0; i < b->nworkers; i++) {
+                k = mailbox_new(b->workers[i]->base, sizeof(struct rmsg), worker_box_handle, rmsg_dispose, r,
                                 &r->boxes[i]);
                 if (k < 0) {
                         reclaimer_free(r);

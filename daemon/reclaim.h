@@ -63,12 +63,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "broker.h"
 #include "charge.h"
-#include "manager.h"
 #include "tenant.h"
 
 struct conn;
-struct worker;
+struct event_base;
 struct reclaimer;
 struct reclaim_req;
 
@@ -82,8 +82,8 @@ struct reclaim_req;
 
 struct reclaim_client {
         _Atomic unsigned refs;
-        struct manager *m;
-        struct worker *w;       /* the worker serving the connection */
+        struct reclaimer *r;    /* where its messages go (outlives it) */
+        unsigned worker;        /* index of the worker serving the connection */
         struct conn *conn;      /* worker thread only; NULL once detached */
         struct tenant *tenant;
         uint64_t client_id;
@@ -130,9 +130,11 @@ struct reclaim_client_ops {
 
 /* ---- life cycle (manager.c) ---- */
 
-/* The reclaimer on @m->base (main thread), reaching the connections through
- * @ops (static storage).  -ENOMEM. */
-int reclaimer_new(struct manager *m, const struct reclaim_client_ops *ops, struct reclaimer **ret);
+/* The reclaimer on @base, the main thread's loop, reaching the connections
+ * through @ops (static storage) on their workers (b->workers, which exist)
+ * and reporting events through b->ops.  Main thread.  -ENOMEM. */
+int reclaimer_new(struct broker *b, struct event_base *base, const struct reclaim_client_ops *ops,
+                  struct reclaimer **ret);
 /* Stop: every job ends (proactive callbacks get what was reclaimed so far),
  * nothing more is sent to workers.  Call before the workers are freed. */
 void reclaimer_shutdown(struct reclaimer *r);
@@ -142,11 +144,11 @@ void reclaimer_free(struct reclaimer *r);
 /* ---- connections (worker thread of the connection) ---- */
 
 /**
- * reclaim_client_attach - a client was admitted to @t: create its handle and
- * put it on the tenant's list.  @pidfd is duplicated (may be -1).  Returns 0
- * or -ENOMEM.
+ * reclaim_client_attach - a client of worker @worker was admitted to @t:
+ * create its handle for @r and put it on the tenant's list.  @pidfd is
+ * duplicated (may be -1).  Returns 0 or -ENOMEM.
  */
-int reclaim_client_attach(struct manager *m, struct worker *w, struct conn *c, struct tenant *t,
+int reclaim_client_attach(struct reclaimer *r, unsigned worker, struct conn *c, struct tenant *t,
                           uint64_t client_id, const char *name, pid_t pid, int pidfd,
                           struct reclaim_client **ret);
 /* The connection is going (all its pages were returned): take it off the
@@ -181,10 +183,11 @@ void reclaim_answered(struct reclaim_client *rc, uint32_t reply_to, uint64_t pag
  * reclaim_proactive - memory_reclaim(): reclaim @pages from @t's subtree
  * (the target's own protection does not shield it, its descendants' does);
  * @cb gets the bytes reclaimed (never more than asked), on the main thread,
- * after this returns.  -ENOMEM.
+ * after this returns (at the latest when the reclaimer shuts down).  -ENOMEM
+ * (then @cb is not called).
  */
-int reclaim_proactive(struct reclaimer *r, struct tenant *t, uint64_t pages, manager_reclaim_cb cb,
-                      void *userdata);
+typedef void (*reclaim_done_cb)(uint64_t reclaimed_bytes, void *userdata);
+int reclaim_proactive(struct reclaimer *r, struct tenant *t, uint64_t pages, reclaim_done_cb cb, void *userdata);
 
 /* memory_max_write()/memory_high_write(): when @t's usage is above its max
  * or high, reclaim the excess (above max: drain, retries, then `oom` and

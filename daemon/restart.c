@@ -226,7 +226,7 @@ int restart_arena_new(struct manager *m, struct tenant_state *ts, uint64_t npage
         memcpy(h->magic, OWNERS_MAGIC, sizeof(h->magic));
         h->version = OWNERS_VERSION;
         h->path_bytes = (uint32_t) plen;
-        h->page_size = m->page_size;
+        h->page_size = m->b.page_size;
         h->npages = npages;
         h->store_id = id;
         h->tokens_offset = OWNERS_TOKENS_OFFSET_BYTES;
@@ -239,16 +239,16 @@ int restart_arena_new(struct manager *m, struct tenant_state *ts, uint64_t npage
                 return k;
 
         backing = (struct arena_backing) {
-                .tmpfs = m->arena_tmpfs,
-                .slack_pages = atomic_load(&m->broker_charge_batch),
+                .tmpfs = m->b.arena_tmpfs,
+                .slack_pages = atomic_load(&m->b.charge_batch),
         };
-        k = arena_new_shared(ts->tenant->path, npages, m->page_size, ofd, RESTART_OWNERS_OFFSET_BYTES, &backing,
+        k = arena_new_shared(ts->tenant->path, npages, m->b.page_size, ofd, RESTART_OWNERS_OFFSET_BYTES, &backing,
                              &a);
-        if (k < 0 && backing.tmpfs && m->config->broker.arena_backing == MB_ARENA_BACKING_AUTO) {
+        if (k < 0 && backing.tmpfs && m->b.config->broker.arena_backing == MB_ARENA_BACKING_AUTO) {
                 log_warning_errno(k, "tenant %s: cannot make a tmpfs instance for its arena, using a memfd "
                                   "(only the audit bounds it): %m", ts->tenant->path);
                 backing.tmpfs = false;
-                k = arena_new_shared(ts->tenant->path, npages, m->page_size, ofd, RESTART_OWNERS_OFFSET_BYTES,
+                k = arena_new_shared(ts->tenant->path, npages, m->b.page_size, ofd, RESTART_OWNERS_OFFSET_BYTES,
                                      &backing, &a);
         }
         if (k < 0)
@@ -418,7 +418,7 @@ static void grace_cb(evutil_socket_t fd, short what, void *userdata) {
         if (clients > 0)
                 log_info("restart grace period over: %" PRIu64 " pages of %" PRIu64 " clients returned", pages,
                          clients);
-        service_status("Serving %u tenants, %u clients on %s", m->tree->ntenants, manager_nclients(m),
+        service_status("Serving %u tenants, %u clients on %s", m->b.tree->ntenants, manager_nclients(m),
                        m->socket_path);
 }
 
@@ -429,7 +429,7 @@ int restart_start_grace(struct manager *m) {
 
         if (!r || r->nowners == 0)
                 return 0;
-        sec = m->config->broker.restart_grace_sec;
+        sec = m->b.config->broker.restart_grace_sec;
         tv = (struct timeval) { .tv_sec = sec };
         r->grace_timer = evtimer_new(m->base, grace_cb, m);
         if (!r->grace_timer || evtimer_add(r->grace_timer, &tv) < 0)
@@ -615,7 +615,7 @@ static void drop_fd(struct service_fd *f) {
  * layers to every tenant they name. */
 static int apply_runtime_cb(const struct state_entry *e, void *userdata) {
         struct manager *m = userdata;
-        struct tenant *t = tenant_lookup(m->tree, e->path);
+        struct tenant *t = tenant_lookup(m->b.tree, e->path);
 
         if (!t && e->created) {
                 int k = manager_tenant_create(m, e->path, NULL, &t);
@@ -649,14 +649,14 @@ static int restore_arena(struct manager *m, struct service_fd *afd, struct servi
                           ofd->name);
                 return -EBADMSG;
         }
-        if (h->page_size != m->page_size) {
+        if (h->page_size != m->b.page_size) {
                 log_error("tenant %s: its stored arena has pages of %" PRIu64 " bytes, the daemon now %" PRIu64
                           "; the pages are lost",
-                          h->path, h->page_size, m->page_size);
+                          h->path, h->page_size, m->b.page_size);
                 return -EBADMSG;
         }
 
-        t = tenant_lookup(m->tree, h->path);
+        t = tenant_lookup(m->b.tree, h->path);
         if (!t) {
                 /* Made at run time, or removed from the files since: it
                  * holds memory, so it exists until its clients leave. */
@@ -678,9 +678,9 @@ static int restore_arena(struct manager *m, struct service_fd *afd, struct servi
                           t->path);
 
         /* A tmpfs file is not sealed: a client may have resized it. */
-        if (fstat(afd->fd, &st) < 0 || (uint64_t) st.st_size != h->npages * m->page_size) {
+        if (fstat(afd->fd, &st) < 0 || (uint64_t) st.st_size != h->npages * m->b.page_size) {
                 log_warning("tenant %s: its stored arena was resized by a client; restoring its size", h->path);
-                if (ftruncate(afd->fd, (off_t) (h->npages * m->page_size)) < 0)
+                if (ftruncate(afd->fd, (off_t) (h->npages * m->b.page_size)) < 0)
                         return log_error_errno(-errno, "tenant %s: cannot restore its arena's size: %m", h->path);
         }
         seals = fcntl(afd->fd, F_GET_SEALS);
@@ -688,7 +688,7 @@ static int restore_arena(struct manager *m, struct service_fd *afd, struct servi
                 log_warning("tenant %s: the root of its arena's tmpfs instance was not stored; the arena cannot be "
                             "resized, only the audit bounds it",
                             h->path);
-        k = arena_restore(afd->fd, rfd ? rfd->fd : -1, m->page_size, atomic_load(&m->broker_charge_batch), ofd->fd,
+        k = arena_restore(afd->fd, rfd ? rfd->fd : -1, m->b.page_size, atomic_load(&m->b.charge_batch), ofd->fd,
                           RESTART_OWNERS_OFFSET_BYTES, t->path, &a);
         if (k < 0) {
                 log_error_errno(k, "tenant %s: cannot restore its arena: %m", h->path);
@@ -865,7 +865,7 @@ int restart_restore(struct manager *m, char **ret_error) {
 
         if (r->nowners > 0)
                 log_info("restart: %" PRIu64 " pages of %" PRIu64 " clients restored; they have %u s to reconnect",
-                         r->restored_pages, r->restored_clients, m->config->broker.restart_grace_sec);
+                         r->restored_pages, r->restored_clients, m->b.config->broker.restart_grace_sec);
         (void) ret_error;
         return 0;
 }

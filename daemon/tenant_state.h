@@ -30,7 +30,7 @@ struct tenant_state {
 
         /* Daemon-side counters (charge/uncharge requests, pgscan, ...): one
          * slot per worker, each written only by its worker.  Attached as an
-         * rstat source of the tenant (under manager->stats_lock). */
+         * rstat source of the tenant (under broker->stats_lock). */
         struct mb_stat_slot *daemon_slots;
         unsigned ndaemon_slots;
         struct rstat_source *daemon_src;
@@ -39,7 +39,7 @@ struct tenant_state {
          * reclaimer asks to give pages back. */
         struct reclaim_client *clients;
 
-        /* On manager->active while it has stats sources (stats_lock): the
+        /* On broker->active while it has stats sources (stats_lock): the
          * periodic flush and manager_stats_refresh() poll only these. */
         bool active;
         struct tenant_state *active_prev, *active_next;

@@ -6,11 +6,9 @@
 
 #include <event2/event.h>
 
-#include "conn.h"
 #include "log.h"
 #include "macros.h"
 #include "mailbox.h"
-#include "manager.h"
 #include "worker.h"
 
 /* WORKER_STOP in the inbox: disconnect everyone and leave the loop. */
@@ -26,15 +24,14 @@ static void worker_inbox_handle(void *userdata, void *msg) {
                 if (w->stopping)
                         close(fd);
                 else
-                        (void) conn_new(w, fd);
+                        (void) w->ops->accept(w, fd);
                 return;
         }
         if (w->stopping)
                 return;
         /* Shutdown: every client's pages go back, as on a crash. */
         w->stopping = true;
-        while (w->conns)
-                conn_free(w->conns);
+        w->ops->disconnect_all(w);
         event_base_loopbreak(w->base);
 }
 
@@ -53,14 +50,15 @@ static void *worker_main(void *userdata) {
         return NULL;
 }
 
-int worker_new(struct manager *m, unsigned index, struct worker **ret) {
+int worker_new(struct broker *b, unsigned index, const struct worker_ops *ops, struct worker **ret) {
         struct worker *w;
         int r;
 
         w = calloc(1, sizeof(*w));
         if (!w)
                 return -ENOMEM;
-        w->m = m;
+        w->b = b;
+        w->ops = ops;
         w->index = index;
 
         w->extents = calloc(WORKER_MAX_UNCHARGE_EXTENTS, sizeof(*w->extents));
@@ -114,8 +112,8 @@ void worker_free(struct worker *w) {
                 return;
         worker_stop(w);
         /* Connections never taken over (the thread never ran). */
-        while (w->conns)
-                conn_free(w->conns);
+        if (w->conns)
+                w->ops->disconnect_all(w);
         mailbox_free(w->inbox); /* closes the sockets still queued */
         if (w->base)
                 event_base_free(w->base);

@@ -19,17 +19,29 @@
 #include "membroker.pb-c.h"
 #include "wire.h"
 
-struct manager;
+struct broker;
 struct conn;
 struct event_base;
 struct event;
 struct mailbox;
+struct worker;
+
+/* What a worker does with its connections: the connection module's
+ * (daemon/conn.h), given at creation.  Both run on the worker's thread, or
+ * after it ended. */
+struct worker_ops {
+        /* Take over the accepted socket @fd (closed on failure). */
+        int (*accept)(struct worker *w, int fd);
+        /* Disconnect every connection of @w, returning what they held. */
+        void (*disconnect_all)(struct worker *w);
+};
 
 /* Extents one Uncharge frame can carry (each packs to at least 6 bytes). */
 #define WORKER_MAX_UNCHARGE_EXTENTS (WIRE_MAX_FRAME_BYTES / 6u + 1u)
 
 struct worker {
-        struct manager *m;
+        struct broker *b;
+        const struct worker_ops *ops;
         unsigned index; /* also this worker's slot in every tenant's daemon stats */
         pthread_t thread;
         bool started;
@@ -49,7 +61,9 @@ struct worker {
         uint8_t *frame;               /* WIRE_HEADER_BYTES + WIRE_MAX_FRAME_BYTES */
 };
 
-int worker_new(struct manager *m, unsigned index, struct worker **ret);
+/* Worker @index of @b, serving connections through @ops (static storage).
+ * 0 or -ENOMEM. */
+int worker_new(struct broker *b, unsigned index, const struct worker_ops *ops, struct worker **ret);
 /* Start the thread. */
 int worker_start(struct worker *w);
 /* Hand an accepted socket over; thread-safe.  The worker owns @fd now (it is

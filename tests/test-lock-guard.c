@@ -106,6 +106,47 @@ static void assert_not_held_with_lock(void) {
         mb_assert_mutex_not_held(&test_lock);
 }
 
+static void rw_held_without_lock(void) {
+        mb_assert_rwlock_held(&test_rwlock);
+}
+
+static void rw_held_with_rdlock(void) {
+        MB_RDLOCK_GUARD(&test_rwlock);
+        mb_assert_rwlock_held(&test_rwlock);
+}
+
+static void rw_wrheld_with_wrlock(void) {
+        MB_WRLOCK_GUARD(&test_rwlock);
+        mb_assert_rwlock_held(&test_rwlock);
+        mb_assert_rwlock_wrheld(&test_rwlock);
+}
+
+static void rw_wrheld_with_rdlock(void) {
+        MB_RDLOCK_GUARD(&test_rwlock);
+        mb_assert_rwlock_wrheld(&test_rwlock);
+}
+
+/* The rwlock forms: held (either mode), held for writing by the caller. */
+START_TEST(test_rwlock_assertions) {
+        int st;
+
+        st = in_child(rw_held_with_rdlock);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        st = in_child(rw_wrheld_with_wrlock);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        st = in_child(rw_held_without_lock);
+        if (MB_DEBUG_ASSERTS)
+                ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+        else
+                ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        st = in_child(rw_wrheld_with_rdlock);
+        if (MB_DEBUG_ASSERTS)
+                ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+        else
+                ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+END_TEST
+
 /* In a debug build (MB_DEBUG, or the sanitizer build) a broken lock rule
  * aborts; elsewhere the assertion is compiled out and does nothing. */
 START_TEST(test_lock_assertions) {
@@ -136,6 +177,7 @@ int main(void) {
         tcase_add_test(tc, test_two_guards_in_one_scope);
         tcase_add_test(tc, test_rwlock_guards);
         tcase_add_test(tc, test_lock_assertions);
+        tcase_add_test(tc, test_rwlock_assertions);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_set_fork_status(sr, CK_NOFORK);

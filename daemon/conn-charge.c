@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * conn-charge.c - a client's charges (see conn.h, conn-internal.h):
+ * Charge decided by the accounting core, the Grant from the arena, parking
+ * for the reclaimer at a max or over a high, the throttle, Uncharge, and
+ * the reclaimer's side of the connection (struct reclaim_client_ops).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "charge.h"
+#include "conn-internal.h"
+#include "log.h"
+#include "macros.h"
+#include "mb_limits.h"
+#include "reclaim.h"
+#include "worker.h"
+
+/* ---- Charge ---- */
+
+static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t need);
+
+/* Grant @n charged pages: pick them in the arena, record them, reply. */
+static void conn_grant(struct conn *c, uint32_t seq, uint32_t n, uint64_t throttle_usec) {
+        struct tenant *t = c->tenant;
+        struct worker *w = c->w;
+        Mb__Msg msg = MB__MSG__INIT;
+        Mb__Grant grant = MB__GRANT__INIT;
+        unsigned batch;
+        int nextents, r;
+
+        nextents = arena_alloc(c->arena, c->owner, n, w->extents, MB_FRAME_MAX_EXTENTS);
+        if (nextents < 0) {
+                page_counter_uncharge(&t->memory, n);
+                log_warning("tenant %s: its arena cannot supply %u more pages (%" PRIu64 " of %" PRIu64 " in use)",
+                            t->path, n, arena_used(c->arena), c->arena->npages);
+                conn_send_error(c, true, seq, ENOMEM, "the arena of the tenant is full");
+                return;
+        }
+        /* Zero pages only, and the tmpfs size grown to cover them. */
+        r = arena_grant_prepare(c->arena, w->extents, (size_t) nextents);
+        if (r < 0) {
+                (void) arena_release(c->arena, c->owner, w->extents, (size_t) nextents);
+                page_counter_uncharge(&t->memory, n);
+                log_warning_errno(r, "tenant %s: cannot grow its arena for %u more pages: %m", t->path, n);
+                conn_send_error(c, true, seq, ENOMEM, "the arena of the tenant cannot grow");
+                return;
+        }
+        c->held += n;
+        reclaim_client_set_held(c->rc, c->held);
+
+        for (int i = 0; i < nextents; i++) {
+                mb__extent__init(&w->pb_extents[i]);
+                w->pb_extents[i].start = w->extents[i].start;
+                w->pb_extents[i].count = w->extents[i].count;
+                w->pb_extent_ptrs[i] = &w->pb_extents[i];
+        }
+        grant.seq = seq;
+        grant.n_extents = (size_t) nextents;
+        grant.extents = w->pb_extent_ptrs;
+        grant.has_throttle_usec = throttle_usec > 0;
+        grant.throttle_usec = throttle_usec;
+        batch = conn_charge_batch(c->b, t, c->told_batch);
+        if (batch != c->told_batch) {
+                grant.has_charge_batch = true;
+                grant.charge_batch = batch;
+                c->told_batch = batch;
+        }
+        msg.body_case = MB__MSG__BODY_GRANT;
+        msg.grant = &grant;
+        if (conn_send(c, &msg) < 0)
+                conn_fail(c, true, seq, ENOMEM, "cannot queue the Grant");
+}
+
+static void conn_park(struct conn *c, uint32_t seq, uint32_t n, bool charged) {
+        c->charge_parked = true;
+        c->parked_charged = charged;
+        c->parked_seq = seq;
+        c->parked_pages = n;
+        c->parked_throttle_usec = 0;
+}
+
+/* The parked charge is done: run the Charges that queued up behind it. */
+static void conn_charge_next(struct conn *c) {
+        c->charge_parked = false;
+        c->parked_charged = false;
+        while (!c->charge_parked && c->nqueued > 0 && c->state == CONN_READY) {
+                struct conn_queued_charge q = c->queued[c->queued_head];
+
+                c->queued_head = (c->queued_head + 1) % c->queued_alloc;
+                c->nqueued--;
+                conn_charge_start(c, q.seq, q.pages, q.need);
+        }
+        /* Last: this may end the connection (and free @c). */
+        if (c->reading_paused && c->nqueued < CONN_QUEUED_CHARGES_MAX && c->state == CONN_READY) {
+                c->reading_paused = false;
+                bufferevent_enable(c->bev, EV_READ);
+                conn_process_input(c);
+                (void) conn_maybe_finish(c);
+        }
+}
+
+/* Count the events the charge decision returned (memcg_memory_event()). */
+static void conn_charge_events(struct conn *c, const struct tenant_charge *res) {
+        for (size_t i = 0; i < res->nevents; i++)
+                broker_memory_event(c->b, res->events[i].tenant, res->events[i].event);
+}
+
+/* The pages are charged.  mem_cgroup_handle_over_high(): when the charge
+ * left the tenant or an ancestor above its high (@res has the `high`
+ * events), hold the Grant while the reclaimer takes the overage back and
+ * computes the throttle. */
+static void conn_charge_charged(struct conn *c, uint32_t seq, uint32_t n, const struct tenant_charge *res) {
+        conn_charge_events(c, res);
+        if (res->over_high) {
+                conn_park(c, seq, n, true);
+                reclaim_charge_over_high(c->rc, seq, n);
+                return;
+        }
+        conn_grant(c, seq, n, 0);
+}
+
+static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t need) {
+        struct tenant_charge res;
+
+        conn_daemon_stat(c, MB_STAT_CHARGE_REQUESTS, 1);
+        if (!tenant_try_charge(c->tenant, n, need, 0, &res)) {
+                /* `max` counted; the reclaimer drains the stocks of the
+                 * failing subtree, reclaims there and retries
+                 * (tenant_charge_next()); the reply comes from
+                 * conn_charge_resume().  Still @need pages: the batch fell
+                 * back first. */
+                n = MB_MIN(n, need);
+                conn_charge_events(c, &res);
+                conn_park(c, seq, n, false);
+                reclaim_charge_failed(c->rc, seq, n);
+                return;
+        }
+        conn_charge_charged(c, seq, (uint32_t) res.charged, &res);
+}
+
+void conn_charge(struct conn *c, const Mb__Charge *charge) {
+        uint32_t n = charge->pages, need = charge->has_need ? charge->need : n;
+
+        if (n < 1 || n > MB_CHARGE_MAX_PAGES)
+                return conn_fail(c, true, charge->seq, EINVAL, "charge of %u pages is outside 1..%u", n,
+                                 MB_CHARGE_MAX_PAGES);
+        if (need < 1 || need > n)
+                return conn_fail(c, true, charge->seq, EINVAL, "charge needing %u pages is outside 1..%u", need,
+                                 n);
+
+        if (c->charge_parked) {
+                /* Replies keep their order: wait behind the parked one. */
+                if (c->nqueued == c->queued_alloc) {
+                        size_t a = MB_MAX(c->queued_alloc * 2, (size_t) 4);
+                        struct conn_queued_charge *q = malloc(a * sizeof(*q));
+
+                        if (!q)
+                                return conn_fail(c, true, charge->seq, ENOMEM, "out of memory");
+                        for (size_t i = 0; i < c->nqueued; i++)
+                                q[i] = c->queued[(c->queued_head + i) % c->queued_alloc];
+                        free(c->queued);
+                        c->queued = q;
+                        c->queued_alloc = a;
+                        c->queued_head = 0;
+                }
+                c->queued[(c->queued_head + c->nqueued) % c->queued_alloc] =
+                        (struct conn_queued_charge) { .seq = charge->seq, .pages = n, .need = need };
+                c->nqueued++;
+                return;
+        }
+        conn_charge_start(c, charge->seq, n, need);
+}
+
+/* ---- the reclaimer's side (reclaim.h) ---- */
+
+void conn_charge_resume(struct conn *c, uint32_t seq, uint32_t pages, int error, const char *reason) {
+        struct tenant_charge res;
+
+        if (!c->charge_parked || c->parked_charged || c->parked_seq != seq || c->parked_pages != pages) {
+                log_error("client %" PRIu64 ": the reclaimer completed charge %u, which is not waiting", c->client_id,
+                          seq);
+                if (error == 0)
+                        page_counter_uncharge(&c->tenant->memory, pages);
+                return;
+        }
+        if (c->state != CONN_READY) {
+                if (error == 0)
+                        page_counter_uncharge(&c->tenant->memory, pages);
+                c->charge_parked = false;
+                return;
+        }
+        if (error != 0) {
+                log_debug("client %" PRIu64 ": %s", c->client_id, reason ? reason : strerror(error));
+                conn_send_error(c, true, seq, error, reason ? reason : strerror(error));
+                conn_charge_next(c);
+                return;
+        }
+        c->charge_parked = false;
+        /* The reclaimer charged; the high half of the decision is ours. */
+        res = (struct tenant_charge) {};
+        tenant_charge_check_high(c->tenant, &res);
+        conn_charge_charged(c, seq, pages, &res);
+        if (!c->charge_parked)
+                conn_charge_next(c);
+}
+
+static void conn_throttle_cb(evutil_socket_t fd, short what, void *userdata) {
+        struct conn *c = userdata;
+        uint32_t seq = c->parked_seq, n = c->parked_pages;
+        uint64_t throttle = c->parked_throttle_usec;
+
+        c->charge_parked = false;
+        c->parked_charged = false;
+        if (c->state != CONN_READY) {
+                page_counter_uncharge(&c->tenant->memory, n);
+                return;
+        }
+        conn_grant(c, seq, n, throttle);
+        conn_charge_next(c);
+}
+
+void conn_charge_grant_later(struct conn *c, uint32_t seq, uint64_t delay_usec) {
+        struct timeval tv = { .tv_sec = (time_t) (delay_usec / 1000000), .tv_usec = (suseconds_t) (delay_usec % 1000000) };
+
+        if (!c->charge_parked || !c->parked_charged || c->parked_seq != seq) {
+                log_error("client %" PRIu64 ": the reclaimer released charge %u, which is not waiting", c->client_id,
+                          seq);
+                return;
+        }
+        c->parked_throttle_usec = delay_usec;
+        if (delay_usec == 0) {
+                conn_throttle_cb(-1, 0, c);
+                return;
+        }
+        /* mem_cgroup_handle_over_high(): the penalty, slept by the
+         * charging client only (its Grant waits; nobody else does). */
+        conn_daemon_stat(c, MB_STAT_THROTTLE_USEC, (int64_t) delay_usec);
+        if (!c->throttle_timer)
+                c->throttle_timer = evtimer_new(c->w->base, conn_throttle_cb, c);
+        if (!c->throttle_timer || evtimer_add(c->throttle_timer, &tv) < 0)
+                conn_throttle_cb(-1, 0, c);
+}
+
+void conn_reclaim_request(struct conn *c, uint32_t seq, uint32_t pages) {
+        Mb__Msg msg = MB__MSG__INIT;
+        Mb__Reclaim rq = MB__RECLAIM__INIT;
+
+        if (c->state != CONN_READY)
+                return;
+        rq.seq = seq;
+        rq.pages = pages;
+        msg.body_case = MB__MSG__BODY_RECLAIM;
+        msg.reclaim = &rq;
+        /* pgscan: pages asked for. */
+        conn_daemon_stat(c, MB_STAT_PGSCAN, pages);
+        if (conn_send(c, &msg) < 0)
+                conn_fail(c, false, 0, ENOMEM, "cannot queue a Reclaim");
+}
+
+void conn_drain_request(struct conn *c, uint32_t seq) {
+        Mb__Msg msg = MB__MSG__INIT;
+        Mb__Drain d = MB__DRAIN__INIT;
+
+        if (c->state != CONN_READY)
+                return;
+        d.seq = seq;
+        msg.body_case = MB__MSG__BODY_DRAIN;
+        msg.drain = &d;
+        if (conn_send(c, &msg) < 0)
+                conn_fail(c, false, 0, ENOMEM, "cannot queue a Drain");
+}
+
+void conn_send_event(struct conn *c, const char *event, uint64_t count, const char *tenant) {
+        Mb__Msg msg = MB__MSG__INIT;
+        Mb__Event e = MB__EVENT__INIT;
+
+        /* Events are advisory: a client that does not read gets none. */
+        if (c->state != CONN_READY ||
+            evbuffer_get_length(bufferevent_get_output(c->bev)) > RECLAIM_EVENT_OUTPUT_MAX_BYTES)
+                return;
+        e.event = (char *) event;
+        e.count = count;
+        e.tenant = (char *) tenant;
+        msg.body_case = MB__MSG__BODY_EVENT;
+        msg.event = &e;
+        (void) conn_send(c, &msg);
+}
+
+/* OOMPolicy=kill: the process that opened the session, through the pidfd
+ * the reclaimer's handle keeps, never a pid another process may have now. */
+static int conn_rc_kill(struct reclaim_client *rc) {
+        return conn_kill_pidfd(rc->pidfd, SIGKILL);
+}
+
+/* How the reclaimer and the event relay reach the connections. */
+const struct reclaim_client_ops conn_reclaim_client_ops = {
+        .reclaim_request = conn_reclaim_request,
+        .drain_request = conn_drain_request,
+        .charge_resume = conn_charge_resume,
+        .charge_grant_later = conn_charge_grant_later,
+        .send_event = conn_send_event,
+        .kill = conn_rc_kill,
+};
+
+/* ---- Uncharge ---- */
+
+static int extent_cmp(const void *a, const void *b) {
+        const struct arena_extent *x = a, *y = b;
+
+        return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static bool extents_sorted(const struct arena_extent *e, size_t n) {
+        for (size_t i = 1; i < n; i++)
+                if (e[i].start < e[i - 1].start)
+                        return false;
+        return true;
+}
+
+void conn_uncharge(struct conn *c, const Mb__Uncharge *u) {
+        struct worker *w = c->w;
+        Mb__Msg msg = MB__MSG__INIT;
+        Mb__Ack ack = MB__ACK__INIT;
+        uint64_t bad = 0, released = 0;
+
+        if (u->n_extents > WORKER_MAX_UNCHARGE_EXTENTS)
+                return conn_fail(c, true, u->seq, EINVAL, "too many extents");
+        for (size_t i = 0; i < u->n_extents; i++) {
+                w->extents[i].start = u->extents[i]->start;
+                w->extents[i].count = u->extents[i]->count;
+        }
+
+        /* Check every page before changing anything. */
+        if (!arena_check_owned(c->arena, c->owner, w->extents, u->n_extents, &bad))
+                return conn_fail(c, true, u->seq, EINVAL, "page %" PRIu64 " is not held by this client", bad);
+
+        /* One hole punch per run of pages: put the extents in order first
+         * (libmembroker sends them sorted and coalesced already). */
+        if (!extents_sorted(w->extents, u->n_extents))
+                qsort(w->extents, u->n_extents, sizeof(*w->extents), extent_cmp);
+
+        conn_daemon_stat(c, MB_STAT_UNCHARGE_REQUESTS, 1);
+        if (u->n_extents > 0) {
+                released = arena_release(c->arena, c->owner, w->extents, u->n_extents);
+                c->held -= released;
+                reclaim_client_set_held(c->rc, c->held);
+                page_counter_uncharge(&c->tenant->memory, released);
+        }
+
+        /* The answer to a Reclaim (pgsteal: pages got back) or a Drain. */
+        if (u->has_reply_to && u->reason != MB__UNCHARGE_REASON__UNCHARGE_FREE) {
+                if (u->reason == MB__UNCHARGE_REASON__UNCHARGE_RECLAIM)
+                        conn_daemon_stat(c, MB_STAT_PGSTEAL, (int64_t) released);
+                reclaim_answered(c->rc, u->reply_to, released);
+        }
+
+        ack.seq = u->seq;
+        ack.pages = released;
+        msg.body_case = MB__MSG__BODY_ACK;
+        msg.ack = &ack;
+        if (conn_send(c, &msg) < 0)
+                conn_fail(c, true, u->seq, ENOMEM, "cannot queue the Ack");
+}
+
