@@ -100,7 +100,7 @@ int connect_again(mb_client *c) {
 
                 stats->slot[i] = old->slot[i];
                 s->slot = &stats->slot[i];
-                stock_unlock(s);
+                stock_unlock(c, s);
         }
         /* The new region's daemon learns of changes from its dirty word. */
         mb_stats_region_writer_attach(stats);

@@ -206,6 +206,16 @@ aborted:
 bool pcpu_rseq_usable(void);
 
 /**
+ * pcpu_rseq_fence - abort every restartable sequence of this process that
+ * runs on CPU @cpu now (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ)
+ * with MEMBARRIER_CMD_FLAG_CPU; on every CPU when that fails).  When it
+ * returns, a sequence that had started on @cpu before the call has either
+ * committed or restarted, and its stores are visible to the caller.  Only
+ * after pcpu_rseq_usable() returned true; it enters the kernel.
+ */
+void pcpu_rseq_fence(unsigned cpu);
+
+/**
  * pcpu_lock_remote - take @lock, the lock word of CPU @cpu's structure,
  * from whatever CPU the caller runs on: in rseq mode (@rseq) the compare
  * and swap plus membarrier described above, else by exchange.  Slow paths

@@ -26,45 +26,315 @@ bool stock_rseq_mode(void) {
         return pcpu_rseq_usable();
 }
 
-__attribute__((noinline)) struct stock *stock_lock_cpu(const mb_client *c, unsigned cpu) {
-        struct stock *s = &c->stocks[cpu];
+_Static_assert(2u * CHARGE_MAX_PAGES + 1u <= STOCK_NR_MASK, "a stock's count fits its word");
 
-        pcpu_lock_remote(&s->lock, cpu, c->rseq_lock);
-        return s;
+/* ---- rseq mode: the sequences ---- */
+
+enum { STOCK_RSEQ_DONE, STOCK_RSEQ_CHANGED, STOCK_RSEQ_ABORTED, STOCK_RSEQ_SLOW };
+
+#if PCPU_HAVE_RSEQ
+/*
+ * The restartable sequences of the stocks, x86-64.  Each publishes its
+ * descriptor in rseq->rseq_cs (offset 8 of glibc's struct rseq, at
+ * __rseq_offset from the thread pointer), compares rseq->cpu_id (offset 4)
+ * with the CPU whose stock it works on, compares the stock word with the
+ * value it was computed from, and commits with the single store of the new
+ * word.  The kernel moves a thread that is preempted, migrated or
+ * signalled inside [1, 2) to the abort handler 4, which the signature
+ * glibc registered precedes.
+ */
+#define STOCK_RSEQ_ENTER                                                       \
+        ".pushsection __rseq_cs, \"aw\"\n\t"                                   \
+        ".balign 32\n\t"                                                       \
+        "3:\n\t"                                                               \
+        ".long 0x0, 0x0\n\t"                 /* version, flags */              \
+        ".quad 1f, (2f - 1f), 4f\n\t"        /* start, post_commit_offset, abort */ \
+        ".popsection\n\t"                                                      \
+        "1:\n\t"                                                               \
+        "leaq 3b(%%rip), %%rax\n\t"                                            \
+        "movq %%rax, %%fs:8(%[off])\n\t"                                       \
+        "cmpl %[cpu], %%fs:4(%[off])\n\t"                                      \
+        "jnz 4f\n\t"                                                           \
+        "cmpq %[exp], (%[w])\n\t"                                              \
+        "jnz %l[changed]\n\t"
+#define STOCK_RSEQ_LEAVE                                                       \
+        "2:\n\t"                                                               \
+        ".pushsection __rseq_failure, \"ax\"\n\t"                              \
+        ".byte 0x0f, 0xb9, 0x3d\n\t"         /* ud1 <sig>(%%rip), %%edi */      \
+        ".long 0x53053053\n\t"               /* PCPU_RSEQ_SIG */               \
+        "4:\n\t"                                                               \
+        "jmp %l[aborted]\n\t"                                                  \
+        ".popsection\n\t"
+
+_Static_assert(PCPU_RSEQ_SIG == 0x53053053, "the signature in the abort handlers");
+
+/* If the stock word of CPU @cpu is still @expect, store @next there. */
+static inline __attribute__((always_inline)) int stock_rseq_cas(uint64_t *w, uint64_t expect, uint64_t next,
+                                                                uint32_t cpu, ptrdiff_t area) {
+        __asm__ __volatile__ goto(STOCK_RSEQ_ENTER
+                                  "movq %[nxt], (%[w])\n\t"
+                                  STOCK_RSEQ_LEAVE
+                                  :
+                                  : [off] "r"(area), [cpu] "r"(cpu), [w] "r"(w), [exp] "r"(expect), [nxt] "r"(next)
+                                  : "memory", "cc", "rax"
+                                  : changed, aborted);
+        return STOCK_RSEQ_DONE;
+changed:
+        return STOCK_RSEQ_CHANGED;
+aborted:
+        return STOCK_RSEQ_ABORTED;
 }
 
-__attribute__((noinline)) struct stock *stock_lock_slow(const mb_client *c) {
+/* What an operation writes before its commit: the slot's values, the
+ * dirty word (&stock->set_word when the region needs no mark), and for a
+ * push the page at pages[nr]. */
+struct stock_rseq_stores {
+        int64_t pages, stock, count;
+        uint64_t updates;
+        uint64_t *dirty;
+        void **at;
+        void *page;
+};
+
+#define STOCK_SLOT_OFF(item) ((long) offsetof(struct mb_stat_slot, v) + (long) (item) * 8)
+
+/* The stores of one pop (@push false) or push, then the commit of @next. */
+#define STOCK_RSEQ_OP(push, count_item)                                                                         \
+        __asm__ __volatile__ goto(STOCK_RSEQ_ENTER                                                             \
+                                  "movq 0(%[a]), %%rax\n\t"                                                    \
+                                  "movq %%rax, %c[o_pages](%[slot])\n\t"                                       \
+                                  "movq 8(%[a]), %%rax\n\t"                                                    \
+                                  "movq %%rax, %c[o_stock](%[slot])\n\t"                                       \
+                                  "movq 16(%[a]), %%rax\n\t"                                                   \
+                                  "movq %%rax, %c[o_count](%[slot])\n\t"                                       \
+                                  "movq 24(%[a]), %%rax\n\t"                                                   \
+                                  "movq %%rax, %c[o_upd](%[slot])\n\t"                                         \
+                                  "movq 32(%[a]), %%rax\n\t"                                                   \
+                                  "cmpq $0, (%%rax)\n\t"                                                       \
+                                  "jnz 5f\n\t"                                                                 \
+                                  "movq $1, (%%rax)\n\t"                                                       \
+                                  "5:\n\t"                                                                     \
+                                  ".if " #push "\n\t"                                                          \
+                                  "movq 40(%[a]), %%rax\n\t"                                                   \
+                                  "movq 48(%[a]), %%rcx\n\t"                                                   \
+                                  "movq %%rcx, (%%rax)\n\t"                                                    \
+                                  ".endif\n\t"                                                                 \
+                                  "movq %[nxt], (%[w])\n\t"                                                    \
+                                  STOCK_RSEQ_LEAVE                                                             \
+                                  :                                                                            \
+                                  : [off] "r"(area), [cpu] "r"(cpu), [w] "r"(&s->word), [exp] "r"(w),          \
+                                    [nxt] "r"(next), [slot] "r"(slot), [a] "r"(&st),                           \
+                                    [o_pages] "i"(STOCK_SLOT_OFF(MB_STAT_PAGES)),                              \
+                                    [o_stock] "i"(STOCK_SLOT_OFF(MB_STAT_STOCK)),                              \
+                                    [o_count] "i"(STOCK_SLOT_OFF(count_item)),                                 \
+                                    [o_upd] "i"(offsetof(struct mb_stat_slot, updates))                        \
+                                  : "memory", "cc", "rax", "rcx"                                               \
+                                  : changed, aborted)
+
+_Static_assert(offsetof(struct stock_rseq_stores, dirty) == 32 && offsetof(struct stock_rseq_stores, at) == 40 &&
+                       offsetof(struct stock_rseq_stores, page) == 48,
+               "the offsets in STOCK_RSEQ_OP");
+
+/* The slot values and dirty word after an operation that leaves the word
+ * @next (see stock.h). */
+static inline __attribute__((always_inline)) void stock_rseq_values(struct stock *s, struct mb_stat_slot *slot,
+                                                                    unsigned cpu, uint64_t next, bool push,
+                                                                    struct stock_rseq_stores *st) {
+        int64_t nr = (int64_t) (next & STOCK_NR_MASK), ops = (int64_t) (next >> STOCK_NR_BITS);
+
+        st->pages = s->k_pages - nr;
+        st->stock = s->k_stock + nr;
+        st->count = push ? (s->k_free2 + ops + nr) >> 1 : (s->k_alloc2 + ops - nr) >> 1;
+        st->updates = s->k_updates + (uint64_t) ops;
+        st->dirty = _unlikely_((st->updates & (STOCK_STAT_DIRTY_UPDATES - 1)) == 0)
+                            ? &mb_stats_region_of_slot(slot, cpu)->dirty
+                            : &s->set_word;
+}
+
+/* Pop one page from the stock of CPU @cpu in one sequence. */
+static inline __attribute__((always_inline)) int stock_rseq_pop(const mb_client *c, unsigned cpu, void **ret) {
+        struct stock *s = &c->stocks[cpu];
+        uint64_t w = __atomic_load_n(&s->word, __ATOMIC_RELAXED), next;
+        struct mb_stat_slot *slot;
+        struct stock_rseq_stores st;
+        ptrdiff_t area = c->rseq_area;
+
+        if (_unlikely_(w >= STOCK_W_GUARD || (w & STOCK_NR_MASK) == 0))
+                return STOCK_RSEQ_SLOW;
+        /* pages[nr - 1] changes only with the word: valid if it is still w. */
+        *ret = s->pages[(w & STOCK_NR_MASK) - 1];
+        next = w - 1 + STOCK_OPS_ONE;
+        slot = s->slot;
+        stock_rseq_values(s, slot, cpu, next, false, &st);
+        STOCK_RSEQ_OP(0, MB_STAT_PGALLOC);
+        return STOCK_RSEQ_DONE;
+changed:
+        return STOCK_RSEQ_CHANGED;
+aborted:
+        return STOCK_RSEQ_ABORTED;
+}
+
+/* Push @page to the stock of CPU @cpu in one sequence. */
+static inline __attribute__((always_inline)) int stock_rseq_push(const mb_client *c, unsigned cpu, void *page) {
+        struct stock *s = &c->stocks[cpu];
+        uint64_t w = __atomic_load_n(&s->word, __ATOMIC_RELAXED), next;
+        struct mb_stat_slot *slot;
+        struct stock_rseq_stores st;
+        ptrdiff_t area = c->rseq_area;
+
+        if (_unlikely_(w >= STOCK_W_GUARD || (w & STOCK_NR_MASK) >= s->limit))
+                return STOCK_RSEQ_SLOW;
+        next = w + 1 + STOCK_OPS_ONE;
+        slot = s->slot;
+        stock_rseq_values(s, slot, cpu, next, true, &st);
+        st.at = &s->pages[w & STOCK_NR_MASK];
+        st.page = page;
+        STOCK_RSEQ_OP(1, MB_STAT_PGFREE);
+        return STOCK_RSEQ_DONE;
+changed:
+        return STOCK_RSEQ_CHANGED;
+aborted:
+        return STOCK_RSEQ_ABORTED;
+}
+#endif
+
+/* rseq mode, the lock just taken: write the slot from the word and the
+ * bases, so that values a sequence aborted before its commit may have left
+ * there are gone, with `updates` two past the last value (such a sequence
+ * may have written one past): the daemon folds the slot again. */
+static void stock_materialize(const mb_client *c, struct stock *s) {
+        uint64_t w = s->word;
+        int64_t nr = (int64_t) (w & STOCK_NR_MASK);
+        int64_t ops = (int64_t) ((w & ~(STOCK_W_LOCKED | STOCK_W_REMOTE)) >> STOCK_NR_BITS);
+        struct mb_stat_slot *slot = s->slot;
+
+        __atomic_store_n(&slot->v[MB_STAT_PAGES], s->k_pages - nr, __ATOMIC_RELAXED);
+        __atomic_store_n(&slot->v[MB_STAT_STOCK], s->k_stock + nr, __ATOMIC_RELAXED);
+        __atomic_store_n(&slot->v[MB_STAT_PGALLOC], (s->k_alloc2 + ops - nr) >> 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&slot->v[MB_STAT_PGFREE], (s->k_free2 + ops + nr) >> 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&slot->updates, s->k_updates + (uint64_t) ops + 2, __ATOMIC_RELEASE);
+        stock_stat_dirty(c);
+}
+
+/* rseq mode, before the unlock: the bases for the word the unlock stores
+ * (@nr pages, @ops operations), from the slot as the holder left it. */
+static void stock_rebase(struct stock *s, int64_t nr, int64_t ops) {
+        const struct mb_stat_slot *slot = s->slot;
+
+        s->k_pages = __atomic_load_n(&slot->v[MB_STAT_PAGES], __ATOMIC_RELAXED) + nr;
+        s->k_stock = __atomic_load_n(&slot->v[MB_STAT_STOCK], __ATOMIC_RELAXED) - nr;
+        s->k_alloc2 = 2 * __atomic_load_n(&slot->v[MB_STAT_PGALLOC], __ATOMIC_RELAXED) - ops + nr;
+        s->k_free2 = 2 * __atomic_load_n(&slot->v[MB_STAT_PGFREE], __ATOMIC_RELAXED) - ops - nr;
+        s->k_updates = __atomic_load_n(&slot->updates, __ATOMIC_RELAXED) - (uint64_t) ops;
+}
+
+void stock_unlock(const mb_client *c, struct stock *s) {
+        uint64_t w = s->word;
+        uint64_t nr = w & STOCK_NR_MASK;
+        uint64_t ops = ((w & ~(STOCK_W_LOCKED | STOCK_W_REMOTE)) >> STOCK_NR_BITS) + 1;
+
+        stock_assert_locked(s);
+        /* The word moves on at every unlock: a sequence that read it before
+         * the lock does not commit after it. */
+        if (ops >= STOCK_OPS_RESET)
+                ops = 0;
+        if (c->rseq_lock)
+                stock_rebase(s, (int64_t) nr, (int64_t) ops);
+        __atomic_store_n(&s->word, nr | ops << STOCK_NR_BITS, __ATOMIC_RELEASE);
+}
+
+/* Wait until the word of @s looks unlocked; returns it. */
+static uint64_t stock_wait_unlocked(const struct stock *s) {
+        for (;;) {
+                uint64_t w;
+
+                for (unsigned i = 0; i < PCPU_SPIN_LOOPS; i++) {
+                        w = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
+                        if (!(w & STOCK_W_LOCKED))
+                                return w;
+                        pcpu_relax();
+                }
+                sched_yield();
+        }
+}
+
+/* Atomic mode, or any remote locker: compare-and-swap of the lock bit. */
+static void stock_lock_cas(struct stock *s, uint64_t bits) {
+        uint64_t w = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
+
+        for (;;) {
+                if (w & STOCK_W_LOCKED)
+                        w = stock_wait_unlocked(s);
+                if (__atomic_compare_exchange_n(&s->word, &w, w | bits, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+                        return;
+        }
+}
+
+struct stock *stock_lock_cpu(const mb_client *c, unsigned cpu) {
+        struct stock *s = &c->stocks[cpu];
+
+        if (!c->rseq_lock) {
+                stock_lock_cas(s, STOCK_W_LOCKED);
+                return s;
+        }
+        for (;;) {
+                uint64_t w;
+
+                stock_lock_cas(s, STOCK_W_LOCKED | STOCK_W_REMOTE);
+                w = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
+                /* A sequence on @cpu may have read the word before the swap
+                 * and not committed yet: abort it, then look. */
+                pcpu_rseq_fence(cpu);
+                /* Still our value: nobody committed over it.  No sequence
+                 * writes REMOTE, and every commit and unlock moves ops on,
+                 * so another remote locker cannot have stored this value. */
+                if (__atomic_load_n(&s->word, __ATOMIC_ACQUIRE) == w) {
+                        stock_materialize(c, s);
+                        return s;
+                }
+        }
+}
+
+struct stock *stock_lock_this(const mb_client *c) {
 #if PCPU_HAVE_RSEQ
         if (c->rseq_lock) {
                 for (;;) {
                         uint32_t cpu = pcpu_rseq_cpu(c->rseq_offset);
                         struct stock *s;
-                        int r;
+                        uint64_t w;
 
                         if (cpu >= c->ncpus)
                                 /* No valid rseq CPU for this thread. */
                                 return stock_lock_cpu(c, pcpu_fallback_cpu(c->ncpus));
                         s = &c->stocks[cpu];
-                        r = pcpu_rseq_trylock(&s->lock, cpu, c->rseq_area);
-                        if (r == PCPU_RSEQ_LOCKED)
+                        w = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
+                        if (w & STOCK_W_LOCKED) {
+                                (void) stock_wait_unlocked(s);
+                                continue;
+                        }
+                        /* A sequence of this CPU: the others of this CPU
+                         * finished or restart, no fence needed. */
+                        if (stock_rseq_cas(&s->word, w, w | STOCK_W_LOCKED, cpu, c->rseq_area) == STOCK_RSEQ_DONE) {
+                                stock_materialize(c, s);
                                 return s;
-                        if (r == PCPU_RSEQ_BUSY)
-                                pcpu_wait_unlocked(&s->lock);
+                        }
                 }
         }
 #endif
         {
                 struct stock *s = &c->stocks[pcpu_current_cpu(c->rseq_offset, c->ncpus)];
 
-                pcpu_lock_atomic(&s->lock);
+                stock_lock_cas(s, STOCK_W_LOCKED);
                 return s;
         }
 }
 
 void stock_take_locked(const mb_client *c, struct stock *s, void **out, uint32_t take) {
         stock_assert_locked(s);
-        s->nr -= take;
-        memcpy(out, s->pages + s->nr, take * sizeof(void *));
+        uint32_t nr = stock_nr(s) - take;
+
+        stock_set_nr(s, nr);
+        memcpy(out, s->pages + nr, take * sizeof(void *));
         stock_slot_add(s->slot, MB_STAT_STOCK, -(int64_t) take);
         stock_slot_commit(c, s);
 }
@@ -73,9 +343,9 @@ void stock_disable_all(mb_client *c) {
         for (unsigned i = 0; i < c->ncpus; i++) {
                 struct stock *s = stock_lock_cpu(c, i);
 
-                s->nr = 0;
+                stock_set_nr(s, 0);
                 s->limit = 0;
-                stock_unlock(s);
+                stock_unlock(c, s);
         }
 }
 
@@ -90,13 +360,13 @@ size_t stock_take_all(mb_client *c, void **out, size_t n) {
 
                 /* A racy peek spares locking (a membarrier in rseq mode)
                  * an empty stock; pages that arrive meanwhile stay there. */
-                if (__atomic_load_n(&c->stocks[cpu].nr, __ATOMIC_RELAXED) == 0)
+                if (stock_nr(&c->stocks[cpu]) == 0)
                         continue;
                 s = stock_lock_cpu(c, cpu);
-                take = (uint32_t) MB_MIN((size_t) s->nr, n - got);
+                take = (uint32_t) MB_MIN((size_t) stock_nr(s), n - got);
                 if (take > 0)
                         stock_take_locked(c, s, out + got, take);
-                stock_unlock(s);
+                stock_unlock(c, s);
                 got += take;
         }
         return got;
@@ -112,17 +382,17 @@ void stock_account_unlock(const mb_client *c, struct stock *s, int64_t n) {
                 stock_slot_add(s->slot, MB_STAT_PGFREE, -n);
         }
         stock_slot_commit(c, s);
-        stock_unlock(s);
+        stock_unlock(c, s);
 }
 
 /* Take up to @n pages from the stock of this CPU only. */
 static size_t stock_take_local(mb_client *c, void **out, size_t n) {
         struct stock *s = stock_lock_this(c);
-        uint32_t take = (uint32_t) MB_MIN((size_t) s->nr, n);
+        uint32_t take = (uint32_t) MB_MIN((size_t) stock_nr(s), n);
 
         if (take > 0)
                 stock_take_locked(c, s, out, take);
-        stock_unlock(s);
+        stock_unlock(c, s);
         return take;
 }
 
@@ -156,14 +426,14 @@ int stock_adopt_batch_locked(mb_client *c, uint32_t batch) {
                 /* limit 0: disabled (fork, lost session): stays so */
                 if (s->limit != 0) {
                         s->limit = 2u * batch;
-                        if (s->nr > s->limit) {
-                                uint32_t take = s->nr - s->limit;
+                        if (stock_nr(s) > s->limit) {
+                                uint32_t take = stock_nr(s) - s->limit;
 
                                 stock_take_locked(c, s, back + n, take);
                                 n += take;
                         }
                 }
-                stock_unlock(s);
+                stock_unlock(c, s);
         }
         return session_uncharge(c, back, n, MB__UNCHARGE_REASON__UNCHARGE_FREE, true, false, 0);
 }
@@ -179,7 +449,7 @@ int stock_adopt_batch_locked(mb_client *c, uint32_t batch) {
  */
 static int stock_put_locked(mb_client *c, void **pages, size_t n, size_t freed) {
         _cleanup_(freep) void **back = NULL;
-        size_t total, nback = 0;
+        size_t total, nback = 0, nr;
         struct stock *s;
 
         mb_assert_mutex_held(&c->conn_lock);
@@ -194,31 +464,32 @@ static int stock_put_locked(mb_client *c, void **pages, size_t n, size_t freed) 
         s = stock_lock_this(c);
         if (s->limit == 0) {
                 /* The session broke while we were on our way: nothing to keep. */
-                stock_unlock(s);
+                stock_unlock(c, s);
                 return session_lost(c);
         }
-        total = s->nr + n;
+        nr = stock_nr(s);
+        total = nr + n;
         if (total > s->limit)
                 nback = DIV_ROUND_UP(total - s->limit, c->charge_batch) * c->charge_batch;
-        if (nback <= s->nr) {
+        if (nback <= nr) {
                 memcpy(back, s->pages, nback * sizeof(void *));
-                memmove(s->pages, s->pages + nback, (s->nr - nback) * sizeof(void *));
-                memcpy(s->pages + s->nr - nback, pages, n * sizeof(void *));
+                memmove(s->pages, s->pages + nback, (nr - nback) * sizeof(void *));
+                memcpy(s->pages + nr - nback, pages, n * sizeof(void *));
         } else {
-                size_t from_new = nback - s->nr;
+                size_t from_new = nback - nr;
 
-                memcpy(back, s->pages, s->nr * sizeof(void *));
-                memcpy(back + s->nr, pages, from_new * sizeof(void *));
+                memcpy(back, s->pages, nr * sizeof(void *));
+                memcpy(back + nr, pages, from_new * sizeof(void *));
                 memcpy(s->pages, pages + from_new, (n - from_new) * sizeof(void *));
         }
-        s->nr = (uint32_t) (total - nback);
+        stock_set_nr(s, (uint32_t) (total - nback));
         stock_slot_add(s->slot, MB_STAT_STOCK, (int64_t) n - (int64_t) nback);
         if (freed > 0) {
                 stock_slot_add(s->slot, MB_STAT_PAGES, -(int64_t) freed);
                 stock_slot_add(s->slot, MB_STAT_PGFREE, (int64_t) freed);
         }
         stock_slot_commit(c, s);
-        stock_unlock(s);
+        stock_unlock(c, s);
 
         return session_uncharge(c, back, nback, MB__UNCHARGE_REASON__UNCHARGE_FREE, true, false, 0);
 }
@@ -348,23 +619,133 @@ static __attribute__((noinline)) int stock_page_free_slow(mb_client *c, void *pa
 
 /* ---- the fast paths ---- */
 
-void *mb_page_alloc(mb_client *c) {
+/* The fast path of atomic mode, and of rseq mode after a failed sequence:
+ * this CPU's stock under its lock, adding to the slot. */
+static void stock_use_locked(const mb_client *c, struct stock *s, int64_t n) {
+        if (stock_stat_use(s->slot, n))
+                stock_stat_dirty(c);
+}
+
+static __attribute__((noinline)) void *stock_page_alloc_locked(mb_client *c) {
         struct stock *s = stock_lock_this(c);
-        uint32_t nr = s->nr;
+        uint32_t nr = stock_nr(s);
 
         if (_likely_(nr > 0)) {
                 void *p = s->pages[nr - 1];
 
-                stock_use(c, s, 1);
-                stock_unlock_nr(s, nr - 1);
+                stock_set_nr(s, nr - 1);
+                stock_use_locked(c, s, 1);
+                stock_unlock(c, s);
                 return p;
         }
-        stock_unlock(s);
+        stock_unlock(c, s);
         return stock_page_alloc_slow(c);
+}
+
+static __attribute__((noinline)) int stock_page_free_locked(mb_client *c, void *page) {
+        struct stock *s = stock_lock_this(c);
+        uint32_t nr = stock_nr(s);
+
+        if (_likely_(nr < s->limit)) {
+                s->pages[nr] = page;
+                stock_set_nr(s, nr + 1);
+                stock_use_locked(c, s, -1);
+                stock_unlock(c, s);
+                return 0;
+        }
+        stock_unlock(c, s);
+        return stock_page_free_slow(c, page);
+}
+
+#if PCPU_HAVE_RSEQ
+/* A sequence aborted on CPU @cpu may have left values one operation ahead
+ * in its slot (stock.h): an operation on that CPU overwrites them, and so
+ * does taking its lock.  The caller now runs elsewhere: take and release
+ * that stock's lock from here. */
+static void stock_rseq_settle(const mb_client *c, unsigned cpu) {
+        stock_unlock(c, stock_lock_cpu(c, cpu));
+}
+
+/*
+ * After a sequence did not commit (@r, on CPU @cpu): try again while the
+ * stock has room, on the CPU the thread runs on now.  A sequence the kernel
+ * aborted leaves its CPU's slot to settle: by a later commit on that CPU,
+ * or stock_rseq_settle() once the thread runs elsewhere.  An empty or full
+ * stock, or a thread without a valid rseq CPU, takes the locked path.
+ */
+static __attribute__((noinline)) void *stock_page_alloc_retry(mb_client *c, int r, uint32_t cpu) {
+        int unsettled = r == STOCK_RSEQ_ABORTED ? (int) cpu : -1;
+
+        for (;;) {
+                void *p;
+
+                cpu = pcpu_rseq_cpu(c->rseq_offset);
+                if (unsettled >= 0 && (unsigned) unsettled != cpu) {
+                        stock_rseq_settle(c, (unsigned) unsettled);
+                        unsettled = -1;
+                }
+                if (cpu >= c->ncpus)
+                        break;
+                r = stock_rseq_pop(c, cpu, &p);
+                if (r == STOCK_RSEQ_DONE)
+                        return p;
+                if (r == STOCK_RSEQ_SLOW)
+                        break;
+                if (r == STOCK_RSEQ_ABORTED)
+                        unsettled = (int) cpu;
+        }
+        if (unsettled >= 0)
+                stock_rseq_settle(c, (unsigned) unsettled);
+        return stock_page_alloc_locked(c);
+}
+
+static __attribute__((noinline)) int stock_page_free_retry(mb_client *c, void *page, int r, uint32_t cpu) {
+        int unsettled = r == STOCK_RSEQ_ABORTED ? (int) cpu : -1;
+
+        for (;;) {
+                cpu = pcpu_rseq_cpu(c->rseq_offset);
+                if (unsettled >= 0 && (unsigned) unsettled != cpu) {
+                        stock_rseq_settle(c, (unsigned) unsettled);
+                        unsettled = -1;
+                }
+                if (cpu >= c->ncpus)
+                        break;
+                r = stock_rseq_push(c, cpu, page);
+                if (r == STOCK_RSEQ_DONE)
+                        return 0;
+                if (r == STOCK_RSEQ_SLOW)
+                        break;
+                if (r == STOCK_RSEQ_ABORTED)
+                        unsettled = (int) cpu;
+        }
+        if (unsettled >= 0)
+                stock_rseq_settle(c, (unsigned) unsettled);
+        return stock_page_free_locked(c, page);
+}
+#endif
+
+void *mb_page_alloc(mb_client *c) {
+#if PCPU_HAVE_RSEQ
+        if (_likely_(c->rseq_lock)) {
+                uint32_t cpu = pcpu_rseq_cpu(c->rseq_offset);
+                void *p;
+                int r;
+
+                if (_likely_(cpu < c->ncpus)) {
+                        r = stock_rseq_pop(c, cpu, &p);
+                        if (_likely_(r == STOCK_RSEQ_DONE))
+                                return p;
+                } else
+                        r = STOCK_RSEQ_SLOW;
+                return stock_page_alloc_retry(c, r, cpu);
+        }
+#endif
+        return stock_page_alloc_locked(c);
 }
 
 int mb_page_alloc_bulk(mb_client *c, void **pages, size_t n) {
         struct stock *s;
+        uint32_t nr;
 
         if (n == 0)
                 return 0;
@@ -373,14 +754,16 @@ int mb_page_alloc_bulk(mb_client *c, void **pages, size_t n) {
                 return -EINVAL;
         }
         s = stock_lock_this(c);
-        if (_likely_(s->nr >= n)) {
-                s->nr -= (uint32_t) n;
-                memcpy(pages, s->pages + s->nr, n * sizeof(void *));
-                stock_use(c, s, (int64_t) n);
-                stock_unlock(s);
+        nr = stock_nr(s);
+        if (_likely_(nr >= n)) {
+                nr -= (uint32_t) n;
+                stock_set_nr(s, nr);
+                memcpy(pages, s->pages + nr, n * sizeof(void *));
+                stock_use_locked(c, s, (int64_t) n);
+                stock_unlock(c, s);
                 return 0;
         }
-        stock_unlock(s);
+        stock_unlock(c, s);
         return stock_alloc_slow(c, pages, n);
 }
 
@@ -390,26 +773,29 @@ static int stock_bad_page(const mb_client *c, const void *page) {
 }
 
 int mb_page_free(mb_client *c, void *page) {
-        struct stock *s;
-        uint32_t nr;
-
         if (_unlikely_(!client_page_valid(c, page)))
                 return stock_bad_page(c, page);
-        s = stock_lock_this(c);
-        nr = s->nr;
-        if (_likely_(nr < s->limit)) {
-                s->pages[nr] = page;
-                stock_use(c, s, -1);
-                stock_unlock_nr(s, nr + 1);
-                return 0;
+#if PCPU_HAVE_RSEQ
+        if (_likely_(c->rseq_lock)) {
+                uint32_t cpu = pcpu_rseq_cpu(c->rseq_offset);
+                int r;
+
+                if (_likely_(cpu < c->ncpus)) {
+                        r = stock_rseq_push(c, cpu, page);
+                        if (_likely_(r == STOCK_RSEQ_DONE))
+                                return 0;
+                } else
+                        r = STOCK_RSEQ_SLOW;
+                return stock_page_free_retry(c, page, r, cpu);
         }
-        stock_unlock(s);
-        return stock_page_free_slow(c, page);
+#endif
+        return stock_page_free_locked(c, page);
 }
 
 int mb_page_free_bulk(mb_client *c, void **pages, size_t n) {
         struct stock *s;
         size_t push;
+        uint32_t nr;
 
         if (n == 0)
                 return 0;
@@ -422,13 +808,14 @@ int mb_page_free_bulk(mb_client *c, void **pages, size_t n) {
                         return stock_bad_page(c, pages[i]);
 
         s = stock_lock_this(c);
-        push = MB_MIN(n, (size_t) (s->nr < s->limit ? s->limit - s->nr : 0));
+        nr = stock_nr(s);
+        push = MB_MIN(n, (size_t) (nr < s->limit ? s->limit - nr : 0));
         if (push > 0) {
-                memcpy(s->pages + s->nr, pages, push * sizeof(void *));
-                s->nr += (uint32_t) push;
-                stock_use(c, s, -(int64_t) push);
+                memcpy(s->pages + nr, pages, push * sizeof(void *));
+                stock_set_nr(s, nr + (uint32_t) push);
+                stock_use_locked(c, s, -(int64_t) push);
         }
-        stock_unlock(s);
+        stock_unlock(c, s);
         if (_likely_(push == n))
                 return 0;
         return stock_free_slow(c, pages + push, n - push);
@@ -450,6 +837,10 @@ int stock_setup(mb_client *c) {
                         .cap = (uint32_t) cap,
                         .pages = (void **) ((uint8_t *) c->stock_pages + i * stride),
                         .slot = &c->stats->slot[i],
+                        .set_word = 1,
                 };
+        /* The bases of rseq mode: the slot as the daemon handed it. */
+        for (unsigned i = 0; i < c->ncpus; i++)
+                stock_rebase(&c->stocks[i], 0, 0);
         return 0;
 }
