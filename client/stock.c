@@ -85,45 +85,45 @@ aborted:
         return STOCK_RSEQ_ABORTED;
 }
 
-/* What an operation writes before its commit: the slot's values, the
- * dirty word (&stock->set_word when the region needs no mark), and for a
- * push the page at pages[nr]. */
+/* What an operation writes before its commit: the slot's values and the
+ * dirty word (&stock->set_word when the region needs no mark). */
 struct stock_rseq_stores {
         int64_t pages, stock, count;
         uint64_t updates;
         uint64_t *dirty;
-        void **at;
-        void *page;
 };
 
 #define STOCK_SLOT_OFF(item) ((long) offsetof(struct mb_stat_slot, v) + (long) (item) * 8)
 
-/* The stores of one pop (@push false) or push, then the commit of @next. */
-#define STOCK_RSEQ_OP(push, count_item)                                                                         \
+/* The stores of one pop (@push 0) or push (@push 1: @page to pages[nr]
+ * first), then the commit of @next.  The slot and the page array are read
+ * from the stock inside the sequence (they change only with the word). */
+#define STOCK_RSEQ_OP(push, count_item, page)                                                                   \
         __asm__ __volatile__ goto(STOCK_RSEQ_ENTER                                                             \
-                                  "movq 0(%[a]), %%rax\n\t"                                                    \
-                                  "movq %%rax, %c[o_pages](%[slot])\n\t"                                       \
-                                  "movq 8(%[a]), %%rax\n\t"                                                    \
-                                  "movq %%rax, %c[o_stock](%[slot])\n\t"                                       \
-                                  "movq 16(%[a]), %%rax\n\t"                                                   \
-                                  "movq %%rax, %c[o_count](%[slot])\n\t"                                       \
-                                  "movq 24(%[a]), %%rax\n\t"                                                   \
-                                  "movq %%rax, %c[o_upd](%[slot])\n\t"                                         \
-                                  "movq 32(%[a]), %%rax\n\t"                                                   \
-                                  "cmpq $0, (%%rax)\n\t"                                                       \
-                                  "jnz 5f\n\t"                                                                 \
-                                  "movq $1, (%%rax)\n\t"                                                       \
-                                  "5:\n\t"                                                                     \
                                   ".if " #push "\n\t"                                                          \
-                                  "movq 40(%[a]), %%rax\n\t"                                                   \
-                                  "movq 48(%[a]), %%rcx\n\t"                                                   \
-                                  "movq %%rcx, (%%rax)\n\t"                                                    \
+                                  "movq %[exp], %%rax\n\t"                                                     \
+                                  "andl %[nrmask], %%eax\n\t"                                                  \
+                                  "movq %c[o_arr](%[w]), %%rcx\n\t"                                            \
+                                  "movq %[pg], (%%rcx,%%rax,8)\n\t"                                            \
                                   ".endif\n\t"                                                                 \
+                                  "movq %c[o_slot](%[w]), %%rcx\n\t"                                           \
+                                  "movq %[vp], %c[o_pages](%%rcx)\n\t"                                         \
+                                  "movq %[vs], %c[o_stock](%%rcx)\n\t"                                         \
+                                  "movq %[vc], %c[o_count](%%rcx)\n\t"                                         \
+                                  "movq %[vu], %c[o_upd](%%rcx)\n\t"                                           \
+                                  "cmpq $0, (%[dirty])\n\t"                                                    \
+                                  "jnz 5f\n\t"                                                                 \
+                                  "movq $1, (%[dirty])\n\t"                                                    \
+                                  "5:\n\t"                                                                     \
                                   "movq %[nxt], (%[w])\n\t"                                                    \
                                   STOCK_RSEQ_LEAVE                                                             \
                                   :                                                                            \
-                                  : [off] "r"(area), [cpu] "r"(cpu), [w] "r"(&s->word), [exp] "r"(w),          \
-                                    [nxt] "r"(next), [slot] "r"(slot), [a] "r"(&st),                           \
+                                  : [off] "r"(area), [cpu] "r"(cpu), [w] "r"(s), [exp] "r"(w),                 \
+                                    [nxt] "r"(next), [vp] "r"(st.pages), [vs] "r"(st.stock),                   \
+                                    [vc] "r"(st.count), [vu] "r"(st.updates), [dirty] "r"(st.dirty),           \
+                                    [pg] "ri"(page), [nrmask] "i"(STOCK_NR_MASK),                              \
+                                    [o_arr] "i"(offsetof(struct stock, pages)),                                \
+                                    [o_slot] "i"(offsetof(struct stock, slot)),                                \
                                     [o_pages] "i"(STOCK_SLOT_OFF(MB_STAT_PAGES)),                              \
                                     [o_stock] "i"(STOCK_SLOT_OFF(MB_STAT_STOCK)),                              \
                                     [o_count] "i"(STOCK_SLOT_OFF(count_item)),                                 \
@@ -131,9 +131,7 @@ struct stock_rseq_stores {
                                   : "memory", "cc", "rax", "rcx"                                               \
                                   : changed, aborted)
 
-_Static_assert(offsetof(struct stock_rseq_stores, dirty) == 32 && offsetof(struct stock_rseq_stores, at) == 40 &&
-                       offsetof(struct stock_rseq_stores, page) == 48,
-               "the offsets in STOCK_RSEQ_OP");
+_Static_assert(offsetof(struct stock, word) == 0, "the sequences compare (%[w])");
 
 /* The slot values and dirty word after an operation that leaves the word
  * @next (see stock.h). */
@@ -166,7 +164,7 @@ static inline __attribute__((always_inline)) int stock_rseq_pop(const mb_client 
         next = w - 1 + STOCK_OPS_ONE;
         slot = s->slot;
         stock_rseq_values(s, slot, cpu, next, false, &st);
-        STOCK_RSEQ_OP(0, MB_STAT_PGALLOC);
+        STOCK_RSEQ_OP(0, MB_STAT_PGALLOC, (void *) NULL);
         return STOCK_RSEQ_DONE;
 changed:
         return STOCK_RSEQ_CHANGED;
@@ -187,9 +185,7 @@ static inline __attribute__((always_inline)) int stock_rseq_push(const mb_client
         next = w + 1 + STOCK_OPS_ONE;
         slot = s->slot;
         stock_rseq_values(s, slot, cpu, next, true, &st);
-        st.at = &s->pages[w & STOCK_NR_MASK];
-        st.page = page;
-        STOCK_RSEQ_OP(1, MB_STAT_PGFREE);
+        STOCK_RSEQ_OP(1, MB_STAT_PGFREE, page);
         return STOCK_RSEQ_DONE;
 changed:
         return STOCK_RSEQ_CHANGED;
