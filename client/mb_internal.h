@@ -22,6 +22,12 @@ unsigned mb_client_ncpus(const mb_client *c);
  * not call it with one held).  A no-op in a fork() child. */
 void mb_client_stat_add(mb_client *c, enum mb_stat_item item, int64_t delta);
 
+/* Return every page stocked on any CPU to the daemon now, as the answer to
+ * the daemon's Drain does (drain_all_stock()), while the application may
+ * run on every CPU.  Never waits for the daemon.  Returns the number of
+ * pages returned, or a negative errno. */
+long mb_client_drain_stocks(mb_client *c);
+
 /* Set the thread's mb_last_error() message. */
 void mb_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -368,6 +368,21 @@ size_t stock_take_all(mb_client *c, void **out, size_t n) {
         return got;
 }
 
+long mb_client_drain_stocks(mb_client *c) {
+        size_t room = (size_t) c->ncpus * (2u * c->batch_cap + 1u), got;
+        _cleanup_(freep) void **buf = NULL;
+        int r;
+
+        if (c->forked || session_broken(c))
+                return 0;
+        buf = malloc(room * sizeof(void *));
+        if (!buf)
+                return -ENOMEM;
+        got = stock_take_all(c, buf, room);
+        r = session_uncharge(c, buf, got, MB__UNCHARGE_REASON__UNCHARGE_DRAIN, false, false, 0);
+        return r < 0 ? r : (long) got;
+}
+
 void stock_account_unlock(const mb_client *c, struct stock *s, int64_t n) {
         stock_assert_locked(s);
         if (n > 0) {
