@@ -85,86 +85,96 @@ aborted:
         return STOCK_RSEQ_ABORTED;
 }
 
-/* What an operation writes before its commit: the slot's values and the
- * dirty word (&stock->set_word when the region needs no mark). */
-struct stock_rseq_stores {
-        int64_t pages, stock, count;
-        uint64_t updates;
-        uint64_t *dirty;
-};
-
 #define STOCK_SLOT_OFF(item) ((long) offsetof(struct mb_stat_slot, v) + (long) (item) * 8)
 
-/* The stores of one pop (@push 0) or push (@push 1: @page to pages[nr]
- * first), then the commit of @next.  The slot and the page array are read
- * from the stock inside the sequence (they change only with the word). */
-#define STOCK_RSEQ_OP(push, count_item, page)                                                                   \
-        __asm__ __volatile__ goto(STOCK_RSEQ_ENTER                                                             \
-                                  ".if " #push "\n\t"                                                          \
-                                  "movq %[exp], %%rax\n\t"                                                     \
-                                  "andl %[nrmask], %%eax\n\t"                                                  \
-                                  "movq %c[o_arr](%[w]), %%rcx\n\t"                                            \
-                                  "movq %[pg], (%%rcx,%%rax,8)\n\t"                                            \
-                                  ".endif\n\t"                                                                 \
-                                  "movq %c[o_slot](%[w]), %%rcx\n\t"                                           \
-                                  "movq %[vp], %c[o_pages](%%rcx)\n\t"                                         \
-                                  "movq %[vs], %c[o_stock](%%rcx)\n\t"                                         \
-                                  "movq %[vc], %c[o_count](%%rcx)\n\t"                                         \
-                                  "movq %[vu], %c[o_upd](%%rcx)\n\t"                                           \
-                                  "cmpq $0, (%[dirty])\n\t"                                                    \
-                                  "jnz 5f\n\t"                                                                 \
-                                  "movq $1, (%[dirty])\n\t"                                                    \
-                                  "5:\n\t"                                                                     \
-                                  "movq %[nxt], (%[w])\n\t"                                                    \
-                                  STOCK_RSEQ_LEAVE                                                             \
-                                  :                                                                            \
-                                  : [off] "r"(area), [cpu] "r"(cpu), [w] "r"(s), [exp] "r"(w),                 \
-                                    [nxt] "r"(next), [vp] "r"(st.pages), [vs] "r"(st.stock),                   \
-                                    [vc] "r"(st.count), [vu] "r"(st.updates), [dirty] "r"(st.dirty),           \
-                                    [pg] "ri"(page), [nrmask] "i"(STOCK_NR_MASK),                              \
-                                    [o_arr] "i"(offsetof(struct stock, pages)),                                \
-                                    [o_slot] "i"(offsetof(struct stock, slot)),                                \
-                                    [o_pages] "i"(STOCK_SLOT_OFF(MB_STAT_PAGES)),                              \
-                                    [o_stock] "i"(STOCK_SLOT_OFF(MB_STAT_STOCK)),                              \
-                                    [o_count] "i"(STOCK_SLOT_OFF(count_item)),                                 \
-                                    [o_upd] "i"(offsetof(struct mb_stat_slot, updates))                        \
-                                  : "memory", "cc", "rax", "rcx"                                               \
-                                  : changed, aborted)
+/*
+ * One pop (@push 0) or push (@push 1: @page to pages[nr] first) of the
+ * stock @s of CPU @cpu, whose word was @w, as one sequence: the values of
+ * the slot from the word it commits (stock.h), the region's dirty word when
+ * `updates` passes a multiple of STOCK_STAT_DIRTY_UPDATES, then the commit
+ * of the word moved on by one page and one operation.  The slot, the page array and the bases are read from the
+ * stock inside the sequence (they change only with the word).  @count_item
+ * is the counter of the operation, @k_count its base.
+ */
+#define STOCK_RSEQ_OP(push, count_item, k_count, page)                                                          \
+        __asm__ __volatile__ goto(                                                                              \
+                STOCK_RSEQ_ENTER                                                                                \
+                "movq %[exp], %%rax\n\t"                                                                        \
+                "andl %[nrmask], %%eax\n\t"                       /* rax = nr before */                         \
+                ".if " #push "\n\t"                                                                             \
+                "movq %c[o_arr](%[w]), %%rcx\n\t"                                                               \
+                "movq %[pg], (%%rcx,%%rax,8)\n\t"                                                               \
+                "incq %%rax\n\t"                                                                                \
+                ".else\n\t"                                                                                     \
+                "decq %%rax\n\t"                                                                                \
+                ".endif\n\t"                                              /* rax = nr after */                  \
+                "movq %c[o_slot](%[w]), %%rcx\n\t"                /* rcx = slot */                              \
+                "movq %c[o_kpages](%[w]), %%rdx\n\t"                                                            \
+                "subq %%rax, %%rdx\n\t"                                                                         \
+                "movq %%rdx, %c[o_pages](%%rcx)\n\t"              /* k_pages - nr */                            \
+                "movq %c[o_kstock](%[w]), %%rdx\n\t"                                                            \
+                "addq %%rax, %%rdx\n\t"                                                                         \
+                "movq %%rdx, %c[o_stock](%%rcx)\n\t"              /* k_stock + nr */                            \
+                "movq %[exp], %%rdx\n\t"                                                                        \
+                "shrq %[nrbits], %%rdx\n\t"                                                                     \
+                "incq %%rdx\n\t"                                  /* rdx = ops after */                         \
+                ".if " #push "\n\t"                                                                             \
+                "addq %%rdx, %%rax\n\t"                           /* ops + nr */                                \
+                ".else\n\t"                                                                                     \
+                "negq %%rax\n\t"                                                                                \
+                "addq %%rdx, %%rax\n\t"                           /* ops - nr */                                \
+                ".endif\n\t"                                                                                    \
+                "addq %c[o_kcount](%[w]), %%rax\n\t"                                                            \
+                "sarq $1, %%rax\n\t"                                                                            \
+                "movq %%rax, %c[o_count](%%rcx)\n\t"                                                            \
+                "addq %c[o_kupd](%[w]), %%rdx\n\t"                                                              \
+                "movq %%rdx, %c[o_upd](%%rcx)\n\t"                /* k_updates + ops */                         \
+                "testb %[dmask], %%dl\n\t"                                                                      \
+                "jnz 5f\n\t"                                                                                    \
+                "movl %[cpu], %%eax\n\t"                          /* the region's dirty word: */                \
+                "shlq $7, %%rax\n\t"                              /* slot - cpu * 128 - 64 */                   \
+                "subq %%rax, %%rcx\n\t"                                                                         \
+                "cmpq $0, -64(%%rcx)\n\t"                                                                       \
+                "jnz 5f\n\t"                                                                                    \
+                "movq $1, -64(%%rcx)\n\t"                                                                       \
+                "5:\n\t"                                                                                        \
+                "movq %[exp], %%rax\n\t"                                                                        \
+                "addq %[delta], %%rax\n\t"                                                                      \
+                "movq %%rax, (%[w])\n\t"                          /* commit */                                  \
+                STOCK_RSEQ_LEAVE                                                                                \
+                :                                                                                               \
+                : [off] "r"(area), [cpu] "r"(cpu), [w] "r"(s), [exp] "r"(w),                                    \
+                  [delta] "e"((int64_t) (push ? STOCK_OPS_ONE + 1 : STOCK_OPS_ONE - 1)),                        \
+                  [pg] "ri"(page), [nrmask] "i"(STOCK_NR_MASK), [nrbits] "i"(STOCK_NR_BITS),                    \
+                  [dmask] "i"(STOCK_STAT_DIRTY_UPDATES - 1),                                                    \
+                  [o_arr] "i"(offsetof(struct stock, pages)), [o_slot] "i"(offsetof(struct stock, slot)),       \
+                  [o_kpages] "i"(offsetof(struct stock, k_pages)),                                              \
+                  [o_kstock] "i"(offsetof(struct stock, k_stock)),                                              \
+                  [o_kcount] "i"(offsetof(struct stock, k_count)),                                              \
+                  [o_kupd] "i"(offsetof(struct stock, k_updates)),                                              \
+                  [o_pages] "i"(STOCK_SLOT_OFF(MB_STAT_PAGES)), [o_stock] "i"(STOCK_SLOT_OFF(MB_STAT_STOCK)),   \
+                  [o_count] "i"(STOCK_SLOT_OFF(count_item)),                                                    \
+                  [o_upd] "i"(offsetof(struct mb_stat_slot, updates))                                           \
+                : "memory", "cc", "rax", "rcx", "rdx"                                                           \
+                : changed, aborted)
 
 _Static_assert(offsetof(struct stock, word) == 0, "the sequences compare (%[w])");
-
-/* The slot values and dirty word after an operation that leaves the word
- * @next (see stock.h). */
-static inline __attribute__((always_inline)) void stock_rseq_values(struct stock *s, struct mb_stat_slot *slot,
-                                                                    unsigned cpu, uint64_t next, bool push,
-                                                                    struct stock_rseq_stores *st) {
-        int64_t nr = (int64_t) (next & STOCK_NR_MASK), ops = (int64_t) (next >> STOCK_NR_BITS);
-
-        st->pages = s->k_pages - nr;
-        st->stock = s->k_stock + nr;
-        st->count = push ? (s->k_free2 + ops + nr) >> 1 : (s->k_alloc2 + ops - nr) >> 1;
-        st->updates = s->k_updates + (uint64_t) ops;
-        st->dirty = _unlikely_((st->updates & (STOCK_STAT_DIRTY_UPDATES - 1)) == 0)
-                            ? &mb_stats_region_of_slot(slot, cpu)->dirty
-                            : &s->set_word;
-}
+_Static_assert(sizeof(struct mb_stat_slot) == 128 && offsetof(struct mb_stats_region, slot) == 128 &&
+                       offsetof(struct mb_stats_region, dirty) == 64,
+               "the sequences find the dirty word at slot - cpu * 128 - 64");
+_Static_assert(STOCK_STAT_DIRTY_UPDATES <= 256, "testb");
 
 /* Pop one page from the stock of CPU @cpu in one sequence. */
 static inline __attribute__((always_inline)) int stock_rseq_pop(const mb_client *c, unsigned cpu, void **ret) {
         struct stock *s = &c->stocks[cpu];
-        uint64_t w = __atomic_load_n(&s->word, __ATOMIC_RELAXED), next;
-        struct mb_stat_slot *slot;
-        struct stock_rseq_stores st;
+        uint64_t w = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
         ptrdiff_t area = c->rseq_area;
 
         if (_unlikely_(w >= STOCK_W_GUARD || (w & STOCK_NR_MASK) == 0))
                 return STOCK_RSEQ_SLOW;
         /* pages[nr - 1] changes only with the word: valid if it is still w. */
         *ret = s->pages[(w & STOCK_NR_MASK) - 1];
-        next = w - 1 + STOCK_OPS_ONE;
-        slot = s->slot;
-        stock_rseq_values(s, slot, cpu, next, false, &st);
-        STOCK_RSEQ_OP(0, MB_STAT_PGALLOC, (void *) NULL);
+        STOCK_RSEQ_OP(0, MB_STAT_PGALLOC, k_alloc2, 0);
         return STOCK_RSEQ_DONE;
 changed:
         return STOCK_RSEQ_CHANGED;
@@ -175,17 +185,12 @@ aborted:
 /* Push @page to the stock of CPU @cpu in one sequence. */
 static inline __attribute__((always_inline)) int stock_rseq_push(const mb_client *c, unsigned cpu, void *page) {
         struct stock *s = &c->stocks[cpu];
-        uint64_t w = __atomic_load_n(&s->word, __ATOMIC_RELAXED), next;
-        struct mb_stat_slot *slot;
-        struct stock_rseq_stores st;
+        uint64_t w = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
         ptrdiff_t area = c->rseq_area;
 
         if (_unlikely_(w >= STOCK_W_GUARD || (w & STOCK_NR_MASK) >= s->limit))
                 return STOCK_RSEQ_SLOW;
-        next = w + 1 + STOCK_OPS_ONE;
-        slot = s->slot;
-        stock_rseq_values(s, slot, cpu, next, true, &st);
-        STOCK_RSEQ_OP(1, MB_STAT_PGFREE, page);
+        STOCK_RSEQ_OP(1, MB_STAT_PGFREE, k_free2, page);
         return STOCK_RSEQ_DONE;
 changed:
         return STOCK_RSEQ_CHANGED;
