@@ -30,7 +30,7 @@ _Static_assert(2u * CHARGE_MAX_PAGES + 1u <= STOCK_NR_MASK, "a stock's count fit
 
 /* ---- rseq mode: the sequences ---- */
 
-enum { STOCK_RSEQ_DONE, STOCK_RSEQ_CHANGED, STOCK_RSEQ_ABORTED, STOCK_RSEQ_SLOW };
+enum { STOCK_RSEQ_DONE, STOCK_RSEQ_CHANGED, STOCK_RSEQ_ABORTED, STOCK_RSEQ_SLOW, STOCK_RSEQ_RESET };
 
 #if PCPU_HAVE_RSEQ
 /*
@@ -54,7 +54,8 @@ enum { STOCK_RSEQ_DONE, STOCK_RSEQ_CHANGED, STOCK_RSEQ_ABORTED, STOCK_RSEQ_SLOW 
         "leaq 3b(%%rip), %%rax\n\t"                                            \
         "movq %%rax, %%fs:8(%[off])\n\t"                                       \
         "cmpl %[cpu], %%fs:4(%[off])\n\t"                                      \
-        "jnz 4f\n\t"                                                           \
+        "jnz 4f\n\t"
+#define STOCK_RSEQ_COMPARE                                                     \
         "cmpq %[exp], (%[w])\n\t"                                              \
         "jnz %l[changed]\n\t"
 #define STOCK_RSEQ_LEAVE                                                       \
@@ -71,7 +72,7 @@ _Static_assert(PCPU_RSEQ_SIG == 0x53053053, "the signature in the abort handlers
 /* If the stock word of CPU @cpu is still @expect, store @next there. */
 static inline __attribute__((always_inline)) int stock_rseq_cas(uint64_t *w, uint64_t expect, uint64_t next,
                                                                 uint32_t cpu, ptrdiff_t area) {
-        __asm__ __volatile__ goto(STOCK_RSEQ_ENTER
+        __asm__ __volatile__ goto(STOCK_RSEQ_ENTER STOCK_RSEQ_COMPARE
                                   "movq %[nxt], (%[w])\n\t"
                                   STOCK_RSEQ_LEAVE
                                   :
@@ -88,49 +89,62 @@ aborted:
 #define STOCK_SLOT_OFF(item) ((long) offsetof(struct mb_stat_slot, v) + (long) (item) * 8)
 
 /*
- * One pop (@push 0) or push (@push 1: @page to pages[nr] first) of the
- * stock @s of CPU @cpu, whose word was @w, as one sequence: the values of
- * the slot from the word it commits (stock.h), the region's dirty word when
- * `updates` passes a multiple of STOCK_STAT_DIRTY_UPDATES, then the commit
- * of the word moved on by one page and one operation.  The slot, the page array and the bases are read from the
- * stock inside the sequence (they change only with the word).  @count_item
- * is the counter of the operation, @k_count its base.
+ * One pop (@push 0: the page into @page) or push (@push 1: @page to
+ * pages[nr]) on the stock @s of CPU @cpu, as one sequence, as tcmalloc's
+ * per-CPU caches do: it reads the word inside the sequence and leaves to
+ * %l[slow] when it is locked, the stock empty (pop) or at its limit (push);
+ * writes the slot's values from the word it commits (stock.h) and the
+ * region's dirty word when `updates` passes a multiple of
+ * STOCK_STAT_DIRTY_UPDATES; then commits the word moved on by one page and
+ * one operation.  Past STOCK_OPS_RESET operations (checked with the dirty
+ * word) it leaves to %l[reset] instead, for an unlock to start them again.
  */
-#define STOCK_RSEQ_OP(push, count_item, k_count, page)                                                          \
+#define STOCK_RSEQ_OP(push, count_item, k_count, page_constraint)                                               \
         __asm__ __volatile__ goto(                                                                              \
                 STOCK_RSEQ_ENTER                                                                                \
-                "movq %[exp], %%rax\n\t"                                                                        \
+                "movq (%[w]), %%rdx\n\t"                          /* rdx = word */                              \
+                "testq %%rdx, %%rdx\n\t"                                                                        \
+                "js %l[slow]\n\t"                                 /* locked */                                  \
+                "movl %%edx, %%eax\n\t"                                                                         \
                 "andl %[nrmask], %%eax\n\t"                       /* rax = nr before */                         \
-                ".if " #push "\n\t"                                                                             \
                 "movq %c[o_arr](%[w]), %%rcx\n\t"                                                               \
-                "movq %[pg], (%%rcx,%%rax,8)\n\t"                                                               \
-                "incq %%rax\n\t"                                                                                \
-                ".else\n\t"                                                                                     \
-                "decq %%rax\n\t"                                                                                \
-                ".endif\n\t"                                              /* rax = nr after */                  \
-                "movq %c[o_slot](%[w]), %%rcx\n\t"                /* rcx = slot */                              \
-                "movq %c[o_kpages](%[w]), %%rdx\n\t"                                                            \
-                "subq %%rax, %%rdx\n\t"                                                                         \
-                "movq %%rdx, %c[o_pages](%%rcx)\n\t"              /* k_pages - nr */                            \
-                "movq %c[o_kstock](%[w]), %%rdx\n\t"                                                            \
-                "addq %%rax, %%rdx\n\t"                                                                         \
-                "movq %%rdx, %c[o_stock](%%rcx)\n\t"              /* k_stock + nr */                            \
-                "movq %[exp], %%rdx\n\t"                                                                        \
-                "shrq %[nrbits], %%rdx\n\t"                                                                     \
-                "incq %%rdx\n\t"                                  /* rdx = ops after */                         \
                 ".if " #push "\n\t"                                                                             \
-                "addq %%rdx, %%rax\n\t"                           /* ops + nr */                                \
+                "cmpl %c[o_limit](%[w]), %%eax\n\t"                                                             \
+                "jae %l[slow]\n\t"                                /* full */                                    \
+                "movq %[pg], (%%rcx,%%rax,8)\n\t"                                                               \
+                "incl %%eax\n\t"                                                                                \
+                "addq %[delta], %%rdx\n\t"                                                                      \
+                ".else\n\t"                                                                                     \
+                "testl %%eax, %%eax\n\t"                                                                        \
+                "jz %l[slow]\n\t"                                 /* empty */                                   \
+                "movq -8(%%rcx,%%rax,8), %[pg]\n\t"                                                             \
+                "decl %%eax\n\t"                                                                                \
+                "addq %[delta], %%rdx\n\t"                                                                      \
+                ".endif\n\t"                                      /* rax = nr, rdx = word after */              \
+                "movq %c[o_slot](%[w]), %%rcx\n\t"                /* rcx = slot */                              \
+                "movq %c[o_kpages](%[w]), %%r8\n\t"                                                             \
+                "subq %%rax, %%r8\n\t"                                                                          \
+                "movq %%r8, %c[o_pages](%%rcx)\n\t"               /* k_pages - nr */                            \
+                "movq %c[o_kstock](%[w]), %%r8\n\t"                                                             \
+                "addq %%rax, %%r8\n\t"                                                                          \
+                "movq %%r8, %c[o_stock](%%rcx)\n\t"               /* k_stock + nr */                            \
+                "movq %%rdx, %%r8\n\t"                                                                          \
+                "shrq %[nrbits], %%r8\n\t"                        /* r8 = ops after */                          \
+                ".if " #push "\n\t"                                                                             \
+                "addq %%r8, %%rax\n\t"                            /* ops + nr */                                \
                 ".else\n\t"                                                                                     \
                 "negq %%rax\n\t"                                                                                \
-                "addq %%rdx, %%rax\n\t"                           /* ops - nr */                                \
+                "addq %%r8, %%rax\n\t"                            /* ops - nr */                                \
                 ".endif\n\t"                                                                                    \
                 "addq %c[o_kcount](%[w]), %%rax\n\t"                                                            \
                 "sarq $1, %%rax\n\t"                                                                            \
                 "movq %%rax, %c[o_count](%%rcx)\n\t"                                                            \
-                "addq %c[o_kupd](%[w]), %%rdx\n\t"                                                              \
-                "movq %%rdx, %c[o_upd](%%rcx)\n\t"                /* k_updates + ops */                         \
-                "testb %[dmask], %%dl\n\t"                                                                      \
+                "addq %c[o_kupd](%[w]), %%r8\n\t"                                                               \
+                "movq %%r8, %c[o_upd](%%rcx)\n\t"                 /* k_updates + ops */                         \
+                "testb %[dmask], %%r8b\n\t"                                                                     \
                 "jnz 5f\n\t"                                                                                    \
+                "btq %[resetbit], %%rdx\n\t"                                                                    \
+                "jc %l[reset]\n\t"                                                                              \
                 "movl %[cpu], %%eax\n\t"                          /* the region's dirty word: */                \
                 "shlq $7, %%rax\n\t"                              /* slot - cpu * 128 - 64 */                   \
                 "subq %%rax, %%rcx\n\t"                                                                         \
@@ -138,16 +152,15 @@ aborted:
                 "jnz 5f\n\t"                                                                                    \
                 "movq $1, -64(%%rcx)\n\t"                                                                       \
                 "5:\n\t"                                                                                        \
-                "movq %[exp], %%rax\n\t"                                                                        \
-                "addq %[delta], %%rax\n\t"                                                                      \
-                "movq %%rax, (%[w])\n\t"                          /* commit */                                  \
+                "movq %%rdx, (%[w])\n\t"                          /* commit */                                  \
                 STOCK_RSEQ_LEAVE                                                                                \
-                :                                                                                               \
-                : [off] "r"(area), [cpu] "r"(cpu), [w] "r"(s), [exp] "r"(w),                                    \
+                : [pg] page_constraint(p)                                                                    \
+                : [off] "r"(area), [cpu] "r"(cpu), [w] "r"(s),                                                  \
                   [delta] "e"((int64_t) (push ? STOCK_OPS_ONE + 1 : STOCK_OPS_ONE - 1)),                        \
-                  [pg] "ri"(page), [nrmask] "i"(STOCK_NR_MASK), [nrbits] "i"(STOCK_NR_BITS),                    \
-                  [dmask] "i"(STOCK_STAT_DIRTY_UPDATES - 1),                                                    \
+                  [nrmask] "i"(STOCK_NR_MASK), [nrbits] "i"(STOCK_NR_BITS),                                     \
+                  [dmask] "i"(STOCK_STAT_DIRTY_UPDATES - 1), [resetbit] "i"(STOCK_OPS_RESET_BIT),               \
                   [o_arr] "i"(offsetof(struct stock, pages)), [o_slot] "i"(offsetof(struct stock, slot)),       \
+                  [o_limit] "i"(offsetof(struct stock, limit)),                                                 \
                   [o_kpages] "i"(offsetof(struct stock, k_pages)),                                              \
                   [o_kstock] "i"(offsetof(struct stock, k_stock)),                                              \
                   [o_kcount] "i"(offsetof(struct stock, k_count)),                                              \
@@ -155,10 +168,13 @@ aborted:
                   [o_pages] "i"(STOCK_SLOT_OFF(MB_STAT_PAGES)), [o_stock] "i"(STOCK_SLOT_OFF(MB_STAT_STOCK)),   \
                   [o_count] "i"(STOCK_SLOT_OFF(count_item)),                                                    \
                   [o_upd] "i"(offsetof(struct mb_stat_slot, updates))                                           \
-                : "memory", "cc", "rax", "rcx", "rdx"                                                           \
-                : changed, aborted)
+                : "memory", "cc", "rax", "rcx", "rdx", "r8"                                                     \
+                : slow, reset, aborted)
 
-_Static_assert(offsetof(struct stock, word) == 0, "the sequences compare (%[w])");
+/* The ops bit that sends a sequence to an unlock (stock.h). */
+#define STOCK_OPS_RESET_BIT (STOCK_NR_BITS + 40)
+_Static_assert(STOCK_OPS_RESET == UINT64_C(1) << 40, "STOCK_OPS_RESET_BIT");
+_Static_assert(offsetof(struct stock, word) == 0, "the sequences read (%[w])");
 _Static_assert(sizeof(struct mb_stat_slot) == 128 && offsetof(struct mb_stats_region, slot) == 128 &&
                        offsetof(struct mb_stats_region, dirty) == 64,
                "the sequences find the dirty word at slot - cpu * 128 - 64");
@@ -167,33 +183,32 @@ _Static_assert(STOCK_STAT_DIRTY_UPDATES <= 256, "testb");
 /* Pop one page from the stock of CPU @cpu in one sequence. */
 static inline __attribute__((always_inline)) int stock_rseq_pop(const mb_client *c, unsigned cpu, void **ret) {
         struct stock *s = &c->stocks[cpu];
-        uint64_t w = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
         ptrdiff_t area = c->rseq_area;
+        void *p;
 
-        if (_unlikely_(w >= STOCK_W_GUARD || (w & STOCK_NR_MASK) == 0))
-                return STOCK_RSEQ_SLOW;
-        /* pages[nr - 1] changes only with the word: valid if it is still w. */
-        *ret = s->pages[(w & STOCK_NR_MASK) - 1];
-        STOCK_RSEQ_OP(0, MB_STAT_PGALLOC, k_alloc2, 0);
+        STOCK_RSEQ_OP(0, MB_STAT_PGALLOC, k_alloc2, "=r");
+        *ret = p;
         return STOCK_RSEQ_DONE;
-changed:
-        return STOCK_RSEQ_CHANGED;
+slow:
+        return STOCK_RSEQ_SLOW;
+reset:
+        return STOCK_RSEQ_RESET;
 aborted:
         return STOCK_RSEQ_ABORTED;
 }
 
 /* Push @page to the stock of CPU @cpu in one sequence. */
-static inline __attribute__((always_inline)) int stock_rseq_push(const mb_client *c, unsigned cpu, void *page) {
+static inline __attribute__((always_inline)) int stock_rseq_push(const mb_client *c, unsigned cpu, void *pg) {
         struct stock *s = &c->stocks[cpu];
-        uint64_t w = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
         ptrdiff_t area = c->rseq_area;
+        void *p = pg;
 
-        if (_unlikely_(w >= STOCK_W_GUARD || (w & STOCK_NR_MASK) >= s->limit))
-                return STOCK_RSEQ_SLOW;
-        STOCK_RSEQ_OP(1, MB_STAT_PGFREE, k_free2, page);
+        STOCK_RSEQ_OP(1, MB_STAT_PGFREE, k_free2, "+r");
         return STOCK_RSEQ_DONE;
-changed:
-        return STOCK_RSEQ_CHANGED;
+slow:
+        return STOCK_RSEQ_SLOW;
+reset:
+        return STOCK_RSEQ_RESET;
 aborted:
         return STOCK_RSEQ_ABORTED;
 }
@@ -684,58 +699,50 @@ static void stock_rseq_settle(const mb_client *c, unsigned cpu) {
 
 /*
  * After a sequence did not commit (@r, on CPU @cpu): try again while the
- * stock has room, on the CPU the thread runs on now.  A sequence the kernel
- * aborted leaves its CPU's slot to settle: by a later commit on that CPU,
- * or stock_rseq_settle() once the thread runs elsewhere.  An empty or full
- * stock, or a thread without a valid rseq CPU, takes the locked path.
+ * stock has pages or room, on the CPU the thread runs on now.  A sequence
+ * the kernel aborted leaves its CPU's slot to settle: by a later commit on
+ * that CPU, or stock_rseq_settle() once the thread runs elsewhere.  One
+ * past STOCK_OPS_RESET operations settles at once (the unlock starts them
+ * again).  An empty or full stock, or a thread without a valid rseq CPU,
+ * takes the locked path.
  */
+#define STOCK_RSEQ_RETRY(attempt)                                                       \
+        int unsettled = -1;                                                             \
+                                                                                        \
+        for (;;) {                                                                      \
+                if (r == STOCK_RSEQ_RESET)                                              \
+                        stock_rseq_settle(c, cpu);                                      \
+                else if (r == STOCK_RSEQ_SLOW)                                          \
+                        break;                                                          \
+                else if (r == STOCK_RSEQ_ABORTED)                                       \
+                        unsettled = (int) cpu;                                          \
+                cpu = pcpu_rseq_cpu(c->rseq_offset);                                    \
+                if (unsettled >= 0 && (unsigned) unsettled != cpu) {                    \
+                        stock_rseq_settle(c, (unsigned) unsettled);                     \
+                        unsettled = -1;                                                 \
+                }                                                                       \
+                if (cpu >= c->ncpus)                                                    \
+                        break;                                                          \
+                r = attempt;                                                            \
+                if (r == STOCK_RSEQ_DONE)                                               \
+                        break;                                                          \
+        }                                                                               \
+        if (unsettled >= 0)                                                             \
+                stock_rseq_settle(c, (unsigned) unsettled)
+
 static __attribute__((noinline)) void *stock_page_alloc_retry(mb_client *c, int r, uint32_t cpu) {
-        int unsettled = r == STOCK_RSEQ_ABORTED ? (int) cpu : -1;
+        void *p = NULL;
 
-        for (;;) {
-                void *p;
-
-                cpu = pcpu_rseq_cpu(c->rseq_offset);
-                if (unsettled >= 0 && (unsigned) unsettled != cpu) {
-                        stock_rseq_settle(c, (unsigned) unsettled);
-                        unsettled = -1;
-                }
-                if (cpu >= c->ncpus)
-                        break;
-                r = stock_rseq_pop(c, cpu, &p);
-                if (r == STOCK_RSEQ_DONE)
-                        return p;
-                if (r == STOCK_RSEQ_SLOW)
-                        break;
-                if (r == STOCK_RSEQ_ABORTED)
-                        unsettled = (int) cpu;
-        }
-        if (unsettled >= 0)
-                stock_rseq_settle(c, (unsigned) unsettled);
+        STOCK_RSEQ_RETRY(stock_rseq_pop(c, cpu, &p));
+        if (r == STOCK_RSEQ_DONE)
+                return p;
         return stock_page_alloc_locked(c);
 }
 
 static __attribute__((noinline)) int stock_page_free_retry(mb_client *c, void *page, int r, uint32_t cpu) {
-        int unsettled = r == STOCK_RSEQ_ABORTED ? (int) cpu : -1;
-
-        for (;;) {
-                cpu = pcpu_rseq_cpu(c->rseq_offset);
-                if (unsettled >= 0 && (unsigned) unsettled != cpu) {
-                        stock_rseq_settle(c, (unsigned) unsettled);
-                        unsettled = -1;
-                }
-                if (cpu >= c->ncpus)
-                        break;
-                r = stock_rseq_push(c, cpu, page);
-                if (r == STOCK_RSEQ_DONE)
-                        return 0;
-                if (r == STOCK_RSEQ_SLOW)
-                        break;
-                if (r == STOCK_RSEQ_ABORTED)
-                        unsettled = (int) cpu;
-        }
-        if (unsettled >= 0)
-                stock_rseq_settle(c, (unsigned) unsettled);
+        STOCK_RSEQ_RETRY(stock_rseq_push(c, cpu, page));
+        if (r == STOCK_RSEQ_DONE)
+                return 0;
         return stock_page_free_locked(c, page);
 }
 #endif
