@@ -37,9 +37,9 @@ enum { STOCK_RSEQ_DONE, STOCK_RSEQ_CHANGED, STOCK_RSEQ_ABORTED, STOCK_RSEQ_SLOW,
  * The restartable sequences of the stocks, x86-64.  Each publishes its
  * descriptor in rseq->rseq_cs (offset 8 of glibc's struct rseq, at
  * __rseq_offset from the thread pointer), compares rseq->cpu_id (offset 4)
- * with the CPU whose stock it works on, compares the stock word with the
- * value it was computed from, and commits with the single store of the new
- * word.  The kernel moves a thread that is preempted, migrated or
+ * with the CPU whose stock it works on, reads the stock word (or compares
+ * it with the value it read before), and commits with the single store of
+ * the new word.  The kernel moves a thread that is preempted, migrated or
  * signalled inside [1, 2) to the abort handler 4, which the signature
  * glibc registered precedes.
  */
@@ -186,7 +186,7 @@ static inline __attribute__((always_inline)) int stock_rseq_pop(const mb_client 
         ptrdiff_t area = c->rseq_area;
         void *p;
 
-        STOCK_RSEQ_OP(0, MB_STAT_PGALLOC, k_alloc2, "=r");
+        STOCK_RSEQ_OP(0, MB_STAT_PGALLOC, k_alloc2, "=&r");
         *ret = p;
         return STOCK_RSEQ_DONE;
 slow:

@@ -54,9 +54,11 @@
  * of tcmalloc's per-CPU slabs does:
  *
  *   bits  0..19  nr      pages in pages[]
- *   bits 20..61  ops     operations since the last unlock reset it (bit 61,
- *                        the top bit, is a guard: the fast path leaves a
- *                        word with it set to the slow path, which resets)
+ *   bits 20..61  ops     operations since an unlock last reset them (an
+ *                        unlock resets them past STOCK_OPS_RESET, and
+ *                        the fast path goes to one when it sees them past
+ *                        it, which it checks every 64 operations: the
+ *                        field never fills)
  *   bit  62      REMOTE  held by a remote locker (rseq mode)
  *   bit  63      LOCKED  held by a lock holder: the fast path keeps out
  *
@@ -69,7 +71,6 @@
 #define STOCK_NR_MASK ((UINT64_C(1) << STOCK_NR_BITS) - 1)
 #define STOCK_OPS_ONE (UINT64_C(1) << STOCK_NR_BITS)
 #define STOCK_OPS_RESET (UINT64_C(1) << 40)  /* an unlock past this many ops resets them */
-#define STOCK_W_GUARD (UINT64_C(1) << 61)    /* word >= this: not for the fast path */
 #define STOCK_W_REMOTE (UINT64_C(1) << 62)
 #define STOCK_W_LOCKED (UINT64_C(1) << 63)
 
