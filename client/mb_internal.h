@@ -8,6 +8,7 @@
  */
 #pragma once
 
+#include <stddef.h>
 #include <stdint.h>
 #include "membroker.h"
 #include "mb_stats_abi.h"
@@ -16,6 +17,11 @@
  * always < mb_client_ncpus(). */
 unsigned mb_client_cpu(const mb_client *c);
 unsigned mb_client_ncpus(const mb_client *c);
+
+/* Where a fast path may read mb_client_cpu() inline: the offset of rseq
+ * cpu_id from the thread pointer (pcpu_rseq_cpu(); a value >= ncpus means
+ * "call mb_client_cpu()"), or -1: always call mb_client_cpu(). */
+ptrdiff_t mb_client_cpu_offset(const mb_client *c);
 
 /* Add @delta to @item in the caller's CPU slot of the stats region; safe
  * against other threads of the process (takes the CPU's stock lock, so do

@@ -388,6 +388,10 @@ size_t stock_take_all(mb_client *c, void **out, size_t n) {
         return got;
 }
 
+ptrdiff_t mb_client_cpu_offset(const mb_client *c) {
+        return c->rseq_offset;
+}
+
 long mb_client_drain_stocks(mb_client *c) {
         size_t room = (size_t) c->ncpus * (2u * c->batch_cap + 1u), got;
         _cleanup_(freep) void **buf = NULL;
