@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * stock.c - the per-CPU stocks of charged pages (stock.h) and the page fast
- * paths: mb_page_alloc(), mb_page_free() and their bulk forms when the
- * stock covers them read the CPU from rseq, take that CPU's stock lock,
- * pop or push a pointer, bump the CPU's stats slot and unlock: no system
- * call, no daemon.  The slow paths charge and return pages in batches
+ * paths: mb_page_alloc() and mb_page_free() pop or push a pointer on the
+ * stock of the CPU they run on and write that CPU's stats slot in one
+ * restartable sequence (rseq mode), or under the stock's lock (atomic
+ * mode, and the bulk forms): no system call, no daemon.  The slow paths charge and return pages in batches
  * through the session (session.h) under conn_lock, as the kernel's
  * try_charge() and refill_stock() do for memcg_stock_pcp.
  */

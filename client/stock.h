@@ -195,7 +195,10 @@ struct stock *stock_lock_this(const mb_client *c);
  * for the daemon (mb_stats_abi.h); a read of a shared line while the word
  * is set, no fence.  A reconnection publishes the new region before it
  * moves the slots, under each stock's lock, and unmaps the old one after:
- * a writer holding any stock lock sees a mapped region. */
+ * a writer holding any stock lock sees a mapped region.  (The sequences of
+ * rseq mode mark the region of the slot they write, inside the sequence:
+ * the lock's fence on their CPU finishes or aborts them before it is
+ * unmapped.) */
 static inline __attribute__((always_inline)) void stock_stat_dirty(const mb_client *c) {
         mb_stats_region_mark_dirty(__atomic_load_n(&c->stats, __ATOMIC_RELAXED));
 }
