@@ -65,6 +65,7 @@ static void client_registry_child(void) {
                 /* Atomic mode: taking a stock's lock in rseq mode rewrites
                  * the CPU's stats slot (stock.h), which is the parent's. */
                 c->rseq_lock = false;
+                c->rseq_ncpus = 0;
                 for (unsigned i = 0; i < c->ncpus; i++) {
                         c->stocks[i].word = 0;
                         c->stocks[i].limit = 0;

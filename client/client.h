@@ -67,6 +67,8 @@ struct mb_client {
         ptrdiff_t rseq_offset;         /* cpu_rseq_offset(), -1 without rseq */
         ptrdiff_t rseq_area;           /* __rseq_offset: the struct rseq */
         bool rseq_lock;                /* stocks in rseq mode (stock.h) */
+        unsigned rseq_ncpus;           /* ncpus in rseq mode, else 0: the fast
+                                        * paths' bound on the rseq CPU */
         unsigned ncpus;                /* = stats slots = stocks */
         unsigned page_shift;
 

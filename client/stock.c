@@ -66,6 +66,19 @@ enum { STOCK_RSEQ_DONE, STOCK_RSEQ_CHANGED, STOCK_RSEQ_ABORTED, STOCK_RSEQ_SLOW,
         "4:\n\t"                                                               \
         "jmp %l[aborted]\n\t"                                                  \
         ".popsection\n\t"
+/* The same for a sequence that writes the stats slot: %%rcx is 0 until it
+ * holds the slot, right before the first store there; an abort before
+ * that left nothing behind (%l[clean]). */
+#define STOCK_RSEQ_LEAVE_SLOT                                                  \
+        "2:\n\t"                                                               \
+        ".pushsection __rseq_failure, \"ax\"\n\t"                              \
+        ".byte 0x0f, 0xb9, 0x3d\n\t"         /* ud1 <sig>(%%rip), %%edi */      \
+        ".long 0x53053053\n\t"               /* PCPU_RSEQ_SIG */               \
+        "4:\n\t"                                                               \
+        "testq %%rcx, %%rcx\n\t"                                               \
+        "jz %l[clean]\n\t"                                                     \
+        "jmp %l[aborted]\n\t"                                                  \
+        ".popsection\n\t"
 
 _Static_assert(PCPU_RSEQ_SIG == 0x53053053, "the signature in the abort handlers");
 
@@ -89,45 +102,45 @@ aborted:
 #define STOCK_SLOT_OFF(item) ((long) offsetof(struct mb_stat_slot, v) + (long) (item) * 8)
 
 /*
- * One pop (@push 0: the page into @page) or push (@push 1: @page to
- * pages[nr]) on the stock @s of CPU @cpu, as one sequence, as tcmalloc's
- * per-CPU caches do: it reads the word inside the sequence and leaves to
- * %l[slow] when it is locked, the stock empty (pop) or at its limit (push);
- * writes the slot's values from the word it commits (stock.h) and the
- * region's dirty word when `updates` passes a multiple of
- * STOCK_STAT_DIRTY_UPDATES; then commits the word moved on by one page and
- * one operation.  Past STOCK_OPS_RESET operations (checked with the dirty
- * word) it leaves to %l[reset] instead, for an unlock to start them again.
+ * One pop (@push 0: the page into @p) or push (@push 1: @p to pages[nr])
+ * on the stock @s of CPU @cpu, as one sequence, as tcmalloc's per-CPU
+ * caches do: it reads the word inside the sequence and leaves to %l[slow]
+ * when it is locked, the stock empty (pop) or at its limit (push);
+ * computes the slot's values from the word it will commit (stock.h); past
+ * STOCK_OPS_RESET operations (checked every STOCK_STAT_DIRTY_UPDATES) leaves
+ * to %l[slow_reset] instead, for an unlock to start them again; then, in
+ * its last instructions, writes the slot, the region's dirty word when
+ * `updates` passes a multiple of STOCK_STAT_DIRTY_UPDATES, and commits the
+ * word moved on by one page and one operation.  An abort before the first
+ * slot store goes to %l[clean] (nothing to settle), after it to
+ * %l[aborted].  The slot, the page array and the bases are read from the
+ * stock inside the sequence (they change only with the word).
+ * @count_item is the counter of the operation, @k_count its base.
  */
 #define STOCK_RSEQ_OP(push, count_item, k_count, page_constraint)                                               \
         __asm__ __volatile__ goto(                                                                              \
+                "xorl %%ecx, %%ecx\n\t"                           /* no slot store yet */                       \
                 STOCK_RSEQ_ENTER                                                                                \
                 "movq (%[w]), %%rdx\n\t"                          /* rdx = word */                              \
                 "testq %%rdx, %%rdx\n\t"                                                                        \
                 "js %l[slow]\n\t"                                 /* locked */                                  \
                 "movl %%edx, %%eax\n\t"                                                                         \
                 "andl %[nrmask], %%eax\n\t"                       /* rax = nr before */                         \
-                "movq %c[o_arr](%[w]), %%rcx\n\t"                                                               \
+                "movq %c[o_arr](%[w]), %%r8\n\t"                                                                \
                 ".if " #push "\n\t"                                                                             \
                 "cmpl %c[o_limit](%[w]), %%eax\n\t"                                                             \
                 "jae %l[slow]\n\t"                                /* full */                                    \
-                "movq %[pg], (%%rcx,%%rax,8)\n\t"                                                               \
+                "movq %[pg], (%%r8,%%rax,8)\n\t"                  /* above nr: harmless until the commit */     \
                 "incl %%eax\n\t"                                                                                \
-                "addq %[delta], %%rdx\n\t"                                                                      \
                 ".else\n\t"                                                                                     \
                 "testl %%eax, %%eax\n\t"                                                                        \
                 "jz %l[slow]\n\t"                                 /* empty */                                   \
-                "movq -8(%%rcx,%%rax,8), %[pg]\n\t"                                                             \
+                "movq -8(%%r8,%%rax,8), %[pg]\n\t"                                                              \
                 "decl %%eax\n\t"                                                                                \
-                "addq %[delta], %%rdx\n\t"                                                                      \
-                ".endif\n\t"                                      /* rax = nr, rdx = word after */              \
-                "movq %c[o_slot](%[w]), %%rcx\n\t"                /* rcx = slot */                              \
-                "movq %c[o_kpages](%[w]), %%r8\n\t"                                                             \
-                "subq %%rax, %%r8\n\t"                                                                          \
-                "movq %%r8, %c[o_pages](%%rcx)\n\t"               /* k_pages - nr */                            \
-                "movq %c[o_kstock](%[w]), %%r8\n\t"                                                             \
-                "addq %%rax, %%r8\n\t"                                                                          \
-                "movq %%r8, %c[o_stock](%%rcx)\n\t"               /* k_stock + nr */                            \
+                ".endif\n\t"                                                                                    \
+                "addq %[delta], %%rdx\n\t"                        /* rax = nr, rdx = word after */              \
+                "movq %c[o_kstock](%[w]), %[off]\n\t"                                                           \
+                "addq %%rax, %[off]\n\t"                          /* off = k_stock + nr */                      \
                 "movq %%rdx, %%r8\n\t"                                                                          \
                 "shrq %[nrbits], %%r8\n\t"                        /* r8 = ops after */                          \
                 ".if " #push "\n\t"                                                                             \
@@ -137,25 +150,34 @@ aborted:
                 "addq %%r8, %%rax\n\t"                            /* ops - nr */                                \
                 ".endif\n\t"                                                                                    \
                 "addq %c[o_kcount](%[w]), %%rax\n\t"                                                            \
-                "sarq $1, %%rax\n\t"                                                                            \
+                "sarq $1, %%rax\n\t"                              /* rax = the op's counter */                  \
+                "addq %c[o_kupd](%[w]), %%r8\n\t"                 /* r8 = k_updates + ops */                    \
+                "testb %[dmask], %%r8b\n\t"                                                                     \
+                "jnz 6f\n\t"                                                                                    \
+                "btq %[resetbit], %%rdx\n\t"                                                                    \
+                "jc %l[slow_reset]\n\t"                                                                         \
+                "6:\n\t"                                                                                        \
+                "movq %c[o_slot](%[w]), %%rcx\n\t"                /* rcx = slot: stores from here */            \
                 "movq %%rax, %c[o_count](%%rcx)\n\t"                                                            \
-                "addq %c[o_kupd](%[w]), %%r8\n\t"                                                               \
-                "movq %%r8, %c[o_upd](%%rcx)\n\t"                 /* k_updates + ops */                         \
+                "movq %[off], %c[o_stock](%%rcx)\n\t"                                                           \
+                "movq %c[o_ktotal](%[w]), %%rax\n\t"                                                            \
+                "subq %[off], %%rax\n\t"                                                                        \
+                "movq %%rax, %c[o_pages](%%rcx)\n\t"              /* k_total - stock */                         \
+                "movq %%r8, %c[o_upd](%%rcx)\n\t"                 /* updates last */                            \
                 "testb %[dmask], %%r8b\n\t"                                                                     \
                 "jnz 5f\n\t"                                                                                    \
-                "btq %[resetbit], %%rdx\n\t"                                                                    \
-                "jc %l[reset]\n\t"                                                                              \
                 "movl %[cpu], %%eax\n\t"                          /* the region's dirty word: */                \
                 "shlq $7, %%rax\n\t"                              /* slot - cpu * 128 - 64 */                   \
-                "subq %%rax, %%rcx\n\t"                                                                         \
-                "cmpq $0, -64(%%rcx)\n\t"                                                                       \
+                "negq %%rax\n\t"                                                                                \
+                "addq %%rcx, %%rax\n\t"                                                                         \
+                "cmpq $0, -64(%%rax)\n\t"                                                                       \
                 "jnz 5f\n\t"                                                                                    \
-                "movq $1, -64(%%rcx)\n\t"                                                                       \
+                "movq $1, -64(%%rax)\n\t"                                                                       \
                 "5:\n\t"                                                                                        \
                 "movq %%rdx, (%[w])\n\t"                          /* commit */                                  \
-                STOCK_RSEQ_LEAVE                                                                                \
-                : [pg] page_constraint(p)                                                                    \
-                : [off] "r"(area), [cpu] "r"(cpu), [w] "r"(s),                                                  \
+                STOCK_RSEQ_LEAVE_SLOT                                                                           \
+                : [pg] page_constraint(p), [off] "+r"(area)                                                     \
+                : [cpu] "r"(cpu), [w] "r"(s),                                                                   \
                   [delta] "e"((int64_t) (push ? STOCK_OPS_ONE + 1 : STOCK_OPS_ONE - 1)),                        \
                   [nrmask] "i"(STOCK_NR_MASK), [nrbits] "i"(STOCK_NR_BITS),                                     \
                   [dmask] "i"(STOCK_STAT_DIRTY_UPDATES - 1), [resetbit] "i"(STOCK_OPS_RESET_BIT),               \
@@ -165,11 +187,12 @@ aborted:
                   [o_kstock] "i"(offsetof(struct stock, k_stock)),                                              \
                   [o_kcount] "i"(offsetof(struct stock, k_count)),                                              \
                   [o_kupd] "i"(offsetof(struct stock, k_updates)),                                              \
+                  [o_ktotal] "i"(offsetof(struct stock, k_total)),                                              \
                   [o_pages] "i"(STOCK_SLOT_OFF(MB_STAT_PAGES)), [o_stock] "i"(STOCK_SLOT_OFF(MB_STAT_STOCK)),   \
                   [o_count] "i"(STOCK_SLOT_OFF(count_item)),                                                    \
                   [o_upd] "i"(offsetof(struct mb_stat_slot, updates))                                           \
                 : "memory", "cc", "rax", "rcx", "rdx", "r8"                                                     \
-                : slow, reset, aborted)
+                : slow, slow_reset, clean, aborted)
 
 /* The ops bit that sends a sequence to an unlock (stock.h). */
 #define STOCK_OPS_RESET_BIT (STOCK_NR_BITS + 40)
@@ -191,8 +214,10 @@ static inline __attribute__((always_inline)) int stock_rseq_pop(const mb_client 
         return STOCK_RSEQ_DONE;
 slow:
         return STOCK_RSEQ_SLOW;
-reset:
+slow_reset:
         return STOCK_RSEQ_RESET;
+clean:
+        return STOCK_RSEQ_CHANGED;
 aborted:
         return STOCK_RSEQ_ABORTED;
 }
@@ -207,8 +232,10 @@ static inline __attribute__((always_inline)) int stock_rseq_push(const mb_client
         return STOCK_RSEQ_DONE;
 slow:
         return STOCK_RSEQ_SLOW;
-reset:
+slow_reset:
         return STOCK_RSEQ_RESET;
+clean:
+        return STOCK_RSEQ_CHANGED;
 aborted:
         return STOCK_RSEQ_ABORTED;
 }
@@ -242,6 +269,7 @@ static void stock_rebase(struct stock *s, int64_t nr, int64_t ops) {
         s->k_alloc2 = 2 * __atomic_load_n(&slot->v[MB_STAT_PGALLOC], __ATOMIC_RELAXED) - ops + nr;
         s->k_free2 = 2 * __atomic_load_n(&slot->v[MB_STAT_PGFREE], __ATOMIC_RELAXED) - ops - nr;
         s->k_updates = __atomic_load_n(&slot->updates, __ATOMIC_RELAXED) - (uint64_t) ops;
+        s->k_total = s->k_pages + s->k_stock;
 }
 
 void stock_unlock(const mb_client *c, struct stock *s) {
@@ -751,21 +779,27 @@ static __attribute__((noinline)) int stock_page_free_retry(mb_client *c, void *p
 }
 #endif
 
+/* The rseq CPU of the caller for the fast paths: read from the struct
+ * rseq glibc keeps in every thread's control block (registered or not);
+ * beyond c->rseq_ncpus (0 in atomic mode) when no sequence may run. */
+static inline uint32_t stock_fast_cpu(const mb_client *c) {
+        return pcpu_rseq_cpu(c->rseq_area + (ptrdiff_t) offsetof(struct rseq, cpu_id));
+}
+
 void *mb_page_alloc(mb_client *c) {
 #if PCPU_HAVE_RSEQ
-        if (_likely_(c->rseq_lock)) {
-                uint32_t cpu = pcpu_rseq_cpu(c->rseq_offset);
-                void *p;
-                int r;
+        uint32_t cpu = stock_fast_cpu(c);
 
-                if (_likely_(cpu < c->ncpus)) {
-                        r = stock_rseq_pop(c, cpu, &p);
-                        if (_likely_(r == STOCK_RSEQ_DONE))
-                                return p;
-                } else
-                        r = STOCK_RSEQ_SLOW;
+        if (_likely_(cpu < c->rseq_ncpus)) {
+                void *p;
+                int r = stock_rseq_pop(c, cpu, &p);
+
+                if (_likely_(r == STOCK_RSEQ_DONE))
+                        return p;
                 return stock_page_alloc_retry(c, r, cpu);
         }
+        if (c->rseq_lock)
+                return stock_page_alloc_retry(c, STOCK_RSEQ_SLOW, cpu);
 #endif
         return stock_page_alloc_locked(c);
 }
@@ -803,17 +837,18 @@ int mb_page_free(mb_client *c, void *page) {
         if (_unlikely_(!client_page_valid(c, page)))
                 return stock_bad_page(c, page);
 #if PCPU_HAVE_RSEQ
-        if (_likely_(c->rseq_lock)) {
-                uint32_t cpu = pcpu_rseq_cpu(c->rseq_offset);
-                int r;
+        {
+                uint32_t cpu = stock_fast_cpu(c);
 
-                if (_likely_(cpu < c->ncpus)) {
-                        r = stock_rseq_push(c, cpu, page);
+                if (_likely_(cpu < c->rseq_ncpus)) {
+                        int r = stock_rseq_push(c, cpu, page);
+
                         if (_likely_(r == STOCK_RSEQ_DONE))
                                 return 0;
-                } else
-                        r = STOCK_RSEQ_SLOW;
-                return stock_page_free_retry(c, page, r, cpu);
+                        return stock_page_free_retry(c, page, r, cpu);
+                }
+                if (c->rseq_lock)
+                        return stock_page_free_retry(c, page, STOCK_RSEQ_SLOW, cpu);
         }
 #endif
         return stock_page_free_locked(c, page);
@@ -864,8 +899,8 @@ int stock_setup(mb_client *c) {
                         .cap = (uint32_t) cap,
                         .pages = (void **) ((uint8_t *) c->stock_pages + i * stride),
                         .slot = &c->stats->slot[i],
-                        .set_word = 1,
                 };
+        c->rseq_ncpus = c->rseq_lock ? c->ncpus : 0;
         /* The bases of rseq mode: the slot as the daemon handed it. */
         for (unsigned i = 0; i < c->ncpus; i++)
                 stock_rebase(&c->stocks[i], 0, 0);

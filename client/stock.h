@@ -111,8 +111,7 @@ struct stock {
         int64_t k_alloc2, k_free2;
         /* Second line, still this CPU's only. */
         uint64_t k_updates;
-        uint64_t set_word;          /* always 1: the "dirty word" of a sequence
-                                     * that need not mark the region */
+        int64_t k_total;            /* k_pages + k_stock (v[PAGES] = k_total - v[STOCK]) */
 } _cacheline_aligned_;
 
 _Static_assert(sizeof(struct stock) == 2 * MB_CACHELINE_BYTES, "one stock per two cache lines");

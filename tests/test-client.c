@@ -381,8 +381,10 @@ static void *thread_run(void *userdata) {
 
                         if (!check_fill(held[i], a->id, gen[i]))
                                 a->bad++;
-                        if (mb_page_free(a->c, held[i]) < 0)
-                                a->failed++;
+                        int r = mb_page_free(a->c, held[i]);
+
+                        if (r < 0)
+                                stress_failed(a, r);
                         held[i] = held[--n];
                         gen[i] = gen[n];
                 }
@@ -448,7 +450,19 @@ struct stress_arg {
         mb_client *c;
         unsigned id, cpu;
         unsigned bad, failed, enomem, pinned;
+        char first_error[200];  /* mb_last_error() of the first failed call */
 };
+
+/* A call of @a failed with @r (a negative errno): count it, keep the first
+ * reason.  ENOMEM at MemoryMax is expected. */
+static void stress_failed(struct stress_arg *a, int r) {
+        if (r == -ENOMEM) {
+                a->enomem++;
+                return;
+        }
+        if (a->failed++ == 0)
+                snprintf(a->first_error, sizeof(a->first_error), "%s (%s)", strerror(-r), mb_last_error());
+}
 
 static _Atomic bool stress_stop;
 
@@ -477,14 +491,14 @@ static void *stress_worker(void *userdata) {
                         if (k == 1) {
                                 v[0] = mb_page_alloc(a->c);
                                 if (!v[0]) {
-                                        *(errno == ENOMEM ? &a->enomem : &a->failed) += 1;
+                                        stress_failed(a, -errno);
                                         continue;
                                 }
                         } else {
                                 int r = mb_page_alloc_bulk(a->c, v, 2);
 
                                 if (r < 0) {
-                                        *(r == -ENOMEM ? &a->enomem : &a->failed) += 1;
+                                        stress_failed(a, r);
                                         continue;
                                 }
                         }
@@ -498,8 +512,10 @@ static void *stress_worker(void *userdata) {
 
                         if (!check_fill(held[i], a->id, gen[i]))
                                 a->bad++;
-                        if (mb_page_free(a->c, held[i]) < 0)
-                                a->failed++;
+                        int r = mb_page_free(a->c, held[i]);
+
+                        if (r < 0)
+                                stress_failed(a, r);
                         held[i] = held[--n];
                         gen[i] = gen[n];
                 }
@@ -507,8 +523,12 @@ static void *stress_worker(void *userdata) {
         for (unsigned i = 0; i < n; i++)
                 if (!check_fill(held[i], a->id, gen[i]))
                         a->bad++;
-        if (n > 0 && mb_page_free_bulk(a->c, held, n) < 0)
-                a->failed++;
+        if (n > 0) {
+                int r = mb_page_free_bulk(a->c, held, n);
+
+                if (r < 0)
+                        stress_failed(a, r);
+        }
         return NULL;
 }
 
@@ -574,7 +594,8 @@ START_TEST(test_drain_stress) {
         for (unsigned i = 0; i < nthreads; i++) {
                 ck_assert_int_eq(pthread_join(t[i], NULL), 0);
                 ck_assert_msg(args[i].bad == 0, "thread %u found %u pages with foreign data", i, args[i].bad);
-                ck_assert_msg(args[i].failed == 0, "thread %u: %u calls failed", i, args[i].failed);
+                ck_assert_msg(args[i].failed == 0, "thread %u: %u calls failed, the first: %s", i, args[i].failed,
+                              args[i].first_error);
                 pinned += args[i].pinned;
         }
         atomic_store(&stress_stop, true);
