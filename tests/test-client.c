@@ -381,10 +381,8 @@ static void *thread_run(void *userdata) {
 
                         if (!check_fill(held[i], a->id, gen[i]))
                                 a->bad++;
-                        int r = mb_page_free(a->c, held[i]);
-
-                        if (r < 0)
-                                stress_failed(a, r);
+                        if (mb_page_free(a->c, held[i]) < 0)
+                                a->failed++;
                         held[i] = held[--n];
                         gen[i] = gen[n];
                 }
@@ -509,11 +507,11 @@ static void *stress_worker(void *userdata) {
                         }
                 } else {
                         unsigned i = (unsigned) ((rng >> 40) % n);
+                        int r;
 
                         if (!check_fill(held[i], a->id, gen[i]))
                                 a->bad++;
-                        int r = mb_page_free(a->c, held[i]);
-
+                        r = mb_page_free(a->c, held[i]);
                         if (r < 0)
                                 stress_failed(a, r);
                         held[i] = held[--n];
