@@ -92,9 +92,13 @@
  * stats stores and its commit leaves values one operation ahead in the
  * slot until the next operation on that CPU; the aborted thread makes sure
  * there is one: it retries on that CPU, or, moved to another, takes and
- * releases that CPU's stock remotely, and every lock in rseq mode first
- * writes the slot from the word (stock_materialize()), `updates` two past
- * the last value, so the daemon folds the slot again.
+ * releases that CPU's stock remotely (an rseq fence: a system call), and
+ * every lock in rseq mode first writes the slot from the word
+ * (stock_materialize()), `updates` two past the last value, so the daemon
+ * folds the slot again.  The slot stores are the sequence's last
+ * instructions before the commit, and its abort handler tells an abort
+ * before the first of them (nothing to settle, the common case) from one
+ * after.
  *
  * In atomic mode (no rseq) every operation takes the lock and adds to the
  * slot, as slow paths do in both modes.
