@@ -13,8 +13,10 @@
 #include <check.h>
 #include <errno.h>
 #include <grp.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -443,6 +445,7 @@ END_TEST
 #define STRESS_PER_CPU 2
 #define STRESS_ROUNDS 50000
 #define STRESS_HOLD_MAX 14
+#define STRESS_UNPINNED UINT_MAX
 
 struct stress_arg {
         mb_client *c;
@@ -463,6 +466,7 @@ static void stress_failed(struct stress_arg *a, int r) {
 }
 
 static _Atomic bool stress_stop;
+static _Atomic unsigned stress_running; /* workers not finished */
 
 /* One thread pinned to @a->cpu: single and bulk allocs and frees from this
  * CPU's stock, every page filled with the thread's pattern and checked
@@ -476,10 +480,14 @@ static void *stress_worker(void *userdata) {
         uint64_t rng = a->id * 7919u + 1;
         cpu_set_t set;
 
-        CPU_ZERO(&set);
-        CPU_SET(a->cpu, &set);
-        if (sched_setaffinity(0, sizeof(set), &set) == 0)
-                a->pinned = 1;
+        if (a->cpu == STRESS_UNPINNED)
+                a->pinned = 1; /* free to migrate: aborted sequences settle elsewhere */
+        else {
+                CPU_ZERO(&set);
+                CPU_SET(a->cpu, &set);
+                if (sched_setaffinity(0, sizeof(set), &set) == 0)
+                        a->pinned = 1;
+        }
         for (unsigned it = 0; it < STRESS_ROUNDS; it++) {
                 rng = rng * 6364136223846793005ull + 1442695040888963407ull;
                 if (n < STRESS_HOLD_MAX && (n == 0 || (rng >> 33) % 2)) {
@@ -527,6 +535,7 @@ static void *stress_worker(void *userdata) {
                 if (r < 0)
                         stress_failed(a, r);
         }
+        atomic_fetch_sub(&stress_running, 1);
         return NULL;
 }
 
@@ -565,6 +574,36 @@ static void *stress_remote_drainer(void *userdata) {
         return (void *) calls;
 }
 
+/* Signals abort the sequences in flight (the kernel restarts them at their
+ * abort handler before the handler runs): a storm of them on the workers
+ * makes restarts, before and after a sequence's slot stores, common. */
+static _Atomic long stress_signals;
+
+static void stress_signal_handler(int sig) {
+        (void) sig;
+        atomic_fetch_add(&stress_signals, 1);
+}
+
+struct stress_signaller {
+        pthread_t *threads;
+        unsigned n;
+        long sent;
+};
+
+static void *stress_signaller(void *userdata) {
+        struct stress_signaller *g = userdata;
+
+        /* Until every worker is done: none has exited (they are joined
+         * after this thread). */
+        while (atomic_load(&stress_running) > 0) {
+                for (unsigned i = 0; i < g->n; i++)
+                        if (pthread_kill(g->threads[i], SIGUSR1) == 0)
+                                g->sent++;
+                sched_yield();
+        }
+        return NULL;
+}
+
 static int cmp_ptr(const void *a, const void *b) {
         uintptr_t x = (uintptr_t) *(void *const *) a, y = (uintptr_t) *(void *const *) b;
 
@@ -574,7 +613,10 @@ static int cmp_ptr(const void *a, const void *b) {
 START_TEST(test_drain_stress) {
         mb_client *c = connect_or_die("small"), *d = connect_or_die("small");
         long online = sysconf(_SC_NPROCESSORS_ONLN);
-        unsigned ncpu = online > 0 ? (unsigned) MB_MIN(online, 64) : 1, nthreads = ncpu * STRESS_PER_CPU, got = 0;
+        unsigned ncpu = online > 0 ? (unsigned) MB_MIN(online, 64) : 1, nthreads = ncpu * STRESS_PER_CPU + 1, got = 0;
+        struct sigaction sa = { .sa_handler = stress_signal_handler, .sa_flags = SA_RESTART };
+        struct stress_signaller sig = { 0 };
+        pthread_t signaller;
         struct stress_arg *args = calloc(nthreads, sizeof(*args));
         pthread_t *t = calloc(nthreads, sizeof(*t)), drainer, remote;
         void *all[SMALL_MAX_PAGES + 1], *calls;
@@ -585,10 +627,19 @@ START_TEST(test_drain_stress) {
         atomic_store(&stress_stop, false);
         ck_assert_int_eq(pthread_create(&drainer, NULL, stress_drainer, d), 0);
         ck_assert_int_eq(pthread_create(&remote, NULL, stress_remote_drainer, c), 0);
+        ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+        atomic_store(&stress_running, nthreads);
         for (unsigned i = 0; i < nthreads; i++) {
-                args[i] = (struct stress_arg) { .c = c, .id = i + 1000, .cpu = i % ncpu };
+                /* One per CPU pinned, STRESS_PER_CPU times, and one free to migrate. */
+                args[i] = (struct stress_arg) { .c = c, .id = i + 1000,
+                                                .cpu = i + 1 < nthreads ? i % ncpu : STRESS_UNPINNED };
                 ck_assert_int_eq(pthread_create(&t[i], NULL, stress_worker, &args[i]), 0);
         }
+        sig = (struct stress_signaller) { .threads = t, .n = nthreads };
+        ck_assert_int_eq(pthread_create(&signaller, NULL, stress_signaller, &sig), 0);
+        ck_assert_int_eq(pthread_join(signaller, NULL), 0);
+        ck_assert_int_gt(atomic_load(&stress_signals), 0);
+        printf("drain-stress: %ld signals sent, %ld handled by the workers\n", sig.sent, atomic_load(&stress_signals));
         for (unsigned i = 0; i < nthreads; i++) {
                 ck_assert_int_eq(pthread_join(t[i], NULL), 0);
                 ck_assert_msg(args[i].bad == 0, "thread %u found %u pages with foreign data", i, args[i].bad);
