@@ -1,11 +1,13 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # Remote drains against the stock fast path on every CPU: threads pinned to
-# each CPU allocate and free (contents verified) at MemoryMax while a second
-# client's failing charges make the daemon drain the first client's stocks
-# and `membrokerctl reclaim` takes stocked pages meanwhile; afterwards
-# exactly MemoryMax worth of distinct pages can be allocated and the stats
-# slots add up.  Run with the stocks in rseq mode (checked: the remote takes
+# each CPU (two per CPU, and one free to migrate) allocate and free
+# (contents verified) at MemoryMax under a storm of signals (each aborts the
+# restartable sequence in flight), while a thread of the process returns
+# every CPU's stock as fast as it can, a second client's failing charges
+# make the daemon drain the first client's stocks and `membrokerctl
+# reclaim` takes stocked pages; afterwards exactly MemoryMax worth of
+# distinct pages can be allocated and the stats slots add up.  Run with the stocks in rseq mode (checked: the remote takes
 # fence with membarrier) and with the fall-back forced (MEMBROKER_RSEQ=0).
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/client-env.sh"
