@@ -106,12 +106,13 @@ aborted:
  * on the stock @s of CPU @cpu, as one sequence, as tcmalloc's per-CPU
  * caches do: it reads the word inside the sequence and leaves to %l[slow]
  * when it is locked, the stock empty (pop) or at its limit (push);
- * computes the slot's values from the word it will commit (stock.h); past
- * STOCK_OPS_RESET operations (checked every STOCK_STAT_DIRTY_UPDATES) leaves
- * to %l[slow_reset] instead, for an unlock to start them again; then, in
- * its last instructions, writes the slot, the region's dirty word when
+ * computes the slot's values from the word it will commit (stock.h); then,
+ * in its last instructions, writes the slot, the region's dirty word when
  * `updates` passes a multiple of STOCK_STAT_DIRTY_UPDATES, and commits the
- * word moved on by one page and one operation.  An abort before the first
+ * word moved on by one page and one operation.  Past STOCK_OPS_RESET
+ * operations (checked with the dirty word) it leaves to %l[slow_reset]
+ * instead of committing, after its slot stores: the caller settles the
+ * stock, whose unlock starts the operations again.  An abort before the first
  * slot store goes to %l[clean] (nothing to settle), after it to
  * %l[aborted].  The slot, the page array and the bases are read from the
  * stock inside the sequence (they change only with the word).
@@ -152,11 +153,6 @@ aborted:
                 "addq %c[o_kcount](%[w]), %%rax\n\t"                                                            \
                 "sarq $1, %%rax\n\t"                              /* rax = the op's counter */                  \
                 "addq %c[o_kupd](%[w]), %%r8\n\t"                 /* r8 = k_updates + ops */                    \
-                "testb %[dmask], %%r8b\n\t"                                                                     \
-                "jnz 6f\n\t"                                                                                    \
-                "btq %[resetbit], %%rdx\n\t"                                                                    \
-                "jc %l[slow_reset]\n\t"                                                                         \
-                "6:\n\t"                                                                                        \
                 "movq %c[o_slot](%[w]), %%rcx\n\t"                /* rcx = slot: stores from here */            \
                 "movq %%rax, %c[o_count](%%rcx)\n\t"                                                            \
                 "movq %[off], %c[o_stock](%%rcx)\n\t"                                                           \
@@ -166,6 +162,8 @@ aborted:
                 "movq %%r8, %c[o_upd](%%rcx)\n\t"                 /* updates last */                            \
                 "testb %[dmask], %%r8b\n\t"                                                                     \
                 "jnz 5f\n\t"                                                                                    \
+                "btq %[resetbit], %%rdx\n\t"                      /* every 64th: ops to reset? */               \
+                "jc %l[slow_reset]\n\t"                           /* (after the stores: settles) */             \
                 "movl %[cpu], %%eax\n\t"                          /* the region's dirty word: */                \
                 "shlq $7, %%rax\n\t"                              /* slot - cpu * 128 - 64 */                   \
                 "negq %%rax\n\t"                                                                                \
