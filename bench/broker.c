@@ -73,6 +73,7 @@ struct hot_ctx {
         mb_client *c;
         char prog[4096];
         const char *mode;
+        const struct bench_peer *peer; /* HOT_SPAWN: the allocator preloaded */
         _Atomic int failed;
 };
 
@@ -163,12 +164,15 @@ static double hot_run(void *ctx, uint64_t iters) {
         if (h->kind == HOT_SPAWN) {
                 char out[128], it[32], th[16];
                 char *argv[] = { h->prog, (char *) "--mode", (char *) h->mode, (char *) "--threads", th,
-                                 (char *) "--iters", it, NULL };
+                                 (char *) "--iters", it, (char *) "--expect", (char *) h->peer->symbol, NULL };
 
                 snprintf(it, sizeof it, "%llu", (unsigned long long) iters);
                 snprintf(th, sizeof th, "%u", h->threads);
-                if (bench_spawn(argv, out, sizeof out) < 0)
+                if (bench_spawn_preload(h->peer->soname, argv, out, sizeof out) < 0) {
+                        fprintf(stderr, "bench-broker: %s (%s) did not run: is it installed?\n", h->peer->name,
+                                h->peer->soname);
                         return -1;
+                }
                 return strtod(out, NULL);
         }
         ns = bench_threads(h->threads, hot_thread, h, iters, true);
@@ -179,26 +183,26 @@ static double hot_run(void *ctx, uint64_t iters) {
         return ns / (double) iters;
 }
 
+/* Table 1's rows: the stock, its references, then each peer allocator
+ * (bench_peers[]) preloaded into a child. */
+#define HOT_PEER_ROW 5 /* first peer row: 2 per peer (one, ×64) */
+#define HOT_ROWS (HOT_PEER_ROW + 2 * BENCH_NPEERS)
+
 static int table_hotpath(const char *sock, const char *tenant) {
         static const struct {
                 const char *name;
                 enum hot_kind kind;
-                const char *prog, *mode;
-        } kinds[] = {
-                { "membroker stock, mb_page_alloc+mb_page_free", HOT_STOCK, NULL, NULL },
-                { "membroker stock, 64 allocs then 64 frees", HOT_STOCK64, NULL, NULL },
-                { "bare thread-local free list", HOT_BARE, NULL, NULL },
-                { "glibc malloc(4096)+free", HOT_GLIBC, NULL, NULL },
-                { "glibc malloc(4096) ×64 then free ×64", HOT_GLIBC64, NULL, NULL },
-                { "jemalloc malloc(4096)+free", HOT_SPAWN, "bench-malloc-jemalloc", "one" },
-                { "jemalloc malloc(4096) ×64 then free ×64", HOT_SPAWN, "bench-malloc-jemalloc", "64" },
-                { "tcmalloc malloc(4096)+free", HOT_SPAWN, "bench-malloc-tcmalloc", "one" },
-                { "tcmalloc malloc(4096) ×64 then free ×64", HOT_SPAWN, "bench-malloc-tcmalloc", "64" },
+        } kinds[HOT_PEER_ROW] = {
+                { "membroker stock, mb_page_alloc+mb_page_free", HOT_STOCK },
+                { "membroker stock, 64 allocs then 64 frees", HOT_STOCK64 },
+                { "bare thread-local free list", HOT_BARE },
+                { "glibc malloc(4096)+free", HOT_GLIBC },
+                { "glibc malloc(4096) ×64 then free ×64", HOT_GLIBC64 },
         };
-        const size_t nk = ELEMENTSOF(kinds);
-        static struct hot_ctx ctx[2][16];
-        struct bench_case cases[2 * 16];
-        char names[2 * 16][128];
+        const size_t nk = HOT_ROWS;
+        static struct hot_ctx ctx[2][HOT_ROWS];
+        struct bench_case cases[2 * HOT_ROWS];
+        char names[2 * HOT_ROWS][128];
         mb_client *c = connect_or_die(sock, tenant);
         const char *dir = getenv("MB_BENCH_DIR");
         size_t n = 0;
@@ -207,19 +211,24 @@ static int table_hotpath(const char *sock, const char *tenant) {
         for (unsigned t = 0; t < 2; t++)
                 for (size_t k = 0; k < nk; k++) {
                         struct hot_ctx *h = &ctx[t][k];
+                        const struct bench_peer *peer = k >= HOT_PEER_ROW ? &bench_peers[(k - HOT_PEER_ROW) / 2] : NULL;
+                        bool batch = peer && (k - HOT_PEER_ROW) % 2 == 1;
 
-                        *h = (struct hot_ctx) { .kind = kinds[k].kind, .threads = t + 1, .c = c,
-                                                .mode = kinds[k].mode };
-                        snprintf(names[n], sizeof names[n], "%u thread%s: %s", t + 1, t ? "s" : "",
-                                 kinds[k].name);
+                        *h = (struct hot_ctx) { .kind = peer ? HOT_SPAWN : kinds[k].kind, .threads = t + 1, .c = c,
+                                                .mode = batch ? "64" : "one", .peer = peer };
+                        if (peer)
+                                snprintf(names[n], sizeof names[n], "%u thread%s: %s malloc(4096)%s (LD_PRELOAD)",
+                                         t + 1, t ? "s" : "", peer->name, batch ? " ×64 then free ×64" : "+free");
+                        else
+                                snprintf(names[n], sizeof names[n], "%u thread%s: %s", t + 1, t ? "s" : "",
+                                         kinds[k].name);
                         cases[n] = (struct bench_case) { .name = names[n], .run = hot_run, .ctx = h,
-                                                         .min_iters = 1024,
-                                                         .ns_per_iter = kinds[k].prog != NULL };
-                        if (kinds[k].prog) {
-                                snprintf(h->prog, sizeof h->prog, "%s/%s", dir ? dir : ".", kinds[k].prog);
+                                                         .min_iters = 1024, .ns_per_iter = peer != NULL };
+                        if (peer) {
+                                snprintf(h->prog, sizeof h->prog, "%s/bench-malloc", dir ? dir : ".");
                                 if (access(h->prog, X_OK) < 0) {
                                         cases[n].skip = true;
-                                        cases[n].skip_reason = "not built (the Debian package is not installed)";
+                                        cases[n].skip_reason = "bench-malloc not built (sanitizer build)";
                                 }
                         }
                         n++;
@@ -231,8 +240,8 @@ static int table_hotpath(const char *sock, const char *tenant) {
                           "thread-local free list and general-purpose allocators. Figures: CPU ns per "
                           "alloc+free pair, per thread (CLOCK_THREAD_CPUTIME_ID, so that time preempted by "
                           "other processes does not count; threads pinned one per CPU; with two threads "
-                          "both run at once; other allocators in a child process of their own). "
-                          "Pages and blocks are not touched.");
+                          "both run at once; tcmalloc, jemalloc and mimalloc each preloaded (LD_PRELOAD) "
+                          "into a child process of its own). Pages and blocks are not touched.");
         bench_table_columns("threads: allocator", "ns/pair (median)", "min–max",
                             "ratio to the stock, same threads", NULL);
         for (unsigned t = 0; t < 2; t++)
@@ -240,11 +249,22 @@ static int table_hotpath(const char *sock, const char *tenant) {
                         bench_table_row(&cases[t * nk + k], &cases[t * nk]);
         printf("\nmembroker tenant %s, ChargeBatch %u (stock up to %u pages per CPU).\n\n", mb_tenant_path(c),
                mb_charge_batch(c), 2 * mb_charge_batch(c));
+        bench_note_round_trip();
         for (unsigned t = 0; t < 2; t++) {
                 struct bench_case *st = &cases[t * nk], *bare = &cases[t * nk + 2], *gl = &cases[t * nk + 3];
+                struct bench_case *tc = &cases[t * nk + HOT_PEER_ROW];
 
                 if (st->skip || bare->skip || gl->skip)
                         continue;
+                for (unsigned p = 0; p < BENCH_NPEERS; p++) {
+                        struct bench_case *pc = &cases[t * nk + HOT_PEER_ROW + 2 * p];
+
+                        if (!pc->skip)
+                                bench_note("%u thread%s: the stock takes %s the time of %s malloc(4096)+free.",
+                                           t + 1, t ? "s" : "",
+                                           bench_fmt_ratio(b[0], sizeof b[0], st->stat.median / pc->stat.median),
+                                           bench_peers[p].name);
+                }
                 bench_target(st->stat.median <= 3 * bare->stat.median, "stock ≤ 3× a bare free list",
                              "%u thread%s: stock %s ns, bare list %s ns: %s", t + 1, t ? "s" : "",
                              bench_fmt(b[0], sizeof b[0], st->stat.median),
@@ -256,6 +276,15 @@ static int table_hotpath(const char *sock, const char *tenant) {
                              bench_fmt(b[0], sizeof b[0], gl->stat.median),
                              bench_fmt(b[1], sizeof b[1], st->stat.median),
                              bench_fmt_ratio(b[2], sizeof b[2], gl->stat.median / st->stat.median));
+                bench_target(st->stat.median <= 1.3 * bare->stat.median, "stock ≤ 1.3× a bare free list",
+                             "%u thread%s: %s", t + 1, t ? "s" : "",
+                             bench_fmt_ratio(b[0], sizeof b[0], st->stat.median / bare->stat.median));
+                if (!tc->skip)
+                        bench_target(st->stat.median <= tc->stat.median, "stock ≤ 1.0× tcmalloc malloc(4096)+free",
+                                     "%u thread%s: stock %s ns, tcmalloc %s ns: %s", t + 1, t ? "s" : "",
+                                     bench_fmt(b[0], sizeof b[0], st->stat.median),
+                                     bench_fmt(b[1], sizeof b[1], tc->stat.median),
+                                     bench_fmt_ratio(b[2], sizeof b[2], st->stat.median / tc->stat.median));
         }
         mb_close(c);
         return bench_finish();

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -353,7 +354,126 @@ double bench_threads_wall(unsigned nthreads, void (*fn)(void *arg, unsigned tid,
 
 /* ---- Child processes ---- */
 
+static double spawn_env(char *const argv[], char *const envp[], char *out, size_t size);
+
 double bench_spawn(char *const argv[], char *out, size_t size) {
+        return spawn_env(argv, environ, out, size);
+}
+
+const struct bench_peer bench_peers[BENCH_NPEERS] = {
+        { "tcmalloc", "libtcmalloc_minimal.so.4", "tc_malloc" },
+        { "jemalloc", "libjemalloc.so.2", "mallocx" },
+        { "mimalloc", "libmimalloc.so.2", "mi_malloc" },
+};
+
+double bench_spawn_preload(const char *preload, char *const argv[], char *out, size_t size) {
+        size_t n = 0, k = 0;
+        char **envp, *var;
+        double r;
+
+        while (environ[n])
+                n++;
+        envp = calloc(n + 2, sizeof(*envp));
+        if (asprintf(&var, "LD_PRELOAD=%s", preload) < 0)
+                var = NULL;
+        if (!envp || !var) {
+                free(envp);
+                free(var);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0)
+                        envp[k++] = environ[i];
+        envp[k++] = var;
+        envp[k] = NULL;
+        r = spawn_env(argv, envp, out, size);
+        free(envp);
+        free(var);
+        return r;
+}
+
+static void pin_to(unsigned cpu) {
+        cpu_set_t set;
+
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        (void) sched_setaffinity(0, sizeof(set), &set);
+}
+
+double bench_round_trip_ns(unsigned *ret_cpu_a, unsigned *ret_cpu_b) {
+        enum { WARM = 1000, ROUNDS = 2000, SAMPLES = 5 };
+        unsigned cpus[2] = { 0, 0 }, found = 0;
+        double samples[SAMPLES];
+        struct bench_stat st;
+        cpu_set_t old, online;
+        int sv[2];
+        pid_t pid;
+        char b = 0;
+
+        if (sched_getaffinity(0, sizeof(old), &old) < 0)
+                return -errno;
+        online = old;
+        for (unsigned i = 0; i < CPU_SETSIZE && found < 2; i++)
+                if (CPU_ISSET(i, &online))
+                        cpus[found++] = i;
+        if (found < 2)
+                return -ENODEV;
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+                return -errno;
+        pid = fork();
+        if (pid < 0) {
+                close(sv[0]);
+                close(sv[1]);
+                return -errno;
+        }
+        if (pid == 0) {
+                /* The echo side, on the second CPU. */
+                close(sv[0]);
+                pin_to(cpus[1]);
+                while (read(sv[1], &b, 1) == 1)
+                        if (write(sv[1], &b, 1) != 1)
+                                break;
+                _exit(0);
+        }
+        close(sv[1]);
+        pin_to(cpus[0]);
+        for (unsigned s = 0; s <= SAMPLES; s++) {
+                unsigned n = s == 0 ? WARM : ROUNDS;
+                uint64_t t0 = bench_now_ns();
+
+                for (unsigned i = 0; i < n; i++)
+                        if (write(sv[0], &b, 1) != 1 || read(sv[0], &b, 1) != 1)
+                                break;
+                if (s > 0)
+                        samples[s - 1] = (double) (bench_now_ns() - t0) / n;
+        }
+        close(sv[0]);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        (void) sched_setaffinity(0, sizeof(old), &old);
+        bench_stat_compute(samples, SAMPLES, &st);
+        if (ret_cpu_a)
+                *ret_cpu_a = cpus[0];
+        if (ret_cpu_b)
+                *ret_cpu_b = cpus[1];
+        return st.median;
+}
+
+void bench_note_round_trip(void) {
+        unsigned a, b;
+        double rtt = bench_round_trip_ns(&a, &b);
+        char buf[32];
+
+        if (rtt < 0)
+                bench_note("Cross-CPU round trip of this run: not measured (%s).",
+                           rtt == -ENODEV ? "fewer than two CPUs" : strerror((int) -rtt));
+        else
+                bench_note("Cross-CPU round trip of this run: %s µs (unix socketpair ping-pong between two "
+                           "processes pinned to CPUs %u and %u, median of 5 × 2,000).",
+                           bench_fmt(buf, sizeof buf, rtt / 1000.0), a, b);
+}
+
+static double spawn_env(char *const argv[], char *const envp[], char *out, size_t size) {
         posix_spawn_file_actions_t fa;
         int pfd[2] = { -1, -1 };
         size_t len = 0;
@@ -371,7 +491,7 @@ double bench_spawn(char *const argv[], char *out, size_t size) {
                 posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
 
         t0 = bench_now_ns();
-        r = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+        r = posix_spawnp(&pid, argv[0], &fa, NULL, argv, envp);
         posix_spawn_file_actions_destroy(&fa);
         if (out)
                 close(pfd[1]);

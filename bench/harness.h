@@ -159,6 +159,34 @@ unsigned bench_ncpus(void);
  */
 double bench_spawn(char *const argv[], char *out, size_t size);
 
+/*
+ * The general-purpose allocators measured beside the library's: each is
+ * preloaded (LD_PRELOAD=@soname) into a child process of its own, which
+ * checks that @symbol, one only that allocator defines, resolves (the
+ * preload took effect).
+ */
+struct bench_peer {
+        const char *name;
+        const char *soname;
+        const char *symbol;
+};
+#define BENCH_NPEERS 3
+extern const struct bench_peer bench_peers[BENCH_NPEERS];
+
+/* bench_spawn() with LD_PRELOAD=@preload in the child's environment. */
+double bench_spawn_preload(const char *preload, char *const argv[], char *out, size_t size);
+
+/*
+ * The cross-CPU round trip of this moment: a one-byte ping-pong over a unix
+ * socketpair between this process and a child, pinned to the first two
+ * allowed CPUs (their numbers in *@ret_cpu_a, *@ret_cpu_b).  Median ns per
+ * round trip, or a negative errno (-ENODEV: fewer than two CPUs).  The
+ * host's wake-up cost moves a lot over a day; tables print it beside their
+ * figures (bench_note_round_trip()).
+ */
+double bench_round_trip_ns(unsigned *ret_cpu_a, unsigned *ret_cpu_b);
+void bench_note_round_trip(void);
+
 /* Raise RLIMIT_NOFILE's soft limit to at least @want (up to the hard
  * limit).  Returns the new soft limit. */
 uint64_t bench_raise_nofile(uint64_t want);

@@ -22,21 +22,14 @@ noinst_PROGRAMS += bench/bench-broker
 bench_bench_broker_SOURCES = %reldir%/broker.c
 bench_bench_broker_LDADD = bench/libbench.la client/libmembroker.la daemon/core/libmbcore.la
 
-# Table 1's other allocators: each replaces malloc() for its whole process
+# Tables 1 and 9's other allocators: bench-malloc, linked against libc
+# only, runs in a child process with tcmalloc, jemalloc or mimalloc
+# preloaded (LD_PRELOAD), each replacing malloc() for its whole process
 # (not in the sanitizer build, where ASan owns malloc()).
 if !ENABLE_SANITIZERS
-if HAVE_JEMALLOC
-noinst_PROGRAMS += bench/bench-malloc-jemalloc
-bench_bench_malloc_jemalloc_SOURCES = %reldir%/malloc.c
-bench_bench_malloc_jemalloc_CFLAGS = $(AM_CFLAGS) $(JEMALLOC_CFLAGS)
-bench_bench_malloc_jemalloc_LDADD = bench/libbench.la $(JEMALLOC_LIBS)
-endif
-if HAVE_TCMALLOC
-noinst_PROGRAMS += bench/bench-malloc-tcmalloc
-bench_bench_malloc_tcmalloc_SOURCES = %reldir%/malloc.c
-bench_bench_malloc_tcmalloc_CFLAGS = $(AM_CFLAGS) $(TCMALLOC_CFLAGS)
-bench_bench_malloc_tcmalloc_LDADD = bench/libbench.la $(TCMALLOC_LIBS)
-endif
+noinst_PROGRAMS += bench/bench-malloc
+bench_bench_malloc_SOURCES = %reldir%/malloc.c
+bench_bench_malloc_LDADD = bench/libbench.la
 endif
 
 # Generic side-by-side timing of whole commands (table 7).

@@ -16,9 +16,13 @@
  *     "Shared": the two threads replace objects of one set of 8,192 slots,
  *     so half the frees are of objects the other thread allocated (a
  *     request made on one thread and retired on another).
+ * Peers: tcmalloc, jemalloc and mimalloc, each preloaded (LD_PRELOAD) into
+ * a bench-malloc child running the same pattern (9a, and 9b with own
+ * objects).
  * Figures: ns per alloc+free pair per thread; ratios to glibc.
  */
 #include <errno.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +51,7 @@ enum kind {
         K_MIXED_MALLOC,
         K_SHARED_CACHE,
         K_SHARED_MALLOC,
+        K_PEER,          /* bench-malloc with a peer preloaded (mode, size) */
 };
 
 struct ctx {
@@ -61,7 +66,12 @@ struct ctx {
         bool filled[MAX_THREADS];
         _Atomic uintptr_t shared[MAX_THREADS * LIVE_OBJECTS];
         _Atomic bool shared_filled;
+        /* K_PEER */
+        const struct bench_peer *peer;
+        const char *mode;
 };
+
+static char peer_prog[4096];
 
 static inline uint64_t xorshift(uint64_t *s) {
         *s ^= *s << 13;
@@ -239,7 +249,27 @@ static void worker(void *arg, unsigned tid, uint64_t iters) {
         case K_SHARED_MALLOC:
                 shared(x, tid, iters);
                 break;
+        case K_PEER:
+                abort();
         }
+}
+
+/* One sample of a peer allocator: bench-malloc in a child, the peer
+ * preloaded. */
+static double run_peer(struct ctx *x, uint64_t iters) {
+        char out[128], it[32], th[16];
+        char *argv[] = { peer_prog, (char *) "--mode", (char *) x->mode, (char *) "--threads", th,
+                         (char *) "--iters", it, (char *) "--size", (char *) "64",
+                         (char *) "--expect", (char *) x->peer->symbol, NULL };
+
+        snprintf(it, sizeof it, "%llu", (unsigned long long) iters);
+        snprintf(th, sizeof th, "%u", x->threads);
+        if (bench_spawn_preload(x->peer->soname, argv, out, sizeof out) < 0) {
+                fprintf(stderr, "bench-slab: %s (%s) did not run: is it installed?\n", x->peer->name,
+                        x->peer->soname);
+                return -1;
+        }
+        return strtod(out, NULL);
 }
 
 static double run(void *arg, uint64_t iters) {
@@ -247,6 +277,8 @@ static double run(void *arg, uint64_t iters) {
         double ns;
 
         iters = (iters + 63) / 64 * 64;
+        if (x->kind == K_PEER)
+                return run_peer(x, iters);
         ns = bench_threads(x->threads, worker, x, iters, true);
         if (x->failed) {
                 fprintf(stderr, "bench-slab: allocation failed: %s\n", mb_last_error());
@@ -256,8 +288,11 @@ static double run(void *arg, uint64_t iters) {
 }
 
 int main(int argc, char **argv) {
-        static struct ctx ctx[10];
-        struct bench_case a[4], b[6];
+        static struct ctx ctx[10], pctx[3 * BENCH_NPEERS + BENCH_NPEERS];
+        struct bench_case a[4 + 2 * BENCH_NPEERS], b[6 + 2 * BENCH_NPEERS];
+        char pnames[4 * BENCH_NPEERS][96];
+        const char *dir = getenv("MB_BENCH_DIR");
+        bool have_peers;
         mb_client *c = NULL;
         mb_cache *c64, *caches[NSIZES];
         char b0[32], b1[32], b2[32];
@@ -316,7 +351,42 @@ int main(int argc, char **argv) {
                                      .ctx = &ctx[8], .min_iters = 1024 };
         b[5] = (struct bench_case) { .name = "2 threads, shared objects: mb_cache", .run = run, .ctx = &ctx[9],
                                      .min_iters = 1024 };
-        bench_run(a, 4, &opts);
+        snprintf(peer_prog, sizeof peer_prog, "%s/bench-malloc", dir ? dir : ".");
+        have_peers = access(peer_prog, X_OK) == 0;
+        for (unsigned p = 0; p < BENCH_NPEERS; p++) {
+                const struct bench_peer *pe = &bench_peers[p];
+                struct ctx *one = &pctx[4 * p], *many = &pctx[4 * p + 1];
+
+                *one = (struct ctx) { .kind = K_PEER, .threads = 1, .peer = pe, .mode = "one" };
+                *many = (struct ctx) { .kind = K_PEER, .threads = 1, .peer = pe, .mode = "64" };
+                snprintf(pnames[4 * p], sizeof pnames[0], "%s malloc(64)+free (LD_PRELOAD)", pe->name);
+                snprintf(pnames[4 * p + 1], sizeof pnames[0], "%s malloc(64) ×64 then free ×64 (LD_PRELOAD)",
+                         pe->name);
+                a[4 + 2 * p] = (struct bench_case) { .name = pnames[4 * p], .run = run, .ctx = one,
+                                                     .min_iters = 1024, .ns_per_iter = true };
+                a[5 + 2 * p] = (struct bench_case) { .name = pnames[4 * p + 1], .run = run, .ctx = many,
+                                                     .min_iters = 1024, .ns_per_iter = true };
+                for (unsigned t = 0; t < 2; t++) {
+                        struct ctx *m = &pctx[4 * p + 2 + t];
+
+                        *m = (struct ctx) { .kind = K_PEER, .threads = t + 1, .peer = pe, .mode = "mixed" };
+                        snprintf(pnames[4 * p + 2 + t], sizeof pnames[0], "%u thread%s: %s malloc/free (LD_PRELOAD)",
+                                 t + 1, t ? "s" : "", pe->name);
+                        b[6 + 2 * p + t] = (struct bench_case) { .name = pnames[4 * p + 2 + t], .run = run,
+                                                                 .ctx = m, .min_iters = 1024, .ns_per_iter = true };
+                }
+        }
+        for (unsigned i = 4; i < 4 + 2 * BENCH_NPEERS; i++)
+                if (!have_peers) {
+                        a[i].skip = true;
+                        a[i].skip_reason = "bench-malloc not built (sanitizer build)";
+                }
+        for (unsigned i = 6; i < 6 + 2 * BENCH_NPEERS; i++)
+                if (!have_peers) {
+                        b[i].skip = true;
+                        b[i].skip_reason = "bench-malloc not built (sanitizer build)";
+                }
+        bench_run(a, 4 + 2 * BENCH_NPEERS, &opts);
         /* 9b samples last at least 200 ms: each sample starts new threads,
          * and in 20 ms glibc's fresh per-thread caches and its arena
          * trimming (faults on regrowth) weigh several times the
@@ -324,7 +394,7 @@ int main(int argc, char **argv) {
         struct bench_opts ob = opts;
         if (!ob.quick && ob.sample_ns < MIXED_SAMPLE_MIN_NSEC)
                 ob.sample_ns = MIXED_SAMPLE_MIN_NSEC;
-        bench_run(b, 6, &ob);
+        bench_run(b, 6 + 2 * BENCH_NPEERS, &ob);
         for (unsigned i = 4; i < 10; i++)
                 live_free(&ctx[i]);
 
@@ -335,6 +405,10 @@ int main(int argc, char **argv) {
         bench_table_row(&a[1], &a[0]);
         bench_table_row(&a[2], &a[2]);
         bench_table_row(&a[3], &a[2]);
+        for (unsigned p = 0; p < BENCH_NPEERS; p++) {
+                bench_table_row(&a[4 + 2 * p], &a[0]);
+                bench_table_row(&a[5 + 2 * p], &a[2]);
+        }
         putchar('\n');
         bench_table_begin("Table 9b: mixed sizes",
                           "Each thread keeps 4,096 live objects of 16–512 bytes and replaces a random one per "
@@ -351,7 +425,13 @@ int main(int argc, char **argv) {
         bench_table_row(&b[3], &b[2]);
         bench_table_row(&b[4], &b[4]);
         bench_table_row(&b[5], &b[4]);
+        for (unsigned p = 0; p < BENCH_NPEERS; p++)
+                for (unsigned t = 0; t < 2; t++)
+                        bench_table_row(&b[6 + 2 * p + t], &b[2 * t]);
         putchar('\n');
+        bench_note("Peers: each allocator preloaded (LD_PRELOAD) into a child process of its own running the "
+                   "same pattern (own objects only); ratios in the tables are to glibc.");
+        bench_note_round_trip();
         /* The targets of the slab issue ("much faster" read as at most
          * half the time). */
         if (!a[0].skip && !a[1].skip)
@@ -368,6 +448,36 @@ int main(int argc, char **argv) {
                                      bench_fmt_ratio(b0, sizeof b0, b[i + 1].stat.median / b[i].stat.median),
                                      bench_fmt(b1, sizeof b1, b[i + 1].stat.median),
                                      bench_fmt(b2, sizeof b2, b[i].stat.median));
+
+        {
+                const struct bench_case *fast = NULL, *je = NULL;
+
+                for (unsigned p = 0; p < BENCH_NPEERS; p++) {
+                        const struct bench_case *pc = &a[4 + 2 * p];
+
+                        if (!pc->skip && (!fast || pc->stat.median < fast->stat.median))
+                                fast = pc;
+                        if (strcmp(bench_peers[p].name, "jemalloc") == 0 && !b[6 + 2 * p + 1].skip)
+                                je = &b[6 + 2 * p + 1];
+                        if (!pc->skip && !a[1].skip)
+                                bench_note("64 B: mb_cache takes %s the time of %s.",
+                                           bench_fmt_ratio(b0, sizeof b0, a[1].stat.median / pc->stat.median),
+                                           bench_peers[p].name);
+                }
+                if (fast && !a[1].skip)
+                        bench_target(a[1].stat.median <= fast->stat.median,
+                                     "64 B alloc+free ≤ 1.0× the fastest of tcmalloc, jemalloc, mimalloc",
+                                     "%s: %s vs %s ns (%s)",
+                                     bench_fmt_ratio(b0, sizeof b0, a[1].stat.median / fast->stat.median),
+                                     bench_fmt(b1, sizeof b1, a[1].stat.median),
+                                     bench_fmt(b2, sizeof b2, fast->stat.median), fast->name);
+                if (je && !b[3].skip)
+                        bench_target(b[3].stat.median <= je->stat.median,
+                                     "mixed sizes, 2 threads, own objects: ≤ 1.0× jemalloc", "%s: %s vs %s ns",
+                                     bench_fmt_ratio(b0, sizeof b0, b[3].stat.median / je->stat.median),
+                                     bench_fmt(b1, sizeof b1, b[3].stat.median),
+                                     bench_fmt(b2, sizeof b2, je->stat.median));
+        }
 
         mb_cache_destroy(c64);
         for (unsigned k = 0; k < NSIZES; k++)

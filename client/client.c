@@ -62,9 +62,12 @@ static void client_registry_parent(void) {
 static void client_registry_child(void) {
         for (mb_client *c = client_registry_head; c; c = c->reg_next) {
                 c->forked = true;
+                /* Atomic mode: taking a stock's lock in rseq mode rewrites
+                 * the CPU's stats slot (stock.h), which is the parent's. */
+                c->rseq_lock = false;
+                c->rseq_ncpus = 0;
                 for (unsigned i = 0; i < c->ncpus; i++) {
-                        c->stocks[i].lock = 0;
-                        c->stocks[i].nr = 0;
+                        c->stocks[i].word = 0;
                         c->stocks[i].limit = 0;
                 }
         }
@@ -212,7 +215,7 @@ void mb_client_stat_add(mb_client *c, enum mb_stat_item item, int64_t delta) {
         s = stock_lock_this(c);
         mb_stat_slot_add(s->slot, item, delta);
         stock_stat_dirty(c);
-        stock_unlock(s);
+        stock_unlock(c, s);
 }
 
 const struct mb_stats_region *mb_client_stats_region(const mb_client *c) {

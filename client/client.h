@@ -58,14 +58,16 @@ struct pending_event {
 
 struct mb_client {
         /* Read by every fast path; written only while connecting.  The
-         * stocks' own fields change under their locks. */
-        struct stock *stocks;          /* [ncpus], one cache line each */
+         * stocks' own fields change with their words (stock.h). */
+        struct stock *stocks;          /* [ncpus], two cache lines each */
         uint8_t *base;                 /* the tenant arena, mapped shared */
         uint64_t arena_bytes;
         uint64_t page_mask;            /* page_size - 1 */
         ptrdiff_t rseq_offset;         /* cpu_rseq_offset(), -1 without rseq */
         ptrdiff_t rseq_area;           /* __rseq_offset: the struct rseq */
-        bool rseq_lock;                /* stock locks taken with rseq (stock.h) */
+        bool rseq_lock;                /* stocks in rseq mode (stock.h) */
+        unsigned rseq_ncpus;           /* ncpus in rseq mode, else 0: the fast
+                                        * paths' bound on the rseq CPU */
         unsigned ncpus;                /* = stats slots = stocks */
         unsigned page_shift;
 

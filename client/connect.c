@@ -90,9 +90,10 @@ int connect_again(mb_client *c) {
                 mb_set_error("cannot map the new stats region: %s", strerror(-r));
                 return r;
         }
-        /* Writers mark c->stats dirty under a stock lock: publish the new
-         * region first, unmap the old one only after every lock was taken
-         * once (stock_stat_dirty()). */
+        /* Writers mark c->stats dirty under a stock lock, or inside a
+         * sequence that the lock's rseq fence ends: publish the new region
+         * first, unmap the old one only after every lock was taken once
+         * (stock_stat_dirty()). */
         __atomic_store_n(&c->stats, stats, __ATOMIC_RELAXED);
         /* Every CPU's counters move to the new region, under its lock. */
         for (unsigned i = 0; i < c->ncpus; i++) {
@@ -100,7 +101,7 @@ int connect_again(mb_client *c) {
 
                 stats->slot[i] = old->slot[i];
                 s->slot = &stats->slot[i];
-                stock_unlock(s);
+                stock_unlock(c, s);
         }
         /* The new region's daemon learns of changes from its dirty word. */
         mb_stats_region_writer_attach(stats);

@@ -8,6 +8,7 @@
  */
 #pragma once
 
+#include <stddef.h>
 #include <stdint.h>
 #include "membroker.h"
 #include "mb_stats_abi.h"
@@ -17,10 +18,21 @@
 unsigned mb_client_cpu(const mb_client *c);
 unsigned mb_client_ncpus(const mb_client *c);
 
+/* Where a fast path may read mb_client_cpu() inline: the offset of rseq
+ * cpu_id from the thread pointer (pcpu_rseq_cpu(); a value >= ncpus means
+ * "call mb_client_cpu()"), or -1: always call mb_client_cpu(). */
+ptrdiff_t mb_client_cpu_offset(const mb_client *c);
+
 /* Add @delta to @item in the caller's CPU slot of the stats region; safe
  * against other threads of the process (takes the CPU's stock lock, so do
  * not call it with one held).  A no-op in a fork() child. */
 void mb_client_stat_add(mb_client *c, enum mb_stat_item item, int64_t delta);
+
+/* Return every page stocked on any CPU to the daemon now, as the answer to
+ * the daemon's Drain does (drain_all_stock()), while the application may
+ * run on every CPU.  Never waits for the daemon.  Returns the number of
+ * pages returned, or a negative errno. */
+long mb_client_drain_stocks(mb_client *c);
 
 /* Set the thread's mb_last_error() message. */
 void mb_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

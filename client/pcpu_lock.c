@@ -44,8 +44,7 @@ bool pcpu_rseq_usable(void) {
         return pcpu_rseq_fence_ok;
 }
 
-/* Abort every rseq critical section running on @cpu now. */
-static void pcpu_rseq_fence(unsigned cpu) {
+void pcpu_rseq_fence(unsigned cpu) {
         if (pcpu_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, MEMBARRIER_CMD_FLAG_CPU, (int) cpu) < 0 &&
             errno != EINVAL)
                 /* EINVAL: that CPU is offline, nothing runs there.  Else be

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pcpu_lock.h - which CPU the calling thread runs on, and the per-CPU lock
- * word that the page stocks (stock.h) and the slab caches (slab.h) take on
+ * pcpu_lock.h - which CPU the calling thread runs on, the rseq fence on a
+ * CPU, and the per-CPU lock word that the slab caches (slab.h) take on
  * their fast paths: the user-space stand-in for the kernel's local_lock()
- * around a per-CPU structure (memcg_stock_pcp, kmem_cache_cpu).
+ * around a per-CPU structure (kmem_cache_cpu).  The page stocks (stock.h)
+ * need no lock on their fast paths: each operation is one restartable
+ * sequence committed by the store of the stock's word, and their slow
+ * paths take that word's lock bits the same two ways as below.
  *
  * The CPU.  glibc (2.35 and later) registers a struct rseq for every thread
  * it starts; the kernel keeps its cpu_id current on every return to user
@@ -204,6 +207,16 @@ aborted:
  * variable) and fix their mode for the lifetime of their lock words.
  */
 bool pcpu_rseq_usable(void);
+
+/**
+ * pcpu_rseq_fence - abort every restartable sequence of this process that
+ * runs on CPU @cpu now (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ)
+ * with MEMBARRIER_CMD_FLAG_CPU; on every CPU when that fails).  When it
+ * returns, a sequence that had started on @cpu before the call has either
+ * committed or restarted, and its stores are visible to the caller.  Only
+ * after pcpu_rseq_usable() returned true; it enters the kernel.
+ */
+void pcpu_rseq_fence(unsigned cpu);
 
 /**
  * pcpu_lock_remote - take @lock, the lock word of CPU @cpu's structure,

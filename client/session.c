@@ -586,7 +586,7 @@ int session_charge_locked(mb_client *c, uint32_t n, uint32_t need, void **out, s
         size_t got = 0;
         int r;
 
-        ch.seq = ++c->next_seq;
+        ch.seq = session_next_seq(c);
         ch.pages = n;
         if (need < n) {
                 ch.has_need = true;

@@ -217,6 +217,7 @@ struct slab_ctx {
         struct slab_pcpu *pcpu;
         bool rseq;                        /* per-CPU locks in rseq mode (pcpu_lock.h) */
         ptrdiff_t rseq_area;              /* __rseq_offset: the struct rseq */
+        ptrdiff_t cpu_offset;             /* mb_client_cpu_offset() */
 };
 
 /* A cache's per-CPU free list; changed under the client's per-CPU lock. */
@@ -349,8 +350,30 @@ static inline struct slab_pcpu *slab_pcpu_lock_cpu(struct slab_ctx *ctx, unsigne
         return p;
 }
 
-/* Lock the slot of the CPU we run on; its number in *@ret_cpu. */
-static inline struct slab_pcpu *slab_pcpu_lock_this(struct slab_ctx *ctx, unsigned *ret_cpu) {
+/* slab_pcpu_lock_this() after the inline attempt failed (slab_ctx.c). */
+struct slab_pcpu *slab_pcpu_lock_this_slow(struct slab_ctx *ctx, unsigned *ret_cpu);
+
+/* Lock the slot of the CPU we run on; its number in *@ret_cpu.  One
+ * attempt inline: the CPU read from rseq where mb_client_cpu() is that
+ * CPU, the lock taken with one restartable sequence. */
+static inline __attribute__((always_inline)) struct slab_pcpu *slab_pcpu_lock_this(struct slab_ctx *ctx,
+                                                                                   unsigned *ret_cpu) {
+#if PCPU_HAVE_RSEQ
+        if (_likely_(ctx->rseq && ctx->cpu_offset >= 0)) {
+                uint32_t cpu = pcpu_rseq_cpu(ctx->cpu_offset);
+
+                if (_likely_(cpu < ctx->ncpus &&
+                             pcpu_rseq_trylock(&ctx->pcpu[cpu].lock, cpu, ctx->rseq_area) == PCPU_RSEQ_LOCKED)) {
+                        *ret_cpu = cpu;
+                        return &ctx->pcpu[cpu];
+                }
+        }
+#endif
+        return slab_pcpu_lock_this_slow(ctx, ret_cpu);
+}
+
+/* The loop of slab_pcpu_lock_this_slow(). */
+static inline struct slab_pcpu *slab_pcpu_lock_this_loop(struct slab_ctx *ctx, unsigned *ret_cpu) {
         unsigned cpu;
 
 #if PCPU_HAVE_RSEQ

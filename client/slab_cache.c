@@ -98,23 +98,24 @@ static void *slab_cache_alloc_slow(mb_cache *s, struct slab_pcpu *p, struct cach
         return obj;
 }
 
-void *mb_cache_alloc(mb_cache *s) {
-        struct slab_pcpu *p;
-        struct cache_cpu *cc;
+/* mb_cache_alloc() of an inherited or debug cache, or with an empty CPU
+ * list: everything out of line, so that the fast path stays small. */
+static __attribute__((noinline)) void *slab_cache_alloc_slowpath(mb_cache *s, struct slab_pcpu *p,
+                                                                struct cache_cpu *cc) {
         int64_t flush = 0;
         unsigned cpu;
         void *obj;
 
-        if (_unlikely_(s->debug | (s->fork_gen != __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED)))) {
+        if (!p) {
                 if (slab_cache_inherited(s)) {
                         mb_set_error("slab cache %s: inherited from the parent process; unusable after fork()",
                                      s->name);
                         errno = ECHILD;
                         return NULL;
                 }
+                p = slab_pcpu_lock_this(s->ctx, &cpu);
+                cc = &s->cpu[cpu];
         }
-        p = slab_pcpu_lock_this(s->ctx, &cpu);
-        cc = &s->cpu[cpu];
         if (_likely_(cc->freelist)) {
                 obj = slab_cache_pop(s, p, cc, &flush);
                 slab_pcpu_unlock(p);
@@ -127,6 +128,37 @@ void *mb_cache_alloc(mb_cache *s) {
                 slab_ctx_stat_write(s->ctx, s->stat, flush);
         if (_unlikely_(s->debug))
                 slab_debug_alloc(s, obj);
+        return obj;
+}
+
+static __attribute__((noinline)) void slab_cache_stat_write(mb_cache *s, int64_t flush) {
+        slab_ctx_stat_write(s->ctx, s->stat, flush);
+}
+
+void *mb_cache_alloc(mb_cache *s) {
+        struct slab_pcpu *p;
+        struct cache_cpu *cc;
+        int64_t flush = 0;
+        unsigned cpu;
+        void *obj, *next;
+
+        if (_unlikely_(s->debug | (s->fork_gen != __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED))))
+                return slab_cache_alloc_slowpath(s, NULL, NULL);
+        p = slab_pcpu_lock_this(s->ctx, &cpu);
+        cc = &s->cpu[cpu];
+        obj = cc->freelist;
+        if (_unlikely_(!obj))
+                return slab_cache_alloc_slowpath(s, p, cc);
+        next = slab_get_fp(s, obj);
+        /* prefetch_freepointer(): the next pop reads the next object. */
+        __builtin_prefetch((char *) next + s->fp_offset);
+        cc->freelist = next;
+        cc->count--;
+        cc->allocs++;
+        slab_stock_charge(s->ctx, p, s->stat, s->object_bytes, &flush);
+        slab_pcpu_unlock(p);
+        if (_unlikely_(flush))
+                slab_cache_stat_write(s, flush);
         return obj;
 }
 
@@ -145,6 +177,21 @@ static void slab_cache_cpu_trim(mb_cache *s, struct slab_pcpu *p, struct cache_c
         slab_page_flush_list(s, rest);
 }
 
+/* mb_cache_free() of an inherited or debug cache. */
+static __attribute__((noinline)) bool slab_cache_free_check(mb_cache *s, void *obj) {
+        if (slab_cache_inherited(s))
+                return false;
+        return slab_debug_free(s, obj);
+}
+
+/* The CPU list passed cpu_max: trim it (unlocks @p), then write @flush. */
+static __attribute__((noinline)) void slab_cache_free_trim(mb_cache *s, struct slab_pcpu *p, struct cache_cpu *cc,
+                                                           int64_t flush) {
+        slab_cache_cpu_trim(s, p, cc);
+        if (flush)
+                slab_ctx_stat_write(s->ctx, s->stat, flush);
+}
+
 void mb_cache_free(mb_cache *s, void *obj) {
         unsigned cpu;
         struct slab_pcpu *p;
@@ -153,12 +200,9 @@ void mb_cache_free(mb_cache *s, void *obj) {
 
         if (_unlikely_(!obj))
                 return;
-        if (_unlikely_(s->debug | (s->fork_gen != __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED)))) {
-                if (slab_cache_inherited(s))
-                        return;
-                if (!slab_debug_free(s, obj))
-                        return;
-        }
+        if (_unlikely_(s->debug | (s->fork_gen != __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED))) &&
+            !slab_cache_free_check(s, obj))
+                return;
 
         p = slab_pcpu_lock_this(s->ctx, &cpu);
         cc = &s->cpu[cpu];
@@ -166,12 +210,13 @@ void mb_cache_free(mb_cache *s, void *obj) {
         cc->freelist = obj;
         cc->frees++;
         slab_stock_uncharge(s->ctx, p, s->stat, s->object_bytes, &flush);
-        if (_unlikely_(++cc->count > s->cpu_max))
-                slab_cache_cpu_trim(s, p, cc);
-        else
-                slab_pcpu_unlock(p);
+        if (_unlikely_(++cc->count > s->cpu_max)) {
+                slab_cache_free_trim(s, p, cc, flush);
+                return;
+        }
+        slab_pcpu_unlock(p);
         if (_unlikely_(flush))
-                slab_ctx_stat_write(s->ctx, s->stat, flush);
+                slab_cache_stat_write(s, flush);
 }
 
 /* ---- create / destroy ---- */

@@ -86,6 +86,7 @@ int slab_ctx_get(mb_client *c, struct slab_ctx **ret) {
         ctx->page_shift = (unsigned) __builtin_ctzl(ps);
         ctx->rseq = slab_ctx_rseq_mode();
         ctx->rseq_area = __rseq_offset;
+        ctx->cpu_offset = mb_client_cpu_offset(c);
         pthread_mutex_init(&ctx->lock, NULL);
         slab_list_init(&ctx->caches);
         ctx->pcpu = aligned_alloc(MB_CACHELINE_BYTES, ctx->ncpus * sizeof(struct slab_pcpu));
@@ -173,4 +174,8 @@ void mb_slab_drain(mb_client *c) {
         ctx = slab_ctx_find(c);
         if (ctx)
                 slab_ctx_drain(ctx);
+}
+
+__attribute__((noinline)) struct slab_pcpu *slab_pcpu_lock_this_slow(struct slab_ctx *ctx, unsigned *ret_cpu) {
+        return slab_pcpu_lock_this_loop(ctx, ret_cpu);
 }

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * stock.c - the per-CPU stocks of charged pages (stock.h) and the page fast
- * paths: mb_page_alloc(), mb_page_free() and their bulk forms when the
- * stock covers them read the CPU from rseq, take that CPU's stock lock,
- * pop or push a pointer, bump the CPU's stats slot and unlock: no system
- * call, no daemon.  The slow paths charge and return pages in batches
+ * paths: mb_page_alloc() and mb_page_free() pop or push a pointer on the
+ * stock of the CPU they run on and write that CPU's stats slot in one
+ * restartable sequence (rseq mode), or under the stock's lock (atomic
+ * mode, and the bulk forms): no system call, no daemon.  The slow paths charge and return pages in batches
  * through the session (session.h) under conn_lock, as the kernel's
  * try_charge() and refill_stock() do for memcg_stock_pcp.
  */
@@ -26,45 +26,357 @@ bool stock_rseq_mode(void) {
         return pcpu_rseq_usable();
 }
 
-__attribute__((noinline)) struct stock *stock_lock_cpu(const mb_client *c, unsigned cpu) {
-        struct stock *s = &c->stocks[cpu];
+_Static_assert(2u * CHARGE_MAX_PAGES + 1u <= STOCK_NR_MASK, "a stock's count fits its word");
 
-        pcpu_lock_remote(&s->lock, cpu, c->rseq_lock);
-        return s;
+/* ---- rseq mode: the sequences ---- */
+
+enum { STOCK_RSEQ_DONE, STOCK_RSEQ_CHANGED, STOCK_RSEQ_ABORTED, STOCK_RSEQ_SLOW, STOCK_RSEQ_RESET };
+
+#if PCPU_HAVE_RSEQ
+/*
+ * The restartable sequences of the stocks, x86-64.  Each publishes its
+ * descriptor in rseq->rseq_cs (offset 8 of glibc's struct rseq, at
+ * __rseq_offset from the thread pointer), compares rseq->cpu_id (offset 4)
+ * with the CPU whose stock it works on, reads the stock word (or compares
+ * it with the value it read before), and commits with the single store of
+ * the new word.  The kernel moves a thread that is preempted, migrated or
+ * signalled inside [1, 2) to the abort handler 4, which the signature
+ * glibc registered precedes.
+ */
+#define STOCK_RSEQ_ENTER                                                       \
+        ".pushsection __rseq_cs, \"aw\"\n\t"                                   \
+        ".balign 32\n\t"                                                       \
+        "3:\n\t"                                                               \
+        ".long 0x0, 0x0\n\t"                 /* version, flags */              \
+        ".quad 1f, (2f - 1f), 4f\n\t"        /* start, post_commit_offset, abort */ \
+        ".popsection\n\t"                                                      \
+        "1:\n\t"                                                               \
+        "leaq 3b(%%rip), %%rax\n\t"                                            \
+        "movq %%rax, %%fs:8(%[off])\n\t"                                       \
+        "cmpl %[cpu], %%fs:4(%[off])\n\t"                                      \
+        "jnz 4f\n\t"
+#define STOCK_RSEQ_COMPARE                                                     \
+        "cmpq %[exp], (%[w])\n\t"                                              \
+        "jnz %l[changed]\n\t"
+#define STOCK_RSEQ_LEAVE                                                       \
+        "2:\n\t"                                                               \
+        ".pushsection __rseq_failure, \"ax\"\n\t"                              \
+        ".byte 0x0f, 0xb9, 0x3d\n\t"         /* ud1 <sig>(%%rip), %%edi */      \
+        ".long 0x53053053\n\t"               /* PCPU_RSEQ_SIG */               \
+        "4:\n\t"                                                               \
+        "jmp %l[aborted]\n\t"                                                  \
+        ".popsection\n\t"
+/* The same for a sequence that writes the stats slot: %%rcx is 0 until it
+ * holds the slot, right before the first store there; an abort before
+ * that left nothing behind (%l[clean]). */
+#define STOCK_RSEQ_LEAVE_SLOT                                                  \
+        "2:\n\t"                                                               \
+        ".pushsection __rseq_failure, \"ax\"\n\t"                              \
+        ".byte 0x0f, 0xb9, 0x3d\n\t"         /* ud1 <sig>(%%rip), %%edi */      \
+        ".long 0x53053053\n\t"               /* PCPU_RSEQ_SIG */               \
+        "4:\n\t"                                                               \
+        "testq %%rcx, %%rcx\n\t"                                               \
+        "jz %l[clean]\n\t"                                                     \
+        "jmp %l[aborted]\n\t"                                                  \
+        ".popsection\n\t"
+
+_Static_assert(PCPU_RSEQ_SIG == 0x53053053, "the signature in the abort handlers");
+
+/* If the stock word of CPU @cpu is still @expect, store @next there. */
+static inline __attribute__((always_inline)) int stock_rseq_cas(uint64_t *w, uint64_t expect, uint64_t next,
+                                                                uint32_t cpu, ptrdiff_t area) {
+        __asm__ __volatile__ goto(STOCK_RSEQ_ENTER STOCK_RSEQ_COMPARE
+                                  "movq %[nxt], (%[w])\n\t"
+                                  STOCK_RSEQ_LEAVE
+                                  :
+                                  : [off] "r"(area), [cpu] "r"(cpu), [w] "r"(w), [exp] "r"(expect), [nxt] "r"(next)
+                                  : "memory", "cc", "rax"
+                                  : changed, aborted);
+        return STOCK_RSEQ_DONE;
+changed:
+        return STOCK_RSEQ_CHANGED;
+aborted:
+        return STOCK_RSEQ_ABORTED;
 }
 
-__attribute__((noinline)) struct stock *stock_lock_slow(const mb_client *c) {
+#define STOCK_SLOT_OFF(item) ((long) offsetof(struct mb_stat_slot, v) + (long) (item) * 8)
+
+/*
+ * One pop (@push 0: the page into @p) or push (@push 1: @p to pages[nr])
+ * on the stock @s of CPU @cpu, as one sequence, as tcmalloc's per-CPU
+ * caches do: it reads the word inside the sequence and leaves to %l[slow]
+ * when it is locked, the stock empty (pop) or at its limit (push);
+ * computes the slot's values from the word it will commit (stock.h); then,
+ * in its last instructions, writes the slot, the region's dirty word when
+ * `updates` passes a multiple of STOCK_STAT_DIRTY_UPDATES, and commits the
+ * word moved on by one page and one operation.  Past STOCK_OPS_RESET
+ * operations (checked with the dirty word) it leaves to %l[slow_reset]
+ * instead of committing, after its slot stores: the caller settles the
+ * stock, whose unlock starts the operations again.  An abort before the first
+ * slot store goes to %l[clean] (nothing to settle), after it to
+ * %l[aborted].  The slot, the page array and the bases are read from the
+ * stock inside the sequence (they change only with the word).
+ * @count_item is the counter of the operation, @k_count its base.
+ */
+#define STOCK_RSEQ_OP(push, count_item, k_count, page_constraint)                                               \
+        __asm__ __volatile__ goto(                                                                              \
+                "xorl %%ecx, %%ecx\n\t"                           /* no slot store yet */                       \
+                STOCK_RSEQ_ENTER                                                                                \
+                "movq (%[w]), %%rdx\n\t"                          /* rdx = word */                              \
+                "testq %%rdx, %%rdx\n\t"                                                                        \
+                "js %l[slow]\n\t"                                 /* locked */                                  \
+                "movl %%edx, %%eax\n\t"                                                                         \
+                "andl %[nrmask], %%eax\n\t"                       /* rax = nr before */                         \
+                "movq %c[o_arr](%[w]), %%r8\n\t"                                                                \
+                ".if " #push "\n\t"                                                                             \
+                "cmpl %c[o_limit](%[w]), %%eax\n\t"                                                             \
+                "jae %l[slow]\n\t"                                /* full */                                    \
+                "movq %[pg], (%%r8,%%rax,8)\n\t"                  /* above nr: harmless until the commit */     \
+                "incl %%eax\n\t"                                                                                \
+                ".else\n\t"                                                                                     \
+                "testl %%eax, %%eax\n\t"                                                                        \
+                "jz %l[slow]\n\t"                                 /* empty */                                   \
+                "movq -8(%%r8,%%rax,8), %[pg]\n\t"                                                              \
+                "decl %%eax\n\t"                                                                                \
+                ".endif\n\t"                                                                                    \
+                "addq %[delta], %%rdx\n\t"                        /* rax = nr, rdx = word after */              \
+                "movq %c[o_kstock](%[w]), %[off]\n\t"                                                           \
+                "addq %%rax, %[off]\n\t"                          /* off = k_stock + nr */                      \
+                "movq %%rdx, %%r8\n\t"                                                                          \
+                "shrq %[nrbits], %%r8\n\t"                        /* r8 = ops after */                          \
+                ".if " #push "\n\t"                                                                             \
+                "addq %%r8, %%rax\n\t"                            /* ops + nr */                                \
+                ".else\n\t"                                                                                     \
+                "negq %%rax\n\t"                                                                                \
+                "addq %%r8, %%rax\n\t"                            /* ops - nr */                                \
+                ".endif\n\t"                                                                                    \
+                "addq %c[o_kcount](%[w]), %%rax\n\t"                                                            \
+                "sarq $1, %%rax\n\t"                              /* rax = the op's counter */                  \
+                "addq %c[o_kupd](%[w]), %%r8\n\t"                 /* r8 = k_updates + ops */                    \
+                "movq %c[o_slot](%[w]), %%rcx\n\t"                /* rcx = slot: stores from here */            \
+                "movq %%rax, %c[o_count](%%rcx)\n\t"                                                            \
+                "movq %[off], %c[o_stock](%%rcx)\n\t"                                                           \
+                "movq %c[o_ktotal](%[w]), %%rax\n\t"                                                            \
+                "subq %[off], %%rax\n\t"                                                                        \
+                "movq %%rax, %c[o_pages](%%rcx)\n\t"              /* k_total - stock */                         \
+                "movq %%r8, %c[o_upd](%%rcx)\n\t"                 /* updates last */                            \
+                "testb %[dmask], %%r8b\n\t"                                                                     \
+                "jnz 5f\n\t"                                                                                    \
+                "btq %[resetbit], %%rdx\n\t"                      /* every 64th: ops to reset? */               \
+                "jc %l[slow_reset]\n\t"                           /* (after the stores: settles) */             \
+                "movl %[cpu], %%eax\n\t"                          /* the region's dirty word: */                \
+                "shlq $7, %%rax\n\t"                              /* slot - cpu * 128 - 64 */                   \
+                "negq %%rax\n\t"                                                                                \
+                "addq %%rcx, %%rax\n\t"                                                                         \
+                "cmpq $0, -64(%%rax)\n\t"                                                                       \
+                "jnz 5f\n\t"                                                                                    \
+                "movq $1, -64(%%rax)\n\t"                                                                       \
+                "5:\n\t"                                                                                        \
+                "movq %%rdx, (%[w])\n\t"                          /* commit */                                  \
+                STOCK_RSEQ_LEAVE_SLOT                                                                           \
+                : [pg] page_constraint(p), [off] "+r"(area)                                                     \
+                : [cpu] "r"(cpu), [w] "r"(s),                                                                   \
+                  [delta] "e"((int64_t) (push ? STOCK_OPS_ONE + 1 : STOCK_OPS_ONE - 1)),                        \
+                  [nrmask] "i"(STOCK_NR_MASK), [nrbits] "i"(STOCK_NR_BITS),                                     \
+                  [dmask] "i"(STOCK_STAT_DIRTY_UPDATES - 1), [resetbit] "i"(STOCK_OPS_RESET_BIT),               \
+                  [o_arr] "i"(offsetof(struct stock, pages)), [o_slot] "i"(offsetof(struct stock, slot)),       \
+                  [o_limit] "i"(offsetof(struct stock, limit)),                                                 \
+                  [o_kpages] "i"(offsetof(struct stock, k_pages)),                                              \
+                  [o_kstock] "i"(offsetof(struct stock, k_stock)),                                              \
+                  [o_kcount] "i"(offsetof(struct stock, k_count)),                                              \
+                  [o_kupd] "i"(offsetof(struct stock, k_updates)),                                              \
+                  [o_ktotal] "i"(offsetof(struct stock, k_total)),                                              \
+                  [o_pages] "i"(STOCK_SLOT_OFF(MB_STAT_PAGES)), [o_stock] "i"(STOCK_SLOT_OFF(MB_STAT_STOCK)),   \
+                  [o_count] "i"(STOCK_SLOT_OFF(count_item)),                                                    \
+                  [o_upd] "i"(offsetof(struct mb_stat_slot, updates))                                           \
+                : "memory", "cc", "rax", "rcx", "rdx", "r8"                                                     \
+                : slow, slow_reset, clean, aborted)
+
+/* The ops bit that sends a sequence to an unlock (stock.h). */
+#define STOCK_OPS_RESET_BIT (STOCK_NR_BITS + 40)
+_Static_assert(STOCK_OPS_RESET == UINT64_C(1) << 40, "STOCK_OPS_RESET_BIT");
+_Static_assert(offsetof(struct stock, word) == 0, "the sequences read (%[w])");
+_Static_assert(sizeof(struct mb_stat_slot) == 128 && offsetof(struct mb_stats_region, slot) == 128 &&
+                       offsetof(struct mb_stats_region, dirty) == 64,
+               "the sequences find the dirty word at slot - cpu * 128 - 64");
+_Static_assert(STOCK_STAT_DIRTY_UPDATES <= 256, "testb");
+
+/* Pop one page from the stock of CPU @cpu in one sequence. */
+static inline __attribute__((always_inline)) int stock_rseq_pop(const mb_client *c, unsigned cpu, void **ret) {
+        struct stock *s = &c->stocks[cpu];
+        ptrdiff_t area = c->rseq_area;
+        void *p;
+
+        STOCK_RSEQ_OP(0, MB_STAT_PGALLOC, k_alloc2, "=&r");
+        *ret = p;
+        return STOCK_RSEQ_DONE;
+slow:
+        return STOCK_RSEQ_SLOW;
+slow_reset:
+        return STOCK_RSEQ_RESET;
+clean:
+        return STOCK_RSEQ_CHANGED;
+aborted:
+        return STOCK_RSEQ_ABORTED;
+}
+
+/* Push @page to the stock of CPU @cpu in one sequence. */
+static inline __attribute__((always_inline)) int stock_rseq_push(const mb_client *c, unsigned cpu, void *pg) {
+        struct stock *s = &c->stocks[cpu];
+        ptrdiff_t area = c->rseq_area;
+        void *p = pg;
+
+        STOCK_RSEQ_OP(1, MB_STAT_PGFREE, k_free2, "+r");
+        return STOCK_RSEQ_DONE;
+slow:
+        return STOCK_RSEQ_SLOW;
+slow_reset:
+        return STOCK_RSEQ_RESET;
+clean:
+        return STOCK_RSEQ_CHANGED;
+aborted:
+        return STOCK_RSEQ_ABORTED;
+}
+#endif
+
+/* rseq mode, the lock just taken: write the slot from the word and the
+ * bases, so that values a sequence aborted before its commit may have left
+ * there are gone, with `updates` two past the last value (such a sequence
+ * may have written one past): the daemon folds the slot again. */
+static void stock_materialize(const mb_client *c, struct stock *s) {
+        uint64_t w = s->word;
+        int64_t nr = (int64_t) (w & STOCK_NR_MASK);
+        int64_t ops = (int64_t) ((w & ~(STOCK_W_LOCKED | STOCK_W_REMOTE)) >> STOCK_NR_BITS);
+        struct mb_stat_slot *slot = s->slot;
+
+        __atomic_store_n(&slot->v[MB_STAT_PAGES], s->k_pages - nr, __ATOMIC_RELAXED);
+        __atomic_store_n(&slot->v[MB_STAT_STOCK], s->k_stock + nr, __ATOMIC_RELAXED);
+        __atomic_store_n(&slot->v[MB_STAT_PGALLOC], (s->k_alloc2 + ops - nr) >> 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&slot->v[MB_STAT_PGFREE], (s->k_free2 + ops + nr) >> 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&slot->updates, s->k_updates + (uint64_t) ops + 2, __ATOMIC_RELEASE);
+        stock_stat_dirty(c);
+}
+
+/* rseq mode, before the unlock: the bases for the word the unlock stores
+ * (@nr pages, @ops operations), from the slot as the holder left it. */
+static void stock_rebase(struct stock *s, int64_t nr, int64_t ops) {
+        const struct mb_stat_slot *slot = s->slot;
+
+        s->k_pages = __atomic_load_n(&slot->v[MB_STAT_PAGES], __ATOMIC_RELAXED) + nr;
+        s->k_stock = __atomic_load_n(&slot->v[MB_STAT_STOCK], __ATOMIC_RELAXED) - nr;
+        s->k_alloc2 = 2 * __atomic_load_n(&slot->v[MB_STAT_PGALLOC], __ATOMIC_RELAXED) - ops + nr;
+        s->k_free2 = 2 * __atomic_load_n(&slot->v[MB_STAT_PGFREE], __ATOMIC_RELAXED) - ops - nr;
+        s->k_updates = __atomic_load_n(&slot->updates, __ATOMIC_RELAXED) - (uint64_t) ops;
+        s->k_total = s->k_pages + s->k_stock;
+}
+
+void stock_unlock(const mb_client *c, struct stock *s) {
+        uint64_t w = s->word;
+        uint64_t nr = w & STOCK_NR_MASK;
+        uint64_t ops = ((w & ~(STOCK_W_LOCKED | STOCK_W_REMOTE)) >> STOCK_NR_BITS) + 1;
+
+        stock_assert_locked(s);
+        /* The word moves on at every unlock: a sequence that read it before
+         * the lock does not commit after it. */
+        if (ops >= STOCK_OPS_RESET)
+                ops = 0;
+        if (c->rseq_lock)
+                stock_rebase(s, (int64_t) nr, (int64_t) ops);
+        __atomic_store_n(&s->word, nr | ops << STOCK_NR_BITS, __ATOMIC_RELEASE);
+}
+
+/* Wait until the word of @s looks unlocked; returns it. */
+static uint64_t stock_wait_unlocked(const struct stock *s) {
+        for (;;) {
+                uint64_t w;
+
+                for (unsigned i = 0; i < PCPU_SPIN_LOOPS; i++) {
+                        w = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
+                        if (!(w & STOCK_W_LOCKED))
+                                return w;
+                        pcpu_relax();
+                }
+                sched_yield();
+        }
+}
+
+/* Atomic mode, or any remote locker: compare-and-swap of the lock bit. */
+static void stock_lock_cas(struct stock *s, uint64_t bits) {
+        uint64_t w = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
+
+        for (;;) {
+                if (w & STOCK_W_LOCKED)
+                        w = stock_wait_unlocked(s);
+                if (__atomic_compare_exchange_n(&s->word, &w, w | bits, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+                        return;
+        }
+}
+
+struct stock *stock_lock_cpu(const mb_client *c, unsigned cpu) {
+        struct stock *s = &c->stocks[cpu];
+
+        if (!c->rseq_lock) {
+                stock_lock_cas(s, STOCK_W_LOCKED);
+                return s;
+        }
+        for (;;) {
+                uint64_t w;
+
+                stock_lock_cas(s, STOCK_W_LOCKED | STOCK_W_REMOTE);
+                w = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
+                /* A sequence on @cpu may have read the word before the swap
+                 * and not committed yet: abort it, then look. */
+                pcpu_rseq_fence(cpu);
+                /* Still our value: nobody committed over it.  No sequence
+                 * writes REMOTE, and every commit and unlock moves ops on,
+                 * so another remote locker cannot have stored this value. */
+                if (__atomic_load_n(&s->word, __ATOMIC_ACQUIRE) == w) {
+                        stock_materialize(c, s);
+                        return s;
+                }
+        }
+}
+
+struct stock *stock_lock_this(const mb_client *c) {
 #if PCPU_HAVE_RSEQ
         if (c->rseq_lock) {
                 for (;;) {
                         uint32_t cpu = pcpu_rseq_cpu(c->rseq_offset);
                         struct stock *s;
-                        int r;
+                        uint64_t w;
 
                         if (cpu >= c->ncpus)
                                 /* No valid rseq CPU for this thread. */
                                 return stock_lock_cpu(c, pcpu_fallback_cpu(c->ncpus));
                         s = &c->stocks[cpu];
-                        r = pcpu_rseq_trylock(&s->lock, cpu, c->rseq_area);
-                        if (r == PCPU_RSEQ_LOCKED)
+                        w = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
+                        if (w & STOCK_W_LOCKED) {
+                                (void) stock_wait_unlocked(s);
+                                continue;
+                        }
+                        /* A sequence of this CPU: the others of this CPU
+                         * finished or restart, no fence needed. */
+                        if (stock_rseq_cas(&s->word, w, w | STOCK_W_LOCKED, cpu, c->rseq_area) == STOCK_RSEQ_DONE) {
+                                stock_materialize(c, s);
                                 return s;
-                        if (r == PCPU_RSEQ_BUSY)
-                                pcpu_wait_unlocked(&s->lock);
+                        }
                 }
         }
 #endif
         {
                 struct stock *s = &c->stocks[pcpu_current_cpu(c->rseq_offset, c->ncpus)];
 
-                pcpu_lock_atomic(&s->lock);
+                stock_lock_cas(s, STOCK_W_LOCKED);
                 return s;
         }
 }
 
 void stock_take_locked(const mb_client *c, struct stock *s, void **out, uint32_t take) {
         stock_assert_locked(s);
-        s->nr -= take;
-        memcpy(out, s->pages + s->nr, take * sizeof(void *));
+        uint32_t nr = stock_nr(s) - take;
+
+        stock_set_nr(s, nr);
+        memcpy(out, s->pages + nr, take * sizeof(void *));
         stock_slot_add(s->slot, MB_STAT_STOCK, -(int64_t) take);
         stock_slot_commit(c, s);
 }
@@ -73,9 +385,9 @@ void stock_disable_all(mb_client *c) {
         for (unsigned i = 0; i < c->ncpus; i++) {
                 struct stock *s = stock_lock_cpu(c, i);
 
-                s->nr = 0;
+                stock_set_nr(s, 0);
                 s->limit = 0;
-                stock_unlock(s);
+                stock_unlock(c, s);
         }
 }
 
@@ -90,16 +402,35 @@ size_t stock_take_all(mb_client *c, void **out, size_t n) {
 
                 /* A racy peek spares locking (a membarrier in rseq mode)
                  * an empty stock; pages that arrive meanwhile stay there. */
-                if (__atomic_load_n(&c->stocks[cpu].nr, __ATOMIC_RELAXED) == 0)
+                if (stock_nr(&c->stocks[cpu]) == 0)
                         continue;
                 s = stock_lock_cpu(c, cpu);
-                take = (uint32_t) MB_MIN((size_t) s->nr, n - got);
+                take = (uint32_t) MB_MIN((size_t) stock_nr(s), n - got);
                 if (take > 0)
                         stock_take_locked(c, s, out + got, take);
-                stock_unlock(s);
+                stock_unlock(c, s);
                 got += take;
         }
         return got;
+}
+
+ptrdiff_t mb_client_cpu_offset(const mb_client *c) {
+        return c->rseq_offset;
+}
+
+long mb_client_drain_stocks(mb_client *c) {
+        size_t room = (size_t) c->ncpus * (2u * c->batch_cap + 1u), got;
+        _cleanup_(freep) void **buf = NULL;
+        int r;
+
+        if (c->forked || session_broken(c))
+                return 0;
+        buf = malloc(room * sizeof(void *));
+        if (!buf)
+                return -ENOMEM;
+        got = stock_take_all(c, buf, room);
+        r = session_uncharge(c, buf, got, MB__UNCHARGE_REASON__UNCHARGE_DRAIN, false, false, 0);
+        return r < 0 ? r : (long) got;
 }
 
 void stock_account_unlock(const mb_client *c, struct stock *s, int64_t n) {
@@ -112,17 +443,17 @@ void stock_account_unlock(const mb_client *c, struct stock *s, int64_t n) {
                 stock_slot_add(s->slot, MB_STAT_PGFREE, -n);
         }
         stock_slot_commit(c, s);
-        stock_unlock(s);
+        stock_unlock(c, s);
 }
 
 /* Take up to @n pages from the stock of this CPU only. */
 static size_t stock_take_local(mb_client *c, void **out, size_t n) {
         struct stock *s = stock_lock_this(c);
-        uint32_t take = (uint32_t) MB_MIN((size_t) s->nr, n);
+        uint32_t take = (uint32_t) MB_MIN((size_t) stock_nr(s), n);
 
         if (take > 0)
                 stock_take_locked(c, s, out, take);
-        stock_unlock(s);
+        stock_unlock(c, s);
         return take;
 }
 
@@ -156,14 +487,14 @@ int stock_adopt_batch_locked(mb_client *c, uint32_t batch) {
                 /* limit 0: disabled (fork, lost session): stays so */
                 if (s->limit != 0) {
                         s->limit = 2u * batch;
-                        if (s->nr > s->limit) {
-                                uint32_t take = s->nr - s->limit;
+                        if (stock_nr(s) > s->limit) {
+                                uint32_t take = stock_nr(s) - s->limit;
 
                                 stock_take_locked(c, s, back + n, take);
                                 n += take;
                         }
                 }
-                stock_unlock(s);
+                stock_unlock(c, s);
         }
         return session_uncharge(c, back, n, MB__UNCHARGE_REASON__UNCHARGE_FREE, true, false, 0);
 }
@@ -179,7 +510,7 @@ int stock_adopt_batch_locked(mb_client *c, uint32_t batch) {
  */
 static int stock_put_locked(mb_client *c, void **pages, size_t n, size_t freed) {
         _cleanup_(freep) void **back = NULL;
-        size_t total, nback = 0;
+        size_t total, nback = 0, nr;
         struct stock *s;
 
         mb_assert_mutex_held(&c->conn_lock);
@@ -194,31 +525,32 @@ static int stock_put_locked(mb_client *c, void **pages, size_t n, size_t freed) 
         s = stock_lock_this(c);
         if (s->limit == 0) {
                 /* The session broke while we were on our way: nothing to keep. */
-                stock_unlock(s);
+                stock_unlock(c, s);
                 return session_lost(c);
         }
-        total = s->nr + n;
+        nr = stock_nr(s);
+        total = nr + n;
         if (total > s->limit)
                 nback = DIV_ROUND_UP(total - s->limit, c->charge_batch) * c->charge_batch;
-        if (nback <= s->nr) {
+        if (nback <= nr) {
                 memcpy(back, s->pages, nback * sizeof(void *));
-                memmove(s->pages, s->pages + nback, (s->nr - nback) * sizeof(void *));
-                memcpy(s->pages + s->nr - nback, pages, n * sizeof(void *));
+                memmove(s->pages, s->pages + nback, (nr - nback) * sizeof(void *));
+                memcpy(s->pages + nr - nback, pages, n * sizeof(void *));
         } else {
-                size_t from_new = nback - s->nr;
+                size_t from_new = nback - nr;
 
-                memcpy(back, s->pages, s->nr * sizeof(void *));
-                memcpy(back + s->nr, pages, from_new * sizeof(void *));
+                memcpy(back, s->pages, nr * sizeof(void *));
+                memcpy(back + nr, pages, from_new * sizeof(void *));
                 memcpy(s->pages, pages + from_new, (n - from_new) * sizeof(void *));
         }
-        s->nr = (uint32_t) (total - nback);
+        stock_set_nr(s, (uint32_t) (total - nback));
         stock_slot_add(s->slot, MB_STAT_STOCK, (int64_t) n - (int64_t) nback);
         if (freed > 0) {
                 stock_slot_add(s->slot, MB_STAT_PAGES, -(int64_t) freed);
                 stock_slot_add(s->slot, MB_STAT_PGFREE, (int64_t) freed);
         }
         stock_slot_commit(c, s);
-        stock_unlock(s);
+        stock_unlock(c, s);
 
         return session_uncharge(c, back, nback, MB__UNCHARGE_REASON__UNCHARGE_FREE, true, false, 0);
 }
@@ -348,23 +680,131 @@ static __attribute__((noinline)) int stock_page_free_slow(mb_client *c, void *pa
 
 /* ---- the fast paths ---- */
 
-void *mb_page_alloc(mb_client *c) {
+/* The fast path of atomic mode, and of rseq mode after a failed sequence:
+ * this CPU's stock under its lock, adding to the slot. */
+static void stock_use_locked(const mb_client *c, struct stock *s, int64_t n) {
+        if (stock_stat_use(s->slot, n))
+                stock_stat_dirty(c);
+}
+
+static __attribute__((noinline)) void *stock_page_alloc_locked(mb_client *c) {
         struct stock *s = stock_lock_this(c);
-        uint32_t nr = s->nr;
+        uint32_t nr = stock_nr(s);
 
         if (_likely_(nr > 0)) {
                 void *p = s->pages[nr - 1];
 
-                stock_use(c, s, 1);
-                stock_unlock_nr(s, nr - 1);
+                stock_set_nr(s, nr - 1);
+                stock_use_locked(c, s, 1);
+                stock_unlock(c, s);
                 return p;
         }
-        stock_unlock(s);
+        stock_unlock(c, s);
         return stock_page_alloc_slow(c);
+}
+
+static __attribute__((noinline)) int stock_page_free_locked(mb_client *c, void *page) {
+        struct stock *s = stock_lock_this(c);
+        uint32_t nr = stock_nr(s);
+
+        if (_likely_(nr < s->limit)) {
+                s->pages[nr] = page;
+                stock_set_nr(s, nr + 1);
+                stock_use_locked(c, s, -1);
+                stock_unlock(c, s);
+                return 0;
+        }
+        stock_unlock(c, s);
+        return stock_page_free_slow(c, page);
+}
+
+#if PCPU_HAVE_RSEQ
+/* A sequence aborted on CPU @cpu may have left values one operation ahead
+ * in its slot (stock.h): an operation on that CPU overwrites them, and so
+ * does taking its lock.  The caller now runs elsewhere: take and release
+ * that stock's lock from here. */
+static void stock_rseq_settle(const mb_client *c, unsigned cpu) {
+        stock_unlock(c, stock_lock_cpu(c, cpu));
+}
+
+/*
+ * After a sequence did not commit (@r, on CPU @cpu): try again while the
+ * stock has pages or room, on the CPU the thread runs on now.  A sequence
+ * the kernel aborted leaves its CPU's slot to settle: by a later commit on
+ * that CPU, or stock_rseq_settle() once the thread runs elsewhere.  One
+ * past STOCK_OPS_RESET operations settles at once (the unlock starts them
+ * again).  An empty or full stock, or a thread without a valid rseq CPU,
+ * takes the locked path.
+ */
+#define STOCK_RSEQ_RETRY(attempt)                                                       \
+        int unsettled = -1;                                                             \
+                                                                                        \
+        for (;;) {                                                                      \
+                if (r == STOCK_RSEQ_RESET)                                              \
+                        stock_rseq_settle(c, cpu);                                      \
+                else if (r == STOCK_RSEQ_SLOW)                                          \
+                        break;                                                          \
+                else if (r == STOCK_RSEQ_ABORTED)                                       \
+                        unsettled = (int) cpu;                                          \
+                cpu = pcpu_rseq_cpu(c->rseq_offset);                                    \
+                if (unsettled >= 0 && (unsigned) unsettled != cpu) {                    \
+                        stock_rseq_settle(c, (unsigned) unsettled);                     \
+                        unsettled = -1;                                                 \
+                }                                                                       \
+                if (cpu >= c->ncpus)                                                    \
+                        break;                                                          \
+                r = attempt;                                                            \
+                if (r == STOCK_RSEQ_DONE)                                               \
+                        break;                                                          \
+        }                                                                               \
+        if (unsettled >= 0)                                                             \
+                stock_rseq_settle(c, (unsigned) unsettled)
+
+static __attribute__((noinline)) void *stock_page_alloc_retry(mb_client *c, int r, uint32_t cpu) {
+        void *p = NULL;
+
+        STOCK_RSEQ_RETRY(stock_rseq_pop(c, cpu, &p));
+        if (r == STOCK_RSEQ_DONE)
+                return p;
+        return stock_page_alloc_locked(c);
+}
+
+static __attribute__((noinline)) int stock_page_free_retry(mb_client *c, void *page, int r, uint32_t cpu) {
+        STOCK_RSEQ_RETRY(stock_rseq_push(c, cpu, page));
+        if (r == STOCK_RSEQ_DONE)
+                return 0;
+        return stock_page_free_locked(c, page);
+}
+#endif
+
+/* The rseq CPU of the caller for the fast paths: read from the struct
+ * rseq glibc keeps in every thread's control block (registered or not);
+ * beyond c->rseq_ncpus (0 in atomic mode) when no sequence may run. */
+static inline uint32_t stock_fast_cpu(const mb_client *c) {
+        return pcpu_rseq_cpu(c->rseq_area + (ptrdiff_t) offsetof(struct rseq, cpu_id));
+}
+
+void *mb_page_alloc(mb_client *c) {
+#if PCPU_HAVE_RSEQ
+        uint32_t cpu = stock_fast_cpu(c);
+
+        if (_likely_(cpu < c->rseq_ncpus)) {
+                void *p;
+                int r = stock_rseq_pop(c, cpu, &p);
+
+                if (_likely_(r == STOCK_RSEQ_DONE))
+                        return p;
+                return stock_page_alloc_retry(c, r, cpu);
+        }
+        if (c->rseq_lock)
+                return stock_page_alloc_retry(c, STOCK_RSEQ_SLOW, cpu);
+#endif
+        return stock_page_alloc_locked(c);
 }
 
 int mb_page_alloc_bulk(mb_client *c, void **pages, size_t n) {
         struct stock *s;
+        uint32_t nr;
 
         if (n == 0)
                 return 0;
@@ -373,14 +813,16 @@ int mb_page_alloc_bulk(mb_client *c, void **pages, size_t n) {
                 return -EINVAL;
         }
         s = stock_lock_this(c);
-        if (_likely_(s->nr >= n)) {
-                s->nr -= (uint32_t) n;
-                memcpy(pages, s->pages + s->nr, n * sizeof(void *));
-                stock_use(c, s, (int64_t) n);
-                stock_unlock(s);
+        nr = stock_nr(s);
+        if (_likely_(nr >= n)) {
+                nr -= (uint32_t) n;
+                stock_set_nr(s, nr);
+                memcpy(pages, s->pages + nr, n * sizeof(void *));
+                stock_use_locked(c, s, (int64_t) n);
+                stock_unlock(c, s);
                 return 0;
         }
-        stock_unlock(s);
+        stock_unlock(c, s);
         return stock_alloc_slow(c, pages, n);
 }
 
@@ -390,26 +832,30 @@ static int stock_bad_page(const mb_client *c, const void *page) {
 }
 
 int mb_page_free(mb_client *c, void *page) {
-        struct stock *s;
-        uint32_t nr;
-
         if (_unlikely_(!client_page_valid(c, page)))
                 return stock_bad_page(c, page);
-        s = stock_lock_this(c);
-        nr = s->nr;
-        if (_likely_(nr < s->limit)) {
-                s->pages[nr] = page;
-                stock_use(c, s, -1);
-                stock_unlock_nr(s, nr + 1);
-                return 0;
+#if PCPU_HAVE_RSEQ
+        {
+                uint32_t cpu = stock_fast_cpu(c);
+
+                if (_likely_(cpu < c->rseq_ncpus)) {
+                        int r = stock_rseq_push(c, cpu, page);
+
+                        if (_likely_(r == STOCK_RSEQ_DONE))
+                                return 0;
+                        return stock_page_free_retry(c, page, r, cpu);
+                }
+                if (c->rseq_lock)
+                        return stock_page_free_retry(c, page, STOCK_RSEQ_SLOW, cpu);
         }
-        stock_unlock(s);
-        return stock_page_free_slow(c, page);
+#endif
+        return stock_page_free_locked(c, page);
 }
 
 int mb_page_free_bulk(mb_client *c, void **pages, size_t n) {
         struct stock *s;
         size_t push;
+        uint32_t nr;
 
         if (n == 0)
                 return 0;
@@ -422,13 +868,14 @@ int mb_page_free_bulk(mb_client *c, void **pages, size_t n) {
                         return stock_bad_page(c, pages[i]);
 
         s = stock_lock_this(c);
-        push = MB_MIN(n, (size_t) (s->nr < s->limit ? s->limit - s->nr : 0));
+        nr = stock_nr(s);
+        push = MB_MIN(n, (size_t) (nr < s->limit ? s->limit - nr : 0));
         if (push > 0) {
-                memcpy(s->pages + s->nr, pages, push * sizeof(void *));
-                s->nr += (uint32_t) push;
-                stock_use(c, s, -(int64_t) push);
+                memcpy(s->pages + nr, pages, push * sizeof(void *));
+                stock_set_nr(s, nr + (uint32_t) push);
+                stock_use_locked(c, s, -(int64_t) push);
         }
-        stock_unlock(s);
+        stock_unlock(c, s);
         if (_likely_(push == n))
                 return 0;
         return stock_free_slow(c, pages + push, n - push);
@@ -451,5 +898,9 @@ int stock_setup(mb_client *c) {
                         .pages = (void **) ((uint8_t *) c->stock_pages + i * stride),
                         .slot = &c->stats->slot[i],
                 };
+        c->rseq_ncpus = c->rseq_lock ? c->ncpus : 0;
+        /* The bases of rseq mode: the slot as the daemon handed it. */
+        for (unsigned i = 0; i < c->ncpus; i++)
+                stock_rebase(&c->stocks[i], 0, 0);
         return 0;
 }

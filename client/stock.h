@@ -10,10 +10,25 @@
  * would pass 2 * charge_batch (one Uncharge of charge_batch pages) leaves
  * the fast path (stock.c).
  *
- * Locking.  Each stock has a per-CPU lock word (pcpu_lock.h), taken in
- * rseq mode (no atomic instruction on the fast path) or in atomic mode,
- * fixed per client (MEMBROKER_RSEQ=0 forces atomic mode).  The lock makes
- * its holder the single writer of the CPU's stats slot, which
+ * Two modes, fixed per client (MEMBROKER_RSEQ=0 forces atomic mode):
+ *
+ *  - rseq mode (x86-64, glibc registered rseq, the kernel offers
+ *    MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ): mb_page_alloc() and
+ *    mb_page_free() are each one restartable sequence, committed by the
+ *    store of the stock word (below), as tcmalloc's per-CPU caches do: no
+ *    lock, no atomic instruction.  Slow paths and other CPUs take the
+ *    stock's lock: a thread of the stock's CPU with a sequence that
+ *    commits the LOCKED bit; another CPU by compare-and-swap of LOCKED |
+ *    REMOTE, then an rseq fence on the stock's CPU (membarrier), which
+ *    aborts a sequence that read the word before the swap, then a check
+ *    that the word still holds the swapped value (a sequence that
+ *    committed first overwrote it: try again).
+ *
+ *  - atomic mode (no rseq, valgrind, other architectures): every
+ *    operation takes the lock bit by compare-and-swap.
+ *
+ * Whoever holds the lock, or a sequence committing on the stock's CPU
+ * while nobody does, is the single writer of the CPU's stats slot, which
  * mb_stats_abi.h requires.
  *
  * Lock order: the connection mutex (client.h) may be taken before a stock
@@ -32,30 +47,84 @@
 #include "mb_stats_abi.h"
 #include "pcpu_lock.h"
 
+/*
+ * The stock word.  A stock's page count, an operation count and its lock
+ * live in one 64-bit word, so that one store publishes a whole fast-path
+ * operation (the commit of a restartable sequence), as the "current" index
+ * of tcmalloc's per-CPU slabs does:
+ *
+ *   bits  0..19  nr      pages in pages[]
+ *   bits 20..61  ops     operations since an unlock last reset them (an
+ *                        unlock resets them past STOCK_OPS_RESET, and
+ *                        the fast path goes to one when it sees them past
+ *                        it, which it checks every 64 operations: the
+ *                        field never fills)
+ *   bit  62      REMOTE  held by a remote locker (rseq mode)
+ *   bit  63      LOCKED  held by a lock holder: the fast path keeps out
+ *
+ * Every operation and every unlock moves ops on, so the word never takes
+ * the same value twice (short of 2^41 operations while a thread sleeps
+ * between reading the word and comparing it again): a sequence that finds
+ * the word it read at its start knows that nothing in the stock changed.
+ */
+#define STOCK_NR_BITS 20u
+#define STOCK_NR_MASK ((UINT64_C(1) << STOCK_NR_BITS) - 1)
+#define STOCK_OPS_ONE (UINT64_C(1) << STOCK_NR_BITS)
+#define STOCK_OPS_RESET (UINT64_C(1) << 40)  /* an unlock past this many ops resets them */
+#define STOCK_W_REMOTE (UINT64_C(1) << 62)
+#define STOCK_W_LOCKED (UINT64_C(1) << 63)
+
+/*
+ * Stats in rseq mode.  A sequence may be aborted after any of its stores
+ * and then run again, so it cannot add to a stats slot (the retry would add
+ * twice).  It writes absolute values instead, computed from the word it
+ * commits and from the stock's bases k_*, which change only under the lock
+ * (and every unlock moves the word on):
+ *
+ *   v[PAGES]   = k_pages - nr
+ *   v[STOCK]   = k_stock + nr
+ *   v[PGALLOC] = (k_alloc2 + ops - nr) / 2    (allocs + frees == ops since
+ *   v[PGFREE]  = (k_free2 + ops + nr) / 2      the unlock, frees - allocs ==
+ *   updates    = k_updates + ops               nr - nr at the unlock)
+ *
+ * so a retry writes the same values again, and a later operation of any
+ * thread overwrites them with its own.  A sequence aborted between its
+ * stats stores and its commit leaves values one operation ahead in the
+ * slot until the next operation on that CPU; the aborted thread makes sure
+ * there is one: it retries on that CPU, or, moved to another, takes and
+ * releases that CPU's stock remotely (an rseq fence: a system call), and
+ * every lock in rseq mode first writes the slot from the word
+ * (stock_materialize()), `updates` two past the last value, so the daemon
+ * folds the slot again.  The slot stores are the sequence's last
+ * instructions before the commit, and its abort handler tells an abort
+ * before the first of them (nothing to settle, the common case) from one
+ * after.
+ *
+ * In atomic mode (no rseq) every operation takes the lock and adds to the
+ * slot, as slow paths do in both modes.
+ */
 struct stock {
-        union {
-                struct {
-                        int lock;           /* the per-CPU lock word (pcpu_lock.h) */
-                        uint32_t nr;        /* pages in pages[] */
-                };
-                uint64_t lock_nr;           /* both: the fast path releases the lock and
-                                             * sets nr with one store (stock_unlock_nr) */
-        };
+        uint64_t word;              /* nr | ops | REMOTE | LOCKED (above) */
         uint32_t limit;             /* at most this many pages stay stocked
                                      * (2 * charge_batch); 0 = stock disabled
                                      * (after fork() or a lost connection) */
         uint32_t cap;               /* room in pages[] */
         void **pages;               /* LIFO: the most recently freed page is reused first */
         struct mb_stat_slot *slot;  /* this CPU's slot in the stats region */
+        int64_t k_pages, k_stock;   /* rseq mode: the bases above */
+        int64_t k_alloc2, k_free2;
+        /* Second line, still this CPU's only. */
+        uint64_t k_updates;
+        int64_t k_total;            /* k_pages + k_stock (v[PAGES] = k_total - v[STOCK]) */
 } _cacheline_aligned_;
 
-_Static_assert(sizeof(struct stock) == MB_CACHELINE_BYTES, "one stock per cache line");
+_Static_assert(sizeof(struct stock) == 2 * MB_CACHELINE_BYTES, "one stock per two cache lines");
 
 /*
- * Stats slot updates for the fast path.  Same protocol as mb_stat_slot_add()
- * (relaxed stores to v[], then a release bump of `updates`), but one bump for
- * the items that change together.  Caller holds the stock lock (single
- * writer of the slot).
+ * Stats slot updates for the slow paths (and the fast path of atomic
+ * mode).  Same protocol as mb_stat_slot_add() (relaxed stores to v[], then
+ * a release bump of `updates`), but one bump for the items that change
+ * together.  Caller holds the stock lock (single writer of the slot).
  */
 static inline void stock_slot_add(struct mb_stat_slot *slot, enum mb_stat_item item, int64_t delta) {
         __atomic_store_n(&slot->v[item], __atomic_load_n(&slot->v[item], __ATOMIC_RELAXED) + delta,
@@ -75,11 +144,11 @@ static inline uint64_t stock_slot_updated(struct mb_stat_slot *slot) {
  * STOCK_STAT_DIRTY_UPDATES updates of a slot, as the kernel's
  * memcg_rstat_updated() calls cgroup_rstat_updated() only once a CPU's
  * pending updates pass MEMCG_CHARGE_BATCH: the test is on the update count
- * just computed, so the other 63 cost no memory access at all.  Slow paths
- * (charges, returns, drains, slab) mark every time.  A read over the bus
- * may therefore miss up to STOCK_STAT_DIRTY_UPDATES - 1 fast-path updates
- * per CPU slot of a client until the next one or the periodic flush
- * (StatsFlushIntervalSec), which walks every slot whatever the mark.
+ * just computed, so the other 63 cost no access to the shared line at all.
+ * Slow paths (charges, returns, drains, slab) mark every time.  A read over
+ * the bus may therefore miss up to STOCK_STAT_DIRTY_UPDATES - 1 fast-path
+ * updates per CPU slot of a client until the next one or the periodic
+ * flush (StatsFlushIntervalSec), which walks every slot whatever the mark.
  */
 #define STOCK_STAT_DIRTY_UPDATES 64u
 
@@ -97,55 +166,42 @@ static inline bool stock_stat_use(struct mb_stat_slot *slot, int64_t n) {
 
 /* ---- the stock lock ---- */
 
-static inline void stock_unlock(struct stock *s) {
-        pcpu_unlock(&s->lock);
+/* Pages in the stock (any caller: a racy peek without the lock). */
+static inline uint32_t stock_nr(const struct stock *s) {
+        return (uint32_t) (__atomic_load_n(&s->word, __ATOMIC_RELAXED) & STOCK_NR_MASK);
 }
 
-/* Set nr to @nr and unlock, in one store (little-endian: lock is the low
- * half of lock_nr). */
-static inline void stock_unlock_nr(struct stock *s, uint32_t nr) {
-        _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "lock_nr layout");
-        __atomic_store_n(&s->lock_nr, (uint64_t) nr << 32 | PCPU_UNLOCKED, __ATOMIC_RELEASE);
+/* Set the count of the locked stock @s. */
+static inline void stock_set_nr(struct stock *s, uint32_t nr) {
+        __atomic_store_n(&s->word, (s->word & ~STOCK_NR_MASK) | nr, __ATOMIC_RELAXED);
 }
 
 /* "Caller holds the stock lock", asserted in debug builds. */
-#define stock_assert_locked(s) mb_assert_debug(pcpu_locked(&(s)->lock))
+#define stock_assert_locked(s) mb_assert_debug(__atomic_load_n(&(s)->word, __ATOMIC_RELAXED) & STOCK_W_LOCKED)
 
-/* Whether a new client takes its stock locks in rseq mode (pcpu_lock.h):
- * when the process can, unless MEMBROKER_RSEQ=0.  Fixed per client. */
+/* Release the stock lock (stock.c). */
+void stock_unlock(const mb_client *c, struct stock *s);
+
+/* Whether a new client runs its stocks in rseq mode: when the process can
+ * (pcpu_rseq_usable()), unless MEMBROKER_RSEQ=0.  Fixed per client. */
 bool stock_rseq_mode(void);
 
 /* Take the lock of stock @cpu from wherever the caller runs (the remote way
- * in rseq mode).  Slow paths only. */
+ * in rseq mode: an rseq fence on @cpu).  Slow paths only. */
 struct stock *stock_lock_cpu(const mb_client *c, unsigned cpu);
 
-/* stock_lock_this() when the first attempt failed: busy, aborted, no valid
- * rseq CPU, or atomic mode. */
-struct stock *stock_lock_slow(const mb_client *c);
-
-/* Lock the stock of the CPU the caller runs on: the fast path.  In rseq
- * mode one attempt inline, without any atomic instruction. */
-static inline __attribute__((always_inline)) struct stock *stock_lock_this(const mb_client *c) {
-#if PCPU_HAVE_RSEQ
-        if (_likely_(c->rseq_lock)) {
-                uint32_t cpu = pcpu_rseq_cpu(c->rseq_offset);
-
-                if (_likely_(cpu < c->ncpus)) {
-                        struct stock *s = &c->stocks[cpu];
-
-                        if (_likely_(pcpu_rseq_trylock(&s->lock, cpu, c->rseq_area) == PCPU_RSEQ_LOCKED))
-                                return s;
-                }
-        }
-#endif
-        return stock_lock_slow(c);
-}
+/* Lock the stock of the CPU the caller runs on (in rseq mode a
+ * restartable sequence, no atomic instruction; the holder may migrate). */
+struct stock *stock_lock_this(const mb_client *c);
 
 /* After an update of a stats slot, stock lock held: mark the region dirty
  * for the daemon (mb_stats_abi.h); a read of a shared line while the word
  * is set, no fence.  A reconnection publishes the new region before it
  * moves the slots, under each stock's lock, and unmaps the old one after:
- * a writer holding any stock lock sees a mapped region. */
+ * a writer holding any stock lock sees a mapped region.  (The sequences of
+ * rseq mode mark the region of the slot they write, inside the sequence:
+ * the lock's fence on their CPU finishes or aborts them before it is
+ * unmapped.) */
 static inline __attribute__((always_inline)) void stock_stat_dirty(const mb_client *c) {
         mb_stats_region_mark_dirty(__atomic_load_n(&c->stats, __ATOMIC_RELAXED));
 }
@@ -156,13 +212,6 @@ static inline void stock_slot_commit(const mb_client *c, struct stock *s) {
         stock_assert_locked(s);
         stock_slot_updated(s->slot);
         stock_stat_dirty(c);
-}
-
-/* The fast path's stats: @n pages between the application and the stock
- * (stock_stat_use()), the region marked when it is due. */
-static inline __attribute__((always_inline)) void stock_use(const mb_client *c, struct stock *s, int64_t n) {
-        if (_unlikely_(stock_stat_use(s->slot, n)))
-                stock_stat_dirty(c);
 }
 
 /* ---- stock.c ---- */

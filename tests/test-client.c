@@ -13,8 +13,11 @@
 #include <check.h>
 #include <errno.h>
 #include <grp.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -437,6 +440,247 @@ START_TEST(test_threads_at_limit) {
 }
 END_TEST
 
+/* ---- remote drains against the fast path on every CPU ---- */
+
+#define STRESS_PER_CPU 2
+#define STRESS_ROUNDS 50000
+#define STRESS_HOLD_MAX 14
+#define STRESS_UNPINNED UINT_MAX
+
+struct stress_arg {
+        mb_client *c;
+        unsigned id, cpu;
+        unsigned bad, failed, enomem, pinned;
+        char first_error[200];  /* mb_last_error() of the first failed call */
+};
+
+/* A call of @a failed with @r (a negative errno): count it, keep the first
+ * reason.  ENOMEM at MemoryMax is expected. */
+static void stress_failed(struct stress_arg *a, int r) {
+        if (r == -ENOMEM) {
+                a->enomem++;
+                return;
+        }
+        if (a->failed++ == 0)
+                snprintf(a->first_error, sizeof(a->first_error), "%s (%s)", strerror(-r), mb_last_error());
+}
+
+static _Atomic bool stress_stop;
+static _Atomic unsigned stress_running; /* workers not finished */
+
+/* One thread pinned to @a->cpu: single and bulk allocs and frees from this
+ * CPU's stock, every page filled with the thread's pattern and checked
+ * before it goes back (a page handed out twice, or stocked twice, shows as
+ * foreign data). */
+static void *stress_worker(void *userdata) {
+        struct stress_arg *a = userdata;
+        void *held[STRESS_HOLD_MAX];
+        uint64_t gen[STRESS_HOLD_MAX];
+        unsigned n = 0;
+        uint64_t rng = a->id * 7919u + 1;
+        cpu_set_t set;
+
+        if (a->cpu == STRESS_UNPINNED)
+                a->pinned = 1; /* free to migrate: aborted sequences settle elsewhere */
+        else {
+                CPU_ZERO(&set);
+                CPU_SET(a->cpu, &set);
+                if (sched_setaffinity(0, sizeof(set), &set) == 0)
+                        a->pinned = 1;
+        }
+        for (unsigned it = 0; it < STRESS_ROUNDS; it++) {
+                rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+                if (n < STRESS_HOLD_MAX && (n == 0 || (rng >> 33) % 2)) {
+                        void *v[2];
+                        unsigned k = n + 2 <= STRESS_HOLD_MAX && (rng >> 40) % 4 == 0 ? 2 : 1;
+
+                        if (k == 1) {
+                                v[0] = mb_page_alloc(a->c);
+                                if (!v[0]) {
+                                        stress_failed(a, -errno);
+                                        continue;
+                                }
+                        } else {
+                                int r = mb_page_alloc_bulk(a->c, v, 2);
+
+                                if (r < 0) {
+                                        stress_failed(a, r);
+                                        continue;
+                                }
+                        }
+                        for (unsigned j = 0; j < k; j++) {
+                                gen[n] = (uint64_t) it << 8 | j;
+                                fill(v[j], a->id, gen[n]);
+                                held[n++] = v[j];
+                        }
+                } else {
+                        unsigned i = (unsigned) ((rng >> 40) % n);
+                        int r;
+
+                        if (!check_fill(held[i], a->id, gen[i]))
+                                a->bad++;
+                        r = mb_page_free(a->c, held[i]);
+                        if (r < 0)
+                                stress_failed(a, r);
+                        held[i] = held[--n];
+                        gen[i] = gen[n];
+                }
+        }
+        for (unsigned i = 0; i < n; i++)
+                if (!check_fill(held[i], a->id, gen[i]))
+                        a->bad++;
+        if (n > 0) {
+                int r = mb_page_free_bulk(a->c, held, n);
+
+                if (r < 0)
+                        stress_failed(a, r);
+        }
+        atomic_fetch_sub(&stress_running, 1);
+        return NULL;
+}
+
+/* A second client of the same tenant takes everything up to the limit
+ * over and over: each charge that fails at MemoryMax makes the daemon
+ * drain the first client's stocks (drain_all_stock()), which its library
+ * thread does from whatever CPU it runs on, while the workers run. */
+static void *stress_drainer(void *userdata) {
+        mb_client *d = userdata;
+        void *v[SMALL_MAX_PAGES];
+        unsigned rounds = 0;
+
+        while (!atomic_load(&stress_stop) || rounds < 8) {
+                unsigned n = 0;
+
+                while (n < SMALL_MAX_PAGES && (v[n] = mb_page_alloc(d)) != NULL)
+                        n++;
+                if (n > 0)
+                        ck_assert_int_eq(mb_page_free_bulk(d, v, n), 0);
+                rounds++;
+        }
+        return NULL;
+}
+
+/* The same from inside the process, as fast as it goes: every stocked page
+ * of every CPU back to the daemon (the remote way), from an unpinned
+ * thread. */
+static void *stress_remote_drainer(void *userdata) {
+        mb_client *c = userdata;
+        long calls = 0;
+
+        while (!atomic_load(&stress_stop)) {
+                ck_assert_int_ge(mb_client_drain_stocks(c), 0);
+                calls++;
+        }
+        return (void *) calls;
+}
+
+/* Signals abort the sequences in flight (the kernel restarts them at their
+ * abort handler before the handler runs): a storm of them on the workers
+ * makes restarts, before and after a sequence's slot stores, common. */
+static _Atomic long stress_signals;
+
+static void stress_signal_handler(int sig) {
+        (void) sig;
+        atomic_fetch_add(&stress_signals, 1);
+}
+
+struct stress_signaller {
+        pthread_t *threads;
+        unsigned n;
+        long sent;
+};
+
+static void *stress_signaller(void *userdata) {
+        struct stress_signaller *g = userdata;
+
+        /* Until every worker is done: none has exited (they are joined
+         * after this thread). */
+        while (atomic_load(&stress_running) > 0) {
+                for (unsigned i = 0; i < g->n; i++)
+                        if (pthread_kill(g->threads[i], SIGUSR1) == 0)
+                                g->sent++;
+                sched_yield();
+        }
+        return NULL;
+}
+
+static int cmp_ptr(const void *a, const void *b) {
+        uintptr_t x = (uintptr_t) *(void *const *) a, y = (uintptr_t) *(void *const *) b;
+
+        return x < y ? -1 : x > y;
+}
+
+START_TEST(test_drain_stress) {
+        mb_client *c = connect_or_die("small"), *d = connect_or_die("small");
+        long online = sysconf(_SC_NPROCESSORS_ONLN);
+        unsigned ncpu = online > 0 ? (unsigned) MB_MIN(online, 64) : 1, nthreads = ncpu * STRESS_PER_CPU + 1, got = 0;
+        struct sigaction sa = { .sa_handler = stress_signal_handler, .sa_flags = SA_RESTART };
+        struct stress_signaller sig = { 0 };
+        pthread_t signaller;
+        struct stress_arg *args = calloc(nthreads, sizeof(*args));
+        pthread_t *t = calloc(nthreads, sizeof(*t)), drainer, remote;
+        void *all[SMALL_MAX_PAGES + 1], *calls;
+        unsigned pinned = 0;
+
+        ck_assert_ptr_nonnull(args);
+        ck_assert_ptr_nonnull(t);
+        atomic_store(&stress_stop, false);
+        ck_assert_int_eq(pthread_create(&drainer, NULL, stress_drainer, d), 0);
+        ck_assert_int_eq(pthread_create(&remote, NULL, stress_remote_drainer, c), 0);
+        ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+        atomic_store(&stress_running, nthreads);
+        for (unsigned i = 0; i < nthreads; i++) {
+                /* One per CPU pinned, STRESS_PER_CPU times, and one free to migrate. */
+                args[i] = (struct stress_arg) { .c = c, .id = i + 1000,
+                                                .cpu = i + 1 < nthreads ? i % ncpu : STRESS_UNPINNED };
+                ck_assert_int_eq(pthread_create(&t[i], NULL, stress_worker, &args[i]), 0);
+        }
+        sig = (struct stress_signaller) { .threads = t, .n = nthreads };
+        ck_assert_int_eq(pthread_create(&signaller, NULL, stress_signaller, &sig), 0);
+        ck_assert_int_eq(pthread_join(signaller, NULL), 0);
+        ck_assert_int_gt(atomic_load(&stress_signals), 0);
+        printf("drain-stress: %ld signals sent, %ld handled by the workers\n", sig.sent, atomic_load(&stress_signals));
+        for (unsigned i = 0; i < nthreads; i++) {
+                ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+                ck_assert_msg(args[i].bad == 0, "thread %u found %u pages with foreign data", i, args[i].bad);
+                ck_assert_msg(args[i].failed == 0, "thread %u: %u calls failed, the first: %s", i, args[i].failed,
+                              args[i].first_error);
+                pinned += args[i].pinned;
+        }
+        atomic_store(&stress_stop, true);
+        ck_assert_int_eq(pthread_join(drainer, NULL), 0);
+        ck_assert_int_eq(pthread_join(remote, &calls), 0);
+        ck_assert_int_gt((long) calls, 0);
+        ck_assert_msg(pinned == nthreads, "only %u of %u threads could be pinned", pinned, nthreads);
+        mb_close(d);
+
+        /* Quiescent: every page the workers had is back in some stock, and
+         * the slots say so exactly. */
+        ck_assert_int_eq(stat_sum(c, MB_STAT_PAGES), 0);
+        ck_assert_int_eq(stat_sum(c, MB_STAT_PGALLOC), stat_sum(c, MB_STAT_PGFREE));
+        ck_assert_int_ge(stat_sum(c, MB_STAT_PGALLOC), (int64_t) nthreads * STRESS_ROUNDS / 8);
+
+        /* Nothing lost, nothing twice: stocked + charged now == MemoryMax,
+         * every page once.  The last allocations take the other CPUs'
+         * stocks (the local drain_all_stock()) before failing. */
+        while (got <= SMALL_MAX_PAGES && (all[got] = mb_page_alloc(c)) != NULL)
+                got++;
+        ck_assert_int_eq(errno, ENOMEM);
+        ck_assert_uint_eq(got, SMALL_MAX_PAGES);
+        qsort(all, got, sizeof(all[0]), cmp_ptr);
+        for (unsigned i = 1; i < got; i++)
+                ck_assert_msg(all[i] != all[i - 1], "page %p handed out twice", all[i]);
+        ck_assert_int_eq(stat_sum(c, MB_STAT_PAGES), (int64_t) SMALL_MAX_PAGES);
+        ck_assert_int_eq(stat_sum(c, MB_STAT_STOCK), 0);
+        ck_assert_int_eq(mb_page_free_bulk(c, all, got), 0);
+        ck_assert_int_eq(stat_sum(c, MB_STAT_PAGES), 0);
+        ck_assert_int_eq(stat_sum(c, MB_STAT_PGALLOC), stat_sum(c, MB_STAT_PGFREE));
+        free(args);
+        free(t);
+        mb_close(c);
+}
+END_TEST
+
 /* ---- the stats region ---- */
 
 START_TEST(test_stats_slot_after_quiescence) {
@@ -576,6 +820,7 @@ static Suite *client_suite(void) {
                 { "fork", test_fork_child_cannot_use_parent_connection },
                 { "threads", test_threads_alloc_free_verify },
                 { "threads-limit", test_threads_at_limit },
+                { "drain-stress", test_drain_stress },
                 { "stats", test_stats_slot_after_quiescence },
                 { "refused", test_refused_tenants },
                 { "last-error", test_last_error_is_per_thread },
