@@ -26,7 +26,7 @@ bool stock_rseq_mode(void) {
         return pcpu_rseq_usable();
 }
 
-_Static_assert(2u * CHARGE_MAX_PAGES + 1u <= STOCK_NR_MASK, "a stock's count fits its word");
+_Static_assert(2u * MB_CHARGE_MAX_PAGES + 1u <= STOCK_NR_MASK, "a stock's count fits its word");
 
 /* ---- rseq mode: the sequences ---- */
 
