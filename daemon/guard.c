@@ -281,7 +281,7 @@ void guard_user_put(struct guard *g, uid_t uid) {
 
 /* ---- rate-limited log lines ---- */
 
-static void guard_logv(struct guard *g, enum guard_event ev, uint64_t count, const char *fmt, va_list ap);
+static void guard_logv(struct guard *g, enum guard_event ev, uint64_t count, const char *fmt, va_list ap) _printf_(4, 0);
 
 static void guard_log_count(struct guard *g, enum guard_event ev, uint64_t count, const char *fmt, ...)
         _printf_(4, 5);
