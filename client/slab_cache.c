@@ -150,8 +150,10 @@ void *mb_cache_alloc(mb_cache *s) {
         if (_unlikely_(!obj))
                 return slab_cache_alloc_slowpath(s, p, cc);
         next = slab_get_fp(s, obj);
-        /* prefetch_freepointer(): the next pop reads the next object. */
-        __builtin_prefetch((char *) next + s->fp_offset);
+        /* prefetch_freepointer(): the next pop reads the next object (in
+         * integer arithmetic: next may be NULL, and a prefetch of a bad
+         * address is harmless). */
+        __builtin_prefetch((const void *) ((uintptr_t) next + s->fp_offset));
         cc->freelist = next;
         cc->count--;
         cc->allocs++;
