@@ -26,11 +26,11 @@
 
 #include <event2/event.h>
 
-#include "bus.h"
 #include "config-files.h"
 #include "guard.h"
 #include "log.h"
 #include "macros.h"
+#include "mailbox.h"
 #include "manager-service.h"
 #include "manager.h"
 #include "reclaim.h"
@@ -165,7 +165,7 @@ static void remove_idle(struct manager *m, struct tenant_list *l, char ***remove
 static void emit_removed(struct manager *m, char **removed, size_t n, const char *why) {
         for (size_t i = 0; i < n; i++) {
                 log_info("%stenant %s removed%s", why ? "" : "reload: ", removed[i], why ? why : "");
-                bus_emit_tenant_removed(m, removed[i]);
+                manager_report_tenant_removed(m, removed[i]);
                 free(removed[i]);
         }
         free(removed);
@@ -342,7 +342,7 @@ static int reload_apply(struct manager *m, struct mb_config *c, uint64_t read_us
 
         emit_removed(m, removed, nremoved, NULL);
         for (size_t i = 0; i < nchanged; i++) {
-                bus_emit_limits_changed(m, changed[i]);
+                manager_report_limits_changed(m, changed[i]);
                 /* A lower max or high reclaims the excess (daemon/reclaim.c). */
                 reclaim_enforce_limits(m->reclaimer, changed[i]);
         }
@@ -514,9 +514,11 @@ void manager_client_detached(struct manager *m, struct tenant *t) {
         atomic_fetch_sub(&m->nclients, 1);
         /* @t may be gone from here on.  Reading ndraining after the count
          * went down pairs with reload_apply(), which marks a tenant draining
-         * before it looks at its count. */
-        if (before == 1 && atomic_load(&m->ndraining) > 0 && m->drain_wakeup)
-                event_active(m->drain_wakeup, EV_READ, 0);
+         * before it looks at its count.  One message at a time in the
+         * mailbox: a burst of leaving clients costs one drain. */
+        if (before == 1 && atomic_load(&m->ndraining) > 0 && m->drain_box &&
+            !atomic_exchange(&m->drain_queued, true) && mailbox_post(m->drain_box, &(unsigned char) { 0 }) < 0)
+                atomic_store(&m->drain_queued, false);
 }
 
 void manager_drain(struct manager *m) {
@@ -524,6 +526,7 @@ void manager_drain(struct manager *m) {
         char **removed = NULL;
         size_t nremoved = 0;
 
+        manager_assert_main_thread(m);
         if (atomic_load(&m->ndraining) == 0)
                 return;
         pthread_rwlock_wrlock(&m->tree_lock);

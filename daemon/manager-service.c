@@ -77,7 +77,8 @@ int manager_service_ready(struct manager *m) {
         if (r < 0)
                 return r;
         status_line(m, status, sizeof(status));
-        /* The socket listens and the bus name is ours (manager_start()). */
+        /* The socket listens (manager_start()) and the bus name is ours
+         * (bus_setup(), called by main() in between). */
         (void) service_notifyf("READY=1\nSTATUS=%s", status);
         return restart_start_grace(m);
 }

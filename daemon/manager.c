@@ -14,7 +14,7 @@
 #include <event2/listener.h>
 
 #include "audit.h"
-#include "bus.h"
+#include "charge.h"
 #include "client-events.h"
 #include "conn.h"
 #include "config-files.h"
@@ -94,6 +94,48 @@ static int free_state_cb(struct tenant *t, void *userdata) {
         return 0;
 }
 
+/* ---- the observer: the layer above (daemon/bus.c) ---- */
+
+void manager_set_observer(struct manager *m, const struct manager_observer_ops *ops, void *userdata) {
+        manager_assert_main_thread(m);
+        m->observer = ops;
+        m->observer_userdata = userdata;
+}
+
+static void report_tenant_added(struct manager *m, struct tenant *t) {
+        manager_assert_main_thread(m);
+        if (m->observer && m->observer->tenant_added)
+                m->observer->tenant_added(m->observer_userdata, t);
+}
+
+void manager_report_tenant_removed(struct manager *m, const char *tenant_path) {
+        manager_assert_main_thread(m);
+        if (m->observer && m->observer->tenant_removed)
+                m->observer->tenant_removed(m->observer_userdata, tenant_path);
+}
+
+void manager_report_limits_changed(struct manager *m, struct tenant *t) {
+        manager_assert_main_thread(m);
+        if (m->observer && m->observer->limits_changed)
+                m->observer->limits_changed(m->observer_userdata, t);
+}
+
+static void report_memory_event(struct manager *m, const char *tenant_path, enum mb_event event, uint64_t count) {
+        manager_assert_main_thread(m);
+        if (m->observer && m->observer->memory_event)
+                m->observer->memory_event(m->observer_userdata, tenant_path, event, count);
+}
+
+/* The observer goes with the manager: after this, nothing is reported. */
+static void report_stop(struct manager *m) {
+        const struct manager_observer_ops *ops = m->observer;
+
+        m->observer = NULL;
+        if (ops && ops->stop)
+                ops->stop(m->observer_userdata);
+        m->observer_userdata = NULL;
+}
+
 /* ---- events ---- */
 
 void manager_queue_event(struct manager *m, struct tenant *t, enum mb_event event) {
@@ -119,7 +161,7 @@ static void manager_event_dispose(void *userdata, void *p) {
         free(e->path);
 }
 
-/* The main thread: emit the bus signal and tell the clients. */
+/* The main thread: tell the observer (the bus signal) and the clients. */
 static void manager_deliver_event(void *userdata, void *p) {
         struct manager *m = userdata;
         struct manager_event *e = p;
@@ -134,7 +176,7 @@ static void manager_deliver_event(void *userdata, void *p) {
                         atomic_fetch_and(&ts->events_queued, ~(1u << e->event));
                 count = atomic_load(&t->events[e->event]);
         }
-        bus_emit_memory_event(m, e->path, e->event, count);
+        report_memory_event(m, e->path, e->event, count);
         if (t)
                 client_events_deliver(m->client_events, t, e->event, count);
         free(e->path);
@@ -382,7 +424,7 @@ int manager_tenant_set_limits(struct manager *m, struct tenant *t, const struct 
         pthread_rwlock_unlock(&m->tree_lock);
         if (r < 0)
                 return r;
-        bus_emit_limits_changed(m, t);
+        manager_report_limits_changed(m, t);
         /* memory_max_write(), memory_high_write(): reclaim the excess. */
         reclaim_enforce_limits(m->reclaimer, t);
         return 0;
@@ -436,7 +478,7 @@ out:
         if (r < 0)
                 return r;
         for (size_t i = nadded; i > 0; i--)
-                bus_emit_tenant_added(m, added[i - 1]);
+                report_tenant_added(m, added[i - 1]);
         log_info("tenant %s created", t->path);
         /* A run-time tenant (restart.h keeps it across a restart), with its
          * limits in the runtime layer over what was persisted for it. */
@@ -493,7 +535,7 @@ int manager_tenant_remove(struct manager *m, struct tenant *t) {
         if (r < 0)
                 return r;
         log_info("tenant %s removed", path);
-        bus_emit_tenant_removed(m, path);
+        manager_report_tenant_removed(m, path);
         manager_drain(m); /* a draining parent may go with its last child */
         /* RemoveTenant forgets what was set over D-Bus for it. */
         if (m->state) {
@@ -514,6 +556,10 @@ int manager_reclaim(struct manager *m, struct tenant *t, uint64_t bytes, manager
 
 unsigned manager_nclients(struct manager *m) {
         return atomic_load(&m->nclients);
+}
+
+unsigned manager_tenant_charge_batch(struct manager *m, const struct tenant *t) {
+        return tenant_effective_charge_batch(t, atomic_load(&m->broker_charge_batch), 0);
 }
 
 /* ---- socket ---- */
@@ -618,10 +664,26 @@ listen:
         return 0;
 }
 
+/* ---- host memory pressure (daemon/pressure.h) ---- */
+
+/* A PSI event: ask the tenants above their effective low for the excess. */
+static void manager_pressure_cb(void *userdata) {
+        struct manager *m = userdata;
+
+        reclaim_pressure(m->reclaimer);
+}
+
 /* ---- signals ---- */
 
-static void manager_drain_wakeup_cb(evutil_socket_t fd, short what, void *userdata) {
-        manager_drain(userdata);
+/* A message of m->drain_box (posted by manager_client_detached() on a
+ * worker): it carries nothing, every draining tenant is looked at.  Clear
+ * the flag first: a client that leaves during this drain posts again. */
+static void manager_drain_handle(void *userdata, void *msg) {
+        struct manager *m = userdata;
+
+        manager_assert_main_thread(m);
+        atomic_store(&m->drain_queued, false);
+        manager_drain(m);
 }
 
 static void sighup_reload_done(struct manager *m, int r, const char *error, void *userdata) {
@@ -666,6 +728,7 @@ int manager_new(struct manager **ret) {
         pthread_mutex_init(&m->stats_lock, NULL);
         m->next_client_id = 1;
         m->bus_kind = MANAGER_BUS_SYSTEM;
+        m->main_thread = pthread_self();
         *ret = m;
         return 0;
 }
@@ -739,9 +802,9 @@ int manager_start(struct manager *m, char **ret_error) {
                         &m->event_box);
         if (r < 0)
                 return r;
-        m->drain_wakeup = event_new(m->base, -1, 0, manager_drain_wakeup_cb, m);
-        if (!m->drain_wakeup)
-                return -ENOMEM;
+        r = mailbox_new(m->base, sizeof(unsigned char), manager_drain_handle, NULL, m, &m->drain_box);
+        if (r < 0)
+                return r;
 
         /* Workers: Workers= or one per online CPU. */
         m->nworkers = m->config->broker.workers;
@@ -775,7 +838,8 @@ int manager_start(struct manager *m, char **ret_error) {
 
         if (m->config->broker.pressure_reclaim) {
                 /* Not fatal: the broker works without; the reason is logged. */
-                r = pressure_new(m, m->pressure_path, m->pressure_trigger, &m->pressure);
+                r = pressure_new(m->base, m->pressure_path, m->pressure_trigger, manager_pressure_cb, m,
+                                 &m->pressure);
                 if (r < 0)
                         log_warning("PressureReclaim=yes, but host memory pressure cannot be watched; "
                                     "reclaiming only at the limits");
@@ -798,14 +862,6 @@ int manager_start(struct manager *m, char **ret_error) {
         r = audit_start(m);
         if (r < 0)
                 return r;
-
-        if (m->bus_kind != MANAGER_BUS_NONE) {
-                r = bus_setup(m);
-                if (r == -EOPNOTSUPP)
-                        log_warning("this build has no D-Bus API yet; running without a bus");
-                else if (r < 0)
-                        return log_error_errno(r, "cannot set up the D-Bus API: %m");
-        }
 
         log_info("membrokerd %s listening on %s: %u tenants, capacity %lu pages of %" PRIu64 " bytes, %u workers",
                  PACKAGE_VERSION, m->socket_path, m->tree->ntenants, capacity_pages, m->page_size, m->nworkers);
@@ -847,7 +903,7 @@ void manager_free(struct manager *m) {
         client_events_free(m->client_events);
         m->client_events = NULL;
 
-        bus_free(m);
+        report_stop(m); /* the bus goes */
 
         /* Undelivered events: the bus is gone. */
         mailbox_free(m->event_box);
@@ -863,8 +919,8 @@ void manager_free(struct manager *m) {
                 event_free(m->sigusr1);
         if (m->flush_timer)
                 event_free(m->flush_timer);
-        if (m->drain_wakeup)
-                event_free(m->drain_wakeup);
+        mailbox_free(m->drain_box); /* the workers are gone: nobody posts */
+        m->drain_box = NULL;
         if (m->audit_timer)
                 event_free(m->audit_timer);
         if (m->watchdog)
