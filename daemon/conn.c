@@ -256,7 +256,7 @@ static int tenant_state_prepare(struct manager *m, struct tenant_state *ts) {
                 unsigned long pages = page_counter_get_max(&m->tree->root->memory);
 
                 /* With its owner table in a memfd, both in the fd store. */
-                r = restart_arena_new(m, ts, pages, &ts->arena);
+                r = restart_arena_new(m->restart, ts, pages, &ts->arena);
                 if (r < 0)
                         log_error_errno(r, "cannot create the arena of tenant %s (%lu pages): %m", ts->tenant->path,
                                         pages);
@@ -321,7 +321,7 @@ static bool conn_claim(struct conn *c, Mb__Extent *const *extents, size_t n, boo
         }
         for (size_t i = 0; i < n; i++)
                 e[i] = (struct arena_extent) { .start = extents[i]->start, .count = extents[i]->count };
-        r = restart_claim(c->m, c->ts, c->token, c->owner, e, n, more, ret_pages, &bad);
+        r = restart_claim(c->m->restart, c->ts, c->token, c->owner, e, n, more, ret_pages, &bad);
         if (r == -ESTALE) {
                 conn_fail(c, false, 0, ESTALE,
                           "membrokerd has no record of the pages of this client in tenant %s (it restarted without "
@@ -455,7 +455,7 @@ static void conn_hello(struct conn *c, const Mb__Hello *hello) {
 
         /* Its identity, kept in the owner table; after a daemon restart the
          * client brings it back with the pages it holds. */
-        c->token = restart_client_attach(m, c->arena, c->owner, hello->has_client_token ? hello->client_token : 0);
+        c->token = restart_client_attach(m->restart, c->arena, c->owner, hello->has_client_token ? hello->client_token : 0);
         if (hello->has_client_token || hello->n_held > 0) {
                 uint64_t pages = 0;
 
@@ -1128,7 +1128,7 @@ void conn_free(struct conn *c) {
                  * freed and uncharged -- unless the daemon stops with its
                  * memory in the fd store: then the pages wait for the next
                  * daemon and the client (restart.h). */
-                if (restart_preserving(m)) {
+                if (restart_preserving(m->restart)) {
                         released = 0;
                 } else if (c->held > 0) {
                         released = arena_release_owner(c->arena, c->owner, c->held);
@@ -1138,8 +1138,8 @@ void conn_free(struct conn *c) {
                                           " pages but %" PRIu64 " were found",
                                           c->client_id, t->path, c->held, released);
                 }
-                if (!restart_preserving(m)) {
-                        restart_client_detach(m, c->arena, c->owner);
+                if (!restart_preserving(m->restart)) {
+                        restart_client_detach(m->restart, c->arena, c->owner);
                         arena_owner_free(c->arena, c->owner);
                 }
                 /* The reclaimer learns it is gone (after its pages are). */

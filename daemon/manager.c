@@ -490,7 +490,7 @@ out:
                         (void) state_set_limits(m->state, t->path, limits, true);
                 if (state_overlay(m->state, t->path, &l))
                         (void) manager_tenant_set_limits(m, t, &l);
-                restart_state_changed(m);
+                restart_state_changed(m->restart);
         }
         if (ret)
                 *ret = t;
@@ -509,7 +509,7 @@ int manager_tenant_remove_locked(struct manager *m, struct tenant *t) {
         if (page_counter_read(&t->memory) > 0)
                 return -EBUSY;
 
-        restart_arena_forget(m, tenant_state_of(t));
+        restart_arena_forget(m->restart, tenant_state_of(t));
         pthread_mutex_lock(&m->stats_lock);
         tenant_state_free_locked(m, tenant_state_of(t));
         r = tenant_remove(m->tree, t);
@@ -542,7 +542,7 @@ int manager_tenant_remove(struct manager *m, struct tenant *t) {
                 r = state_forget(m->state, path);
                 if (r < 0)
                         log_warning_errno(r, "cannot update the persisted limits after removing %s: %m", path);
-                restart_state_changed(m);
+                restart_state_changed(m->restart);
         }
         return 0;
 }
@@ -619,7 +619,7 @@ static int manager_listen(struct manager *m) {
         /* After a restart: the socket the previous daemon listened on, kept
          * in the fd store; clients that connected meanwhile wait in its
          * backlog. */
-        fd = restart_take_listener(m, path);
+        fd = restart_take_listener(m->restart, path);
         if (fd >= 0) {
                 (void) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
                 log_info("listening on %s with the socket kept in the fd store", path);
@@ -651,7 +651,7 @@ static int manager_listen(struct manager *m) {
         /* World-connectable: admission is per tenant (design.md §5). */
         if (chmod(path, 0666) < 0)
                 return log_error_errno(-errno, "cannot chmod %s: %m", path);
-        restart_store_listener(m, fd);
+        restart_store_listener(m->restart, fd);
 
 listen:
         m->listener = evconnlistener_new(m->base, manager_accept_cb, m,
@@ -699,7 +699,7 @@ static void manager_signal_cb(evutil_socket_t sig, short what, void *userdata) {
         case SIGTERM:
                 log_info("received %s, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
                 /* With the fd store, every page stays for the next daemon. */
-                restart_prepare_exit(m);
+                restart_prepare_exit(m->restart);
                 event_base_loopexit(m->base, NULL);
                 break;
         case SIGHUP:
@@ -783,6 +783,12 @@ int manager_start(struct manager *m, char **ret_error) {
         if (r < 0)
                 return r;
 
+        /* The main loop's base, before the modules that arm events on it
+         * (the restart module's state saves during the restore). */
+        m->base = event_base_new();
+        if (!m->base)
+                return log_error_errno(-ENOMEM, "cannot create the event base");
+
         /* Limits set over D-Bus, and what the fd store kept over a restart. */
         r = manager_service_setup(m, ret_error);
         if (r < 0)
@@ -795,9 +801,6 @@ int manager_start(struct manager *m, char **ret_error) {
                         return -ENOMEM;
         }
 
-        m->base = event_base_new();
-        if (!m->base)
-                return log_error_errno(-ENOMEM, "cannot create the event base");
         r = mailbox_new(m->base, sizeof(struct manager_event), manager_deliver_event, manager_event_dispose, m,
                         &m->event_box);
         if (r < 0)
@@ -891,7 +894,7 @@ void manager_free(struct manager *m) {
         if (m->listening) {
                 /* Handing over to the next daemon: the socket stays, kept
                  * listening in the fd store. */
-                if (!restart_preserving(m))
+                if (!restart_preserving(m->restart))
                         (void) unlink(m->socket_path);
                 m->listening = false;
         }
