@@ -157,10 +157,3 @@ int audit_start(struct manager *m) {
                 return -ENOMEM;
         return 0;
 }
-
-uint64_t manager_tenant_unaccounted(struct manager *m, struct tenant *t) {
-        struct tenant_state *ts = tenant_state_of(t);
-
-        (void) m;
-        return ts && ts->arena ? ts->unaccounted_bytes : 0;
-}

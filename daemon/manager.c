@@ -237,6 +237,13 @@ void manager_stats_refresh(struct manager *m, struct tenant *t, bool force) {
         stats_refresh(m, t, force, false);
 }
 
+uint64_t manager_tenant_unaccounted(struct manager *m, struct tenant *t) {
+        struct tenant_state *ts = tenant_state_of(t);
+
+        (void) m;
+        return ts && ts->arena ? ts->unaccounted_bytes : 0; /* written by the audit (daemon/audit.c) */
+}
+
 static uint64_t stat_nonneg(int64_t v) {
         return v > 0 ? (uint64_t) v : 0;
 }
