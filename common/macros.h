@@ -173,26 +173,12 @@ static inline bool mb_mutex_held(const pthread_mutex_t *m) {
 #endif
 }
 
-/* Whether the calling thread holds @l for writing (glibc records the
- * writer's tid; readers are not recorded). */
-static inline bool mb_rwlock_wrheld(const pthread_rwlock_t *l) {
-#ifdef __GLIBC__
-        return l->__data.__cur_writer == gettid();
-#else
-        (void) l;
-        return true;
-#endif
-}
-
 /* lockdep_assert_held() / lockdep_assert_not_held() for a pthread mutex. */
 #define mb_assert_mutex_held(m) mb_assert_debug(mb_mutex_held(m))
 #define mb_assert_mutex_not_held(m) mb_assert_debug(!mb_mutex_held(m))
-/* lockdep_assert_held_write() for a pthread rwlock. */
-#define mb_assert_rwlock_wrheld(l) mb_assert_debug(mb_rwlock_wrheld(l))
 #else
 #define MB_DEBUG_ASSERTS 0
 #define mb_assert_debug(expr) ((void) sizeof(!(expr)))
 #define mb_assert_mutex_held(m) ((void) sizeof(m))
 #define mb_assert_mutex_not_held(m) ((void) sizeof(m))
-#define mb_assert_rwlock_wrheld(l) ((void) sizeof(l))
 #endif

@@ -397,7 +397,6 @@ static int set_limits_locked(struct manager *m, struct tenant *t, const struct m
         unsigned long max = 0, high = 0, low = 0, min = 0;
         int r;
 
-        mb_assert_rwlock_wrheld(&m->tree_lock);
         if (l->max != MB_LIMIT_UNSET && (r = limit_to_pages(m, l->max, &max)) < 0)
                 return r;
         if (l->high != MB_LIMIT_UNSET && (r = limit_to_pages(m, l->high, &high)) < 0)
@@ -509,8 +508,6 @@ int manager_tenant_remove_locked(struct manager *m, struct tenant *t) {
         bool draining = atomic_load(&t->draining);
         int r;
 
-        manager_assert_main_thread(m);
-        mb_assert_rwlock_wrheld(&m->tree_lock);
         if (!t->parent)
                 return -EPERM;
         if (t->nchildren > 0 || atomic_load(&t->nclients) > 0)

@@ -125,62 +125,6 @@ START_TEST(test_lock_assertions) {
 }
 END_TEST
 
-static void assert_wrheld_with_wrlock(void) {
-        MB_WRLOCK_GUARD(&test_rwlock);
-        mb_assert_rwlock_wrheld(&test_rwlock);
-}
-
-static void assert_wrheld_with_rdlock(void) {
-        MB_RDLOCK_GUARD(&test_rwlock);
-        mb_assert_rwlock_wrheld(&test_rwlock);
-}
-
-static void assert_wrheld_without_lock(void) {
-        mb_assert_rwlock_wrheld(&test_rwlock);
-}
-
-static void *wrlock_and_wait(void *arg) {
-        pthread_barrier_t *b = arg;
-
-        pthread_rwlock_wrlock(&test_rwlock);
-        pthread_barrier_wait(&b[0]); /* locked */
-        pthread_barrier_wait(&b[1]); /* the other thread asserted */
-        pthread_rwlock_unlock(&test_rwlock);
-        return NULL;
-}
-
-/* Another thread holds the write lock: this one does not. */
-static void assert_wrheld_by_other_thread(void) {
-        pthread_barrier_t b[2];
-        pthread_t th;
-
-        pthread_barrier_init(&b[0], NULL, 2);
-        pthread_barrier_init(&b[1], NULL, 2);
-        pthread_create(&th, NULL, wrlock_and_wait, b);
-        pthread_barrier_wait(&b[0]);
-        mb_assert_rwlock_wrheld(&test_rwlock);
-        pthread_barrier_wait(&b[1]);
-        pthread_join(th, NULL);
-}
-
-/* lockdep_assert_held_write(): only the thread holding the write lock
- * passes; a reader, another thread's writer or no lock aborts. */
-START_TEST(test_rwlock_assertions) {
-        void (*broken[])(void) = { assert_wrheld_with_rdlock, assert_wrheld_without_lock,
-                                   assert_wrheld_by_other_thread };
-        int st = in_child(assert_wrheld_with_wrlock);
-
-        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-        for (size_t i = 0; i < sizeof(broken) / sizeof(broken[0]); i++) {
-                st = in_child(broken[i]);
-                if (MB_DEBUG_ASSERTS)
-                        ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "case %zu", i);
-                else
-                        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "case %zu", i);
-        }
-}
-END_TEST
-
 int main(void) {
         Suite *s = suite_create("lock-guard");
         TCase *tc = tcase_create("guards");
@@ -192,7 +136,6 @@ int main(void) {
         tcase_add_test(tc, test_two_guards_in_one_scope);
         tcase_add_test(tc, test_rwlock_guards);
         tcase_add_test(tc, test_lock_assertions);
-        tcase_add_test(tc, test_rwlock_assertions);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_set_fork_status(sr, CK_NOFORK);
