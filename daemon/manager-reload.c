@@ -526,7 +526,6 @@ void manager_drain(struct manager *m) {
         char **removed = NULL;
         size_t nremoved = 0;
 
-        manager_assert_main_thread(m);
         if (atomic_load(&m->ndraining) == 0)
                 return;
         pthread_rwlock_wrlock(&m->tree_lock);

@@ -97,31 +97,26 @@ static int free_state_cb(struct tenant *t, void *userdata) {
 /* ---- the observer: the layer above (daemon/bus.c) ---- */
 
 void manager_set_observer(struct manager *m, const struct manager_observer_ops *ops, void *userdata) {
-        manager_assert_main_thread(m);
         m->observer = ops;
         m->observer_userdata = userdata;
 }
 
 static void report_tenant_added(struct manager *m, struct tenant *t) {
-        manager_assert_main_thread(m);
         if (m->observer && m->observer->tenant_added)
                 m->observer->tenant_added(m->observer_userdata, t);
 }
 
 void manager_report_tenant_removed(struct manager *m, const char *tenant_path) {
-        manager_assert_main_thread(m);
         if (m->observer && m->observer->tenant_removed)
                 m->observer->tenant_removed(m->observer_userdata, tenant_path);
 }
 
 void manager_report_limits_changed(struct manager *m, struct tenant *t) {
-        manager_assert_main_thread(m);
         if (m->observer && m->observer->limits_changed)
                 m->observer->limits_changed(m->observer_userdata, t);
 }
 
 static void report_memory_event(struct manager *m, const char *tenant_path, enum mb_event event, uint64_t count) {
-        manager_assert_main_thread(m);
         if (m->observer && m->observer->memory_event)
                 m->observer->memory_event(m->observer_userdata, tenant_path, event, count);
 }
@@ -688,7 +683,6 @@ static void manager_pressure_cb(void *userdata) {
 static void manager_drain_handle(void *userdata, void *msg) {
         struct manager *m = userdata;
 
-        manager_assert_main_thread(m);
         atomic_store(&m->drain_queued, false);
         manager_drain(m);
 }
@@ -735,7 +729,6 @@ int manager_new(struct manager **ret) {
         pthread_mutex_init(&m->stats_lock, NULL);
         m->next_client_id = 1;
         m->bus_kind = MANAGER_BUS_SYSTEM;
-        m->main_thread = pthread_self();
         *ret = m;
         return 0;
 }

@@ -26,7 +26,6 @@
 #include <stdint.h>
 
 #include "core/config.h" /* not the autoconf config.h */
-#include "macros.h"          /* mb_assert_debug() */
 #include "state.h"           /* struct mb_limits */
 #include "tenant.h"
 
@@ -82,7 +81,6 @@ struct manager {
         /* The layer above, told of changes (manager_set_observer()). */
         const struct manager_observer_ops *observer;
         void *observer_userdata;
-        pthread_t main_thread; /* the thread that made the manager and runs `base` */
 
         /* Added by the broker work (daemon/manager.c). */
         uint64_t page_size;        /* bytes, fixed for the daemon's life */
@@ -220,9 +218,6 @@ void manager_set_observer(struct manager *m, const struct manager_observer_ops *
 /* Observer reports shared with daemon/manager-reload.c.  Main thread. */
 void manager_report_tenant_removed(struct manager *m, const char *tenant_path);
 void manager_report_limits_changed(struct manager *m, struct tenant *t);
-
-/* "Main thread only", asserted in debug builds (mb_assert_debug()). */
-#define manager_assert_main_thread(m) mb_assert_debug(pthread_equal(pthread_self(), (m)->main_thread))
 
 /* Called by workers when a tenant event counter moved; delivered on the main
  * thread to the observer's memory_event() and to the clients that asked for
