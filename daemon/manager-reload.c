@@ -515,7 +515,9 @@ void manager_client_detached(struct manager *m, struct tenant *t) {
         /* @t may be gone from here on.  Reading ndraining after the count
          * went down pairs with reload_apply(), which marks a tenant draining
          * before it looks at its count.  One message at a time in the
-         * mailbox: a burst of leaving clients costs one drain. */
+         * mailbox: a burst of leaving clients costs one drain.  A post fails
+         * only without memory; the tenant then goes at the next drain (the
+         * next last client leaving, RemoveTenant, a reload). */
         if (before == 1 && atomic_load(&m->ndraining) > 0 && m->drain_box &&
             !atomic_exchange(&m->drain_queued, true) && mailbox_post(m->drain_box, &(unsigned char) { 0 }) < 0)
                 atomic_store(&m->drain_queued, false);
