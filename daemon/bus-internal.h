@@ -55,6 +55,25 @@ struct bus_state {
  * sd_bus_process() (signals, asynchronous replies). */
 void bus_kick(struct manager *m);
 
+/* Close the connection (flushing queued messages) and unhook it from the
+ * loop.  Safe without a bus and twice.  (The observer's stop().) */
+void bus_free(struct manager *m);
+
+/* Signals (bus.c); main thread only.  No-ops without a bus.  The manager
+ * reaches the first four through its observer (manager_observer_ops). */
+
+/* MemoryEvent(event, count) on the tenant's object. */
+void bus_emit_memory_event(struct manager *m, const char *tenant_path, enum mb_event event, uint64_t count);
+/* PropertiesChanged for MemoryMax/High/Low/Min and ChargeBatch of @t. */
+void bus_emit_limits_changed(struct manager *m, struct tenant *t);
+/* InterfacesAdded / InterfacesRemoved through the object manager. */
+void bus_emit_tenant_added(struct manager *m, struct tenant *t);
+void bus_emit_tenant_removed(struct manager *m, const char *tenant_path);
+/* PropertiesChanged(ChargeBatch) for the descendants of @t that inherit
+ * their ChargeBatch from it (not for @t itself).  Takes the tree lock for
+ * reading. */
+void bus_emit_charge_batch_changed(struct manager *m, struct tenant *t);
+
 /* ---- tenants (bus-tenant.c) ---- */
 
 /* The object path of @tenant_path ("/" or "a/b").  -ENOMEM. */

@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "bus-internal.h"
-#include "conn.h"
 #include "bus.h"
 
 /* ---- names ---- */
@@ -428,9 +427,9 @@ static int property_get_effective(sd_bus *bus, const char *path, const char *int
         return sd_bus_message_append(reply, "t", strcmp(property, "EffectiveMemoryMin") == 0 ? emin : elow);
 }
 
-/* The batch a client attaching now is told (conn_charge_batch()): 4 x
- * ChargeBatch for a tenant with nothing limited while the broker is far
- * from its capacity (seed 003). */
+/* The batch a client attaching now is told (manager_tenant_charge_batch()):
+ * 4 x ChargeBatch for a tenant with nothing limited while the broker is far
+ * from its capacity. */
 static int property_get_effective_charge_batch(sd_bus *bus, const char *path, const char *interface,
                                                const char *property, sd_bus_message *reply, void *userdata,
                                                sd_bus_error *error) {
@@ -438,7 +437,7 @@ static int property_get_effective_charge_batch(sd_bus *bus, const char *path, co
 
         TENANT_OR_RETURN(t, m, path, error);
         BUS_TREE_RDLOCK(m);
-        return sd_bus_message_append(reply, "u", (uint32_t) conn_charge_batch(&m->b, t, 0));
+        return sd_bus_message_append(reply, "u", (uint32_t) manager_tenant_charge_batch(m, t));
 }
 
 static int property_get_charge_batch(sd_bus *bus, const char *path, const char *interface,

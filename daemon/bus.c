@@ -63,6 +63,7 @@ static bool bus_is_up(struct manager *m) {
 static void bus_dispatch(evutil_socket_t fd, short what, void *userdata);
 static const char *bus_kind_name(const struct manager *m);
 static int bus_open(struct manager *m, bool quiet);
+static const struct manager_observer_ops bus_observer_ops;
 
 /* Stop watching the connection (lost, or shutting down). */
 static void bus_unhook(struct bus_state *s) {
@@ -409,6 +410,7 @@ int bus_setup(struct manager *m) {
                 bus_free(m);
                 return r;
         }
+        manager_set_observer(m, &bus_observer_ops, m);
         log_info("%s on %s", BUS_NAME, bus_kind_name(m));
         return 0;
 }
@@ -540,3 +542,33 @@ void bus_emit_tenant_removed(struct manager *m, const char *tenant_path) {
                 log_warning("cannot emit InterfacesRemoved for %s: %s", object, strerror(-r));
         bus_kick(m);
 }
+
+/* ---- the manager's observer ---- */
+
+static void observer_tenant_added(void *userdata, struct tenant *t) {
+        bus_emit_tenant_added(userdata, t);
+}
+
+static void observer_tenant_removed(void *userdata, const char *tenant_path) {
+        bus_emit_tenant_removed(userdata, tenant_path);
+}
+
+static void observer_limits_changed(void *userdata, struct tenant *t) {
+        bus_emit_limits_changed(userdata, t);
+}
+
+static void observer_memory_event(void *userdata, const char *tenant_path, enum mb_event event, uint64_t count) {
+        bus_emit_memory_event(userdata, tenant_path, event, count);
+}
+
+static void observer_stop(void *userdata) {
+        bus_free(userdata);
+}
+
+static const struct manager_observer_ops bus_observer_ops = {
+        .tenant_added = observer_tenant_added,
+        .tenant_removed = observer_tenant_removed,
+        .limits_changed = observer_limits_changed,
+        .memory_event = observer_memory_event,
+        .stop = observer_stop,
+};

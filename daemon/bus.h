@@ -13,25 +13,16 @@
 #include <stdint.h>
 #include "manager.h"
 
-/* Connect to the bus chosen by m->bus_kind / m->bus_address, register the
- * objects, request org.membroker1 and hook the bus fd and timeout into
- * m->base.  Returns 0 (also for MANAGER_BUS_NONE, doing nothing), or a
- * negative errno with a logged reason (-EEXIST: the name is taken). */
+/**
+ * bus_setup - connect to the bus chosen by m->bus_kind / m->bus_address,
+ * register the objects, request org.membroker1, hook the bus fd and timeout
+ * into m->base, and register the bus as the manager's observer
+ * (manager_set_observer()): from then on the manager's reports become
+ * signals (MemoryEvent, PropertiesChanged, InterfacesAdded/Removed), and
+ * manager_free() closes the connection (flushing queued messages) through
+ * the observer's stop().  Call once, on the main thread, after
+ * manager_start().  Returns 0 (also for MANAGER_BUS_NONE, doing nothing), or
+ * a negative errno with a logged reason (-EEXIST: the name is taken); on
+ * error nothing stays registered.
+ */
 int bus_setup(struct manager *m);
-/* Close the connection (flushing queued messages) and unhook it from the
- * loop.  Safe without a bus and twice. */
-void bus_free(struct manager *m);
-
-/* Signals; main thread only.  No-ops without a bus. */
-
-/* MemoryEvent(event, count) on the tenant's object. */
-void bus_emit_memory_event(struct manager *m, const char *tenant_path, enum mb_event event, uint64_t count);
-/* PropertiesChanged for MemoryMax/High/Low/Min and ChargeBatch of @t. */
-void bus_emit_limits_changed(struct manager *m, struct tenant *t);
-/* PropertiesChanged(ChargeBatch) for the descendants of @t that inherit
- * their ChargeBatch from it (not for @t itself).  Takes the tree lock for
- * reading. */
-void bus_emit_charge_batch_changed(struct manager *m, struct tenant *t);
-/* InterfacesAdded / InterfacesRemoved through the object manager. */
-void bus_emit_tenant_added(struct manager *m, struct tenant *t);
-void bus_emit_tenant_removed(struct manager *m, const char *tenant_path);

@@ -262,6 +262,9 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *userdata) {
                 return;
         }
         /* EOF, error, or a closing peer that does not read: done. */
+        if ((what & BEV_EVENT_ERROR) && c->state != CONN_CLOSING)
+                log_info("client %" PRIu64 " (%s, pid %d, tenant %s): connection error: %s", c->client_id, c->name,
+                         (int) c->peer.pid, conn_tenant_path(c), strerror(EVUTIL_SOCKET_ERROR()));
         conn_free(c);
 }
 

@@ -15,6 +15,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "auth.h"
+#include "bus.h"
 #include "log.h"
 #include "macros.h"
 #include "manager-service.h"
@@ -212,6 +213,17 @@ int main(int argc, char *argv[]) {
                         log_error("%s", error);
                 else
                         log_error_errno(r, "cannot start: %m");
+                manager_free(m);
+                return EXIT_FAILURE;
+        }
+
+        /* The D-Bus API, an adapter on top of the manager: it registers as
+         * the manager's observer, and manager_free() closes it. */
+        r = bus_setup(m);
+        if (r == -EOPNOTSUPP)
+                log_warning("this build has no D-Bus API yet; running without a bus");
+        else if (r < 0) {
+                log_error_errno(r, "cannot set up the D-Bus API: %m");
                 manager_free(m);
                 return EXIT_FAILURE;
         }

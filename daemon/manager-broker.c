@@ -18,25 +18,25 @@ static void hook_client_detached(struct broker *b, struct tenant *t) {
 
 static int hook_arena_new(struct broker *b, struct tenant_state *ts, uint64_t npages, struct arena **ret) {
         mb_assert_mutex_held(&ts->lock);
-        return restart_arena_new(manager_of_broker(b), ts, npages, ret);
+        return restart_arena_new(manager_of_broker(b)->restart, ts, npages, ret);
 }
 
 static uint64_t hook_client_attach(struct broker *b, struct arena *a, uint32_t owner, uint64_t token) {
-        return restart_client_attach(manager_of_broker(b), a, owner, token);
+        return restart_client_attach(manager_of_broker(b)->restart, a, owner, token);
 }
 
 static void hook_client_detach(struct broker *b, struct arena *a, uint32_t owner) {
-        restart_client_detach(manager_of_broker(b), a, owner);
+        restart_client_detach(manager_of_broker(b)->restart, a, owner);
 }
 
 static int hook_claim(struct broker *b, struct tenant_state *ts, uint64_t token, uint32_t owner,
                       const struct arena_extent *extents, size_t n, bool more, uint64_t *ret_pages,
                       uint64_t *ret_bad_page) {
-        return restart_claim(manager_of_broker(b), ts, token, owner, extents, n, more, ret_pages, ret_bad_page);
+        return restart_claim(manager_of_broker(b)->restart, ts, token, owner, extents, n, more, ret_pages, ret_bad_page);
 }
 
 static bool hook_preserving(struct broker *b) {
-        return restart_preserving(manager_of_broker(b));
+        return restart_preserving(manager_of_broker(b)->restart);
 }
 
 const struct broker_ops manager_broker_ops = {

@@ -26,11 +26,11 @@
 
 #include <event2/event.h>
 
-#include "bus.h"
 #include "config-files.h"
 #include "guard.h"
 #include "log.h"
 #include "macros.h"
+#include "mailbox.h"
 #include "manager-service.h"
 #include "manager.h"
 #include "reclaim.h"
@@ -166,7 +166,7 @@ static void remove_idle(struct manager *m, struct tenant_list *l, char ***remove
 static void emit_removed(struct manager *m, char **removed, size_t n, const char *why) {
         for (size_t i = 0; i < n; i++) {
                 log_info("%stenant %s removed%s", why ? "" : "reload: ", removed[i], why ? why : "");
-                bus_emit_tenant_removed(m, removed[i]);
+                manager_report_tenant_removed(m, removed[i]);
                 free(removed[i]);
         }
         free(removed);
@@ -343,7 +343,7 @@ static int reload_apply(struct manager *m, struct mb_config *c, uint64_t read_us
 
         emit_removed(m, removed, nremoved, NULL);
         for (size_t i = 0; i < nchanged; i++) {
-                bus_emit_limits_changed(m, changed[i]);
+                manager_report_limits_changed(m, changed[i]);
                 /* A lower max or high reclaims the excess (daemon/reclaim.c). */
                 reclaim_enforce_limits(m->b.reclaimer, changed[i]);
         }
@@ -519,9 +519,13 @@ void manager_client_detached(struct manager *m, struct tenant *t) {
         atomic_fetch_sub(&m->b.nclients, 1);
         /* @t may be gone from here on.  Reading ndraining after the count
          * went down pairs with reload_apply(), which marks a tenant draining
-         * before it looks at its count. */
-        if (before == 1 && atomic_load(&m->ndraining) > 0 && m->drain_wakeup)
-                event_active(m->drain_wakeup, EV_READ, 0);
+         * before it looks at its count.  One message at a time in the
+         * mailbox: a burst of leaving clients costs one drain.  A post fails
+         * only without memory; the tenant then goes at the next drain (the
+         * next last client leaving, RemoveTenant, a reload). */
+        if (before == 1 && atomic_load(&m->ndraining) > 0 && m->drain_box &&
+            !atomic_exchange(&m->drain_queued, true) && mailbox_post(m->drain_box, &(unsigned char) { 0 }) < 0)
+                atomic_store(&m->drain_queued, false);
 }
 
 void manager_drain(struct manager *m) {

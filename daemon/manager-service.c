@@ -35,7 +35,36 @@ void manager_apply_layers(struct manager *m) {
                 (void) state_foreach(m->state, apply_layer_cb, m);
 }
 
+/* ---- what the restart module asks of the manager (restart_ops) ---- */
+
+static int restart_tenant_create(void *userdata, const char *path, struct tenant **ret) {
+        return manager_tenant_create(userdata, path, NULL, ret);
+}
+
+static unsigned restart_charge_batch(void *userdata) {
+        struct manager *m = userdata;
+
+        return atomic_load(&m->b.charge_batch);
+}
+
+static void status_line(struct manager *m, char *buf, size_t size);
+
+static void restart_grace_over(void *userdata) {
+        struct manager *m = userdata;
+        char status[512];
+
+        status_line(m, status, sizeof(status));
+        service_status("%s", status);
+}
+
+static const struct restart_ops manager_restart_ops = {
+        .tenant_create = restart_tenant_create,
+        .charge_batch = restart_charge_batch,
+        .grace_over = restart_grace_over,
+};
+
 int manager_service_setup(struct manager *m, char **ret_error) {
+        struct restart_params params;
         int r;
 
         r = state_new(m->state_dir, &m->state);
@@ -44,10 +73,19 @@ int manager_service_setup(struct manager *m, char **ret_error) {
         r = state_load_persisted(m->state, ret_error);
         if (r < 0)
                 return r;
-        r = restart_new(m, &m->restart);
+        params = (struct restart_params) {
+                .base = m->base,
+                .tree = m->b.tree,
+                .state = m->state,
+                .page_size = m->b.page_size,
+                .arena_tmpfs = m->b.arena_tmpfs,
+                .arena_memfd_fallback = m->b.config->broker.arena_backing == MB_ARENA_BACKING_AUTO,
+                .grace_sec = m->b.config->broker.restart_grace_sec,
+        };
+        r = restart_new(&params, &manager_restart_ops, m, &m->restart);
         if (r < 0)
                 return r;
-        r = restart_restore(m, ret_error);
+        r = restart_restore(m->restart, ret_error);
         if (r < 0)
                 return r;
         manager_apply_layers(m);
@@ -57,7 +95,7 @@ int manager_service_setup(struct manager *m, char **ret_error) {
 static void status_line(struct manager *m, char *buf, size_t size) {
         uint64_t pages = 0, clients = 0;
 
-        restart_pending(m, &pages, &clients);
+        restart_pending(m->restart, &pages, &clients);
         m->status_tenants = m->b.tree->ntenants;
         m->status_clients = manager_nclients(m);
         if (clients > 0)
@@ -77,9 +115,10 @@ int manager_service_ready(struct manager *m) {
         if (r < 0)
                 return r;
         status_line(m, status, sizeof(status));
-        /* The socket listens and the bus name is ours (manager_start()). */
+        /* The socket listens (manager_start()) and the bus name is ours
+         * (bus_setup(), called by main() in between). */
         (void) service_notifyf("READY=1\nSTATUS=%s", status);
-        return restart_start_grace(m);
+        return restart_start_grace(m->restart);
 }
 
 void manager_update_status(struct manager *m) {
@@ -118,6 +157,6 @@ int manager_tenant_set_limits_layer(struct manager *m, struct tenant *t, const s
         if (r < 0)
                 return log_error_errno(r, "tenant %s: the new limits apply but cannot be saved in %s: %m", t->path,
                                        m->state_dir ? m->state_dir : "(no state directory)");
-        restart_state_changed(m);
+        restart_state_changed(m->restart);
         return 0;
 }

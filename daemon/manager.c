@@ -14,7 +14,7 @@
 #include <event2/listener.h>
 
 #include "audit.h"
-#include "bus.h"
+#include "charge.h"
 #include "client-events.h"
 #include "conn.h"
 #include "config-files.h"
@@ -95,6 +95,43 @@ static int free_state_cb(struct tenant *t, void *userdata) {
         return 0;
 }
 
+/* ---- the observer: the layer above (daemon/bus.c) ---- */
+
+void manager_set_observer(struct manager *m, const struct manager_observer_ops *ops, void *userdata) {
+        m->observer = ops;
+        m->observer_userdata = userdata;
+}
+
+static void report_tenant_added(struct manager *m, struct tenant *t) {
+        if (m->observer && m->observer->tenant_added)
+                m->observer->tenant_added(m->observer_userdata, t);
+}
+
+void manager_report_tenant_removed(struct manager *m, const char *tenant_path) {
+        if (m->observer && m->observer->tenant_removed)
+                m->observer->tenant_removed(m->observer_userdata, tenant_path);
+}
+
+void manager_report_limits_changed(struct manager *m, struct tenant *t) {
+        if (m->observer && m->observer->limits_changed)
+                m->observer->limits_changed(m->observer_userdata, t);
+}
+
+static void report_memory_event(struct manager *m, const char *tenant_path, enum mb_event event, uint64_t count) {
+        if (m->observer && m->observer->memory_event)
+                m->observer->memory_event(m->observer_userdata, tenant_path, event, count);
+}
+
+/* The observer goes with the manager: after this, nothing is reported. */
+static void report_stop(struct manager *m) {
+        const struct manager_observer_ops *ops = m->observer;
+
+        m->observer = NULL;
+        if (ops && ops->stop)
+                ops->stop(m->observer_userdata);
+        m->observer_userdata = NULL;
+}
+
 /* ---- events ---- */
 
 void manager_queue_event(struct manager *m, struct tenant *t, enum mb_event event) {
@@ -120,7 +157,7 @@ static void manager_event_dispose(void *userdata, void *p) {
         free(e->path);
 }
 
-/* The main thread: emit the bus signal and tell the clients. */
+/* The main thread: tell the observer (the bus signal) and the clients. */
 static void manager_deliver_event(void *userdata, void *p) {
         struct manager *m = userdata;
         struct manager_event *e = p;
@@ -135,7 +172,7 @@ static void manager_deliver_event(void *userdata, void *p) {
                         atomic_fetch_and(&ts->events_queued, ~(1u << e->event));
                 count = atomic_load(&t->events[e->event]);
         }
-        bus_emit_memory_event(m, e->path, e->event, count);
+        report_memory_event(m, e->path, e->event, count);
         if (t)
                 client_events_deliver(m->client_events, t, e->event, count);
         free(e->path);
@@ -387,7 +424,7 @@ int manager_tenant_set_limits(struct manager *m, struct tenant *t, const struct 
         pthread_rwlock_unlock(&m->b.tree_lock);
         if (r < 0)
                 return r;
-        bus_emit_limits_changed(m, t);
+        manager_report_limits_changed(m, t);
         /* memory_max_write(), memory_high_write(): reclaim the excess. */
         reclaim_enforce_limits(m->b.reclaimer, t);
         return 0;
@@ -442,7 +479,7 @@ out:
         if (r < 0)
                 return r;
         for (size_t i = nadded; i > 0; i--)
-                bus_emit_tenant_added(m, added[i - 1]);
+                report_tenant_added(m, added[i - 1]);
         log_info("tenant %s created", t->path);
         /* A run-time tenant (restart.h keeps it across a restart), with its
          * limits in the runtime layer over what was persisted for it. */
@@ -454,7 +491,7 @@ out:
                         (void) state_set_limits(m->state, t->path, limits, true);
                 if (state_overlay(m->state, t->path, &l))
                         (void) manager_tenant_set_limits(m, t, &l);
-                restart_state_changed(m);
+                restart_state_changed(m->restart);
         }
         if (ret)
                 *ret = t;
@@ -475,7 +512,7 @@ int manager_tenant_remove_locked(struct manager *m, struct tenant *t) {
         if (page_counter_read(&t->memory) > 0)
                 return -EBUSY;
 
-        restart_arena_forget(m, tenant_state_of(t));
+        restart_arena_forget(m->restart, tenant_state_of(t));
         pthread_mutex_lock(&m->b.stats_lock);
         tenant_state_free_locked(m, tenant_state_of(t));
         r = tenant_remove(m->b.tree, t);
@@ -501,14 +538,14 @@ int manager_tenant_remove(struct manager *m, struct tenant *t) {
         if (r < 0)
                 return r;
         log_info("tenant %s removed", path);
-        bus_emit_tenant_removed(m, path);
+        manager_report_tenant_removed(m, path);
         manager_drain(m); /* a draining parent may go with its last child */
         /* RemoveTenant forgets what was set over D-Bus for it. */
         if (m->state) {
                 r = state_forget(m->state, path);
                 if (r < 0)
                         log_warning_errno(r, "cannot update the persisted limits after removing %s: %m", path);
-                restart_state_changed(m);
+                restart_state_changed(m->restart);
         }
         return 0;
 }
@@ -547,6 +584,10 @@ int manager_reclaim(struct manager *m, struct tenant *t, uint64_t bytes, manager
 
 unsigned manager_nclients(struct manager *m) {
         return atomic_load(&m->b.nclients);
+}
+
+unsigned manager_tenant_charge_batch(struct manager *m, const struct tenant *t) {
+        return tenant_effective_charge_batch(t, atomic_load(&m->b.charge_batch), 0);
 }
 
 /* ---- socket ---- */
@@ -606,7 +647,7 @@ static int manager_listen(struct manager *m) {
         /* After a restart: the socket the previous daemon listened on, kept
          * in the fd store; clients that connected meanwhile wait in its
          * backlog. */
-        fd = restart_take_listener(m, path);
+        fd = restart_take_listener(m->restart, path);
         if (fd >= 0) {
                 (void) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
                 log_info("listening on %s with the socket kept in the fd store", path);
@@ -638,7 +679,7 @@ static int manager_listen(struct manager *m) {
         /* World-connectable: admission is per tenant (design.md §5). */
         if (chmod(path, 0666) < 0)
                 return log_error_errno(-errno, "cannot chmod %s: %m", path);
-        restart_store_listener(m, fd);
+        restart_store_listener(m->restart, fd);
 
 listen:
         m->listener = evconnlistener_new(m->base, manager_accept_cb, m,
@@ -651,10 +692,25 @@ listen:
         return 0;
 }
 
+/* ---- host memory pressure (daemon/pressure.h) ---- */
+
+/* A PSI event: ask the tenants above their effective low for the excess. */
+static void manager_pressure_cb(void *userdata) {
+        struct manager *m = userdata;
+
+        reclaim_pressure(m->b.reclaimer);
+}
+
 /* ---- signals ---- */
 
-static void manager_drain_wakeup_cb(evutil_socket_t fd, short what, void *userdata) {
-        manager_drain(userdata);
+/* A message of m->drain_box (posted by manager_client_detached() on a
+ * worker): it carries nothing, every draining tenant is looked at.  Clear
+ * the flag first: a client that leaves during this drain posts again. */
+static void manager_drain_handle(void *userdata, void *msg) {
+        struct manager *m = userdata;
+
+        atomic_store(&m->drain_queued, false);
+        manager_drain(m);
 }
 
 static void sighup_reload_done(struct manager *m, int r, const char *error, void *userdata) {
@@ -670,7 +726,7 @@ static void manager_signal_cb(evutil_socket_t sig, short what, void *userdata) {
         case SIGTERM:
                 log_info("received %s, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
                 /* With the fd store, every page stays for the next daemon. */
-                restart_prepare_exit(m);
+                restart_prepare_exit(m->restart);
                 event_base_loopexit(m->base, NULL);
                 break;
         case SIGHUP:
@@ -754,6 +810,12 @@ int manager_start(struct manager *m, char **ret_error) {
         if (r < 0)
                 return r;
 
+        /* The main loop's base, before the modules that arm events on it
+         * (the restart module's state saves during the restore). */
+        m->base = event_base_new();
+        if (!m->base)
+                return log_error_errno(-ENOMEM, "cannot create the event base");
+
         /* Limits set over D-Bus, and what the fd store kept over a restart. */
         r = manager_service_setup(m, ret_error);
         if (r < 0)
@@ -766,16 +828,13 @@ int manager_start(struct manager *m, char **ret_error) {
                         return -ENOMEM;
         }
 
-        m->base = event_base_new();
-        if (!m->base)
-                return log_error_errno(-ENOMEM, "cannot create the event base");
         r = mailbox_new(m->base, sizeof(struct manager_event), manager_deliver_event, manager_event_dispose, m,
                         &m->event_box);
         if (r < 0)
                 return r;
-        m->drain_wakeup = event_new(m->base, -1, 0, manager_drain_wakeup_cb, m);
-        if (!m->drain_wakeup)
-                return -ENOMEM;
+        r = mailbox_new(m->base, sizeof(unsigned char), manager_drain_handle, NULL, m, &m->drain_box);
+        if (r < 0)
+                return r;
 
         /* Workers: Workers= or one per online CPU. */
         m->b.nworkers = m->b.config->broker.workers;
@@ -809,7 +868,8 @@ int manager_start(struct manager *m, char **ret_error) {
 
         if (m->b.config->broker.pressure_reclaim) {
                 /* Not fatal: the broker works without; the reason is logged. */
-                r = pressure_new(m, m->pressure_path, m->pressure_trigger, &m->pressure);
+                r = pressure_new(m->base, m->pressure_path, m->pressure_trigger, manager_pressure_cb, m,
+                                 &m->pressure);
                 if (r < 0)
                         log_warning("PressureReclaim=yes, but host memory pressure cannot be watched; "
                                     "reclaiming only at the limits");
@@ -832,14 +892,6 @@ int manager_start(struct manager *m, char **ret_error) {
         r = audit_start(&m->b, m->base, &m->audit);
         if (r < 0)
                 return r;
-
-        if (m->bus_kind != MANAGER_BUS_NONE) {
-                r = bus_setup(m);
-                if (r == -EOPNOTSUPP)
-                        log_warning("this build has no D-Bus API yet; running without a bus");
-                else if (r < 0)
-                        return log_error_errno(r, "cannot set up the D-Bus API: %m");
-        }
 
         log_info("membrokerd %s listening on %s: %u tenants, capacity %lu pages of %" PRIu64 " bytes, %u workers",
                  PACKAGE_VERSION, m->socket_path, m->b.tree->ntenants, capacity_pages, m->b.page_size, m->b.nworkers);
@@ -869,7 +921,7 @@ void manager_free(struct manager *m) {
         if (m->listening) {
                 /* Handing over to the next daemon: the socket stays, kept
                  * listening in the fd store. */
-                if (!restart_preserving(m))
+                if (!restart_preserving(m->restart))
                         (void) unlink(m->socket_path);
                 m->listening = false;
         }
@@ -881,7 +933,7 @@ void manager_free(struct manager *m) {
         client_events_free(m->client_events);
         m->client_events = NULL;
 
-        bus_free(m);
+        report_stop(m); /* the bus goes */
 
         /* Undelivered events: the bus is gone. */
         mailbox_free(m->event_box);
@@ -897,8 +949,8 @@ void manager_free(struct manager *m) {
                 event_free(m->sigusr1);
         if (m->flush_timer)
                 event_free(m->flush_timer);
-        if (m->drain_wakeup)
-                event_free(m->drain_wakeup);
+        mailbox_free(m->drain_box); /* the workers are gone: nobody posts */
+        m->drain_box = NULL;
         audit_free(m->audit);
         if (m->watchdog)
                 event_free(m->watchdog);

@@ -2,9 +2,12 @@
 /*
  * manager.h - the daemon's top-level object (systemd-oomd's Manager).
  *
- * Owns the configuration, the tenant tree, the listening socket, the worker
- * threads and the bus connection.  The main thread runs `base`; workers each
- * run their own event base and serve client connections.
+ * Owns the configuration, the tenant tree, the listening socket and the
+ * worker threads.  The main thread runs `base`; workers each run their own
+ * event base and serve client connections.  The layer above (the D-Bus
+ * adapter, daemon/bus.c) calls down into the manager and hears from it only
+ * through the observer it registers (struct manager_observer_ops): the
+ * manager includes no header of that layer.
  *
  * The tree, its locks (tree_lock, stats_lock) and what else the modules
  * below the manager share live in the embedded struct broker
@@ -20,6 +23,7 @@
 
 #include "broker.h"
 #include "core/config.h" /* not the autoconf config.h */
+#include "state.h"           /* struct mb_limits */
 #include "tenant.h"
 
 struct event_base;
@@ -35,6 +39,7 @@ struct pressure;
 struct state;
 struct restart;
 struct audit;
+struct manager_observer_ops;
 
 enum manager_bus_kind {
         MANAGER_BUS_NONE = 0, /* --no-bus: tests of the broker alone */
@@ -63,6 +68,10 @@ struct manager {
         char *bus_address;
         struct bus_state *bus; /* daemon/bus.c */
 
+        /* The layer above, told of changes (manager_set_observer()). */
+        const struct manager_observer_ops *observer;
+        void *observer_userdata;
+
         /* Added by the broker work (daemon/manager.c). */
         unsigned next_worker;      /* round robin (main thread) */
         bool listening;
@@ -85,17 +94,11 @@ struct manager {
         /* Added by the configuration work (daemon/manager-reload.c). */
         struct manager_reload *reload; /* the files read off the main thread */
         _Atomic unsigned ndraining;    /* tenants marked draining */
-        struct event *drain_wakeup;    /* worker -> main: a client of some tenant left */
+        struct mailbox *drain_box;     /* worker -> main: the last client of some tenant left */
+        _Atomic bool drain_queued;     /* a message is in drain_box, not handled yet */
 
         /* Added by the arena work (daemon/audit.c). */
         struct audit *audit;       /* the arena audit, 10 times a second */
-};
-
-/* Limits as the bus and the configuration express them (bytes, UINT64_MAX =
- * "max"); a field left at MB_LIMIT_UNSET is not changed. */
-struct mb_limits {
-        uint64_t max, high, low, min;
-        uint64_t charge_batch; /* pages; MB_LIMIT_UNSET = unchanged */
 };
 
 /* Refresh statistics of @t's subtree before a read: poll the stats sources of
@@ -150,7 +153,7 @@ void manager_reload_free(struct manager *m);
 void manager_client_detached(struct manager *m, struct tenant *t);
 
 /* Remove the draining tenants that have no client, no child and no page
- * left, deepest first (and their bus objects).  Main thread. */
+ * left, deepest first (the observer hears of each).  Main thread. */
 void manager_drain(struct manager *m);
 
 /* The manager that embeds @b. */
@@ -160,6 +163,10 @@ static inline struct manager *manager_of_broker(struct broker *b) {
 
 /* The hooks of m->b (daemon/manager-broker.c). */
 extern const struct broker_ops manager_broker_ops;
+/* The charge batch a client of @t attaching now is told
+ * (tenant_effective_charge_batch() with the broker's ChargeBatch=).  Any
+ * thread, no lock. */
+unsigned manager_tenant_charge_batch(struct manager *m, const struct tenant *t);
 
 /* Internals shared with daemon/manager-reload.c (main thread, tree lock
  * held for writing): a tenant's state; remove a leaf without clients or
@@ -167,8 +174,43 @@ extern const struct broker_ops manager_broker_ops;
 struct tenant_state *manager_tenant_state_new(struct tenant *t);
 int manager_tenant_remove_locked(struct manager *m, struct tenant *t);
 
+/**
+ * struct manager_observer_ops - what the manager reports to the layer above
+ * it (the D-Bus adapter), which registers these at start-up with
+ * manager_set_observer().  The manager thus names no module above it, the
+ * way kernel/cgroup/rstat.c reaches the memory controller only through
+ * css_rstat_flush.  Every call is made on the main thread, with no lock of
+ * the manager held; @userdata is the registration's.  A member may be NULL.
+ */
+struct manager_observer_ops {
+        /* @t was made at run time (CreateTenant, a restart), called for each
+         * ancestor made with it first. */
+        void (*tenant_added)(void *userdata, struct tenant *t);
+        /* The tenant at @tenant_path is gone (RemoveTenant, a reload, the
+         * end of a drain); it no longer exists in the tree. */
+        void (*tenant_removed)(void *userdata, const char *tenant_path);
+        /* @t's max, high, low, min or charge batch may have changed. */
+        void (*limits_changed)(void *userdata, struct tenant *t);
+        /* A memory event counter of the tenant at @tenant_path moved to
+         * @count (hierarchical, memory.events); the tenant may be gone. */
+        void (*memory_event)(void *userdata, const char *tenant_path, enum mb_event event, uint64_t count);
+        /* The manager stops: nothing is reported after this.  Called once,
+         * from manager_free(), once no reclaim or client remains and before
+         * the event base goes; the observer releases what it holds. */
+        void (*stop)(void *userdata);
+};
+
+/* Register @ops (static storage) with @userdata as the manager's observer,
+ * replacing any (NULL: none).  Main thread, after manager_start(). */
+void manager_set_observer(struct manager *m, const struct manager_observer_ops *ops, void *userdata);
+
+/* Observer reports shared with daemon/manager-reload.c.  Main thread. */
+void manager_report_tenant_removed(struct manager *m, const char *tenant_path);
+void manager_report_limits_changed(struct manager *m, struct tenant *t);
+
 /* Called by workers when a tenant event counter moved; delivered on the main
- * thread to bus_emit_memory_event() (daemon/bus.h). Thread-safe. */
+ * thread to the observer's memory_event() and to the clients that asked for
+ * events. Thread-safe. */
 void manager_queue_event(struct manager *m, struct tenant *t, enum mb_event event);
 
 unsigned manager_nclients(struct manager *m);
@@ -197,9 +239,10 @@ int manager_tenant_stat(struct manager *m, struct tenant *t, struct mb_stat_kv *
 /* Life cycle (main.c).  manager_new() sets defaults; the caller fills
  * config_dir, socket_path (NULL: from the configuration), state_dir,
  * bus_kind and bus_address (strdup'ed), then manager_start() loads the
- * configuration ("file:line: ..." in *ret_error on a bad file), listens,
- * starts the workers and the bus.  manager_run() runs the main loop until
- * SIGINT/SIGTERM. */
+ * configuration ("file:line: ..." in *ret_error on a bad file), listens and
+ * starts the workers; the caller then starts the bus (bus_setup(), which
+ * registers the observer).  manager_run() runs the main loop until
+ * SIGINT/SIGTERM.  All on the thread that called manager_new(). */
 int manager_new(struct manager **ret);
 int manager_start(struct manager *m, char **ret_error);
 int manager_run(struct manager *m);

@@ -15,14 +15,13 @@
 
 #include "log.h"
 #include "macros.h"
-#include "manager.h"
 #include "pressure.h"
-#include "reclaim.h"
 
 #define PRESSURE_FIFO_READ_BYTES 4096
 
 struct pressure {
-        struct manager *m;
+        pressure_cb_t cb;
+        void *userdata;
         char *path;
         int fd;       /* the PSI file with its trigger, or the FIFO */
         int epfd;     /* epoll set holding fd for EPOLLPRI (PSI only) */
@@ -59,7 +58,7 @@ static void pressure_cb(evutil_socket_t fd, short what, void *userdata) {
                 }
         }
         log_info("memory pressure reported by %s: reclaiming from the tenants above their effective low", p->path);
-        reclaim_pressure(p->m->b.reclaimer);
+        p->cb(p->userdata);
 }
 
 /* Open @path and arm @trigger on it.  Negative errno. */
@@ -99,18 +98,22 @@ static char *own_cgroup_pressure_path(void) {
         return NULL;
 }
 
-int pressure_new(struct manager *m, const char *path, const char *trigger, struct pressure **ret) {
+int pressure_new(struct event_base *base, const char *path, const char *trigger, pressure_cb_t cb, void *userdata,
+                 struct pressure **ret) {
         _cleanup_(freep) struct pressure *p = NULL;
         struct epoll_event ev = { .events = EPOLLPRI };
         struct stat st;
         int r;
 
+        if (!cb)
+                return -EINVAL;
         if (!trigger)
                 trigger = PRESSURE_DEFAULT_TRIGGER;
         p = calloc(1, sizeof(*p));
         if (!p)
                 return -ENOMEM;
-        p->m = m;
+        p->cb = cb;
+        p->userdata = userdata;
         p->fd = p->epfd = -1;
 
         if (path && stat(path, &st) == 0 && S_ISFIFO(st.st_mode)) {
@@ -125,7 +128,7 @@ int pressure_new(struct manager *m, const char *path, const char *trigger, struc
                         close(p->fd);
                         return -ENOMEM;
                 }
-                p->ev = event_new(m->base, p->fd, EV_READ | EV_PERSIST, pressure_cb, p);
+                p->ev = event_new(base, p->fd, EV_READ | EV_PERSIST, pressure_cb, p);
         } else {
                 const char *tried = path ? path : PRESSURE_DEFAULT_PATH;
 
@@ -157,7 +160,7 @@ int pressure_new(struct manager *m, const char *path, const char *trigger, struc
                         pressure_free(TAKE_PTR(p));
                         return log_error_errno(r, "cannot watch the pressure trigger: %m");
                 }
-                p->ev = event_new(m->base, p->epfd, EV_READ | EV_PERSIST, pressure_cb, p);
+                p->ev = event_new(base, p->epfd, EV_READ | EV_PERSIST, pressure_cb, p);
         }
         if (!p->ev || event_add(p->ev, NULL) < 0) {
                 pressure_free(TAKE_PTR(p));

@@ -24,8 +24,11 @@
  */
 #pragma once
 
-struct manager;
+struct event_base;
 struct pressure;
+
+/* Called on @base's thread for each pressure event. */
+typedef void (*pressure_cb_t)(void *userdata);
 
 /* The trigger written when none is given: 150 ms of "some" stall within
  * any 2 s window (a process without CAP_SYS_RESOURCE may only use windows
@@ -36,12 +39,14 @@ struct pressure;
 /**
  * pressure_new - watch @path (NULL: PRESSURE_DEFAULT_PATH, falling back to
  * the daemon's cgroup's memory.pressure) with @trigger (NULL: the default),
- * or a FIFO at @path.  Events go to reclaim_pressure(m->b.reclaimer) on the
- * main loop.  Returns 0, or a negative errno with the reason logged
- * (-EOPNOTSUPP: the kernel has no PSI; -EPERM/-EACCES: the kernel refuses
- * the trigger; -EINVAL: a bad trigger).
+ * or a FIFO at @path, from @base's loop; each event calls @cb(@userdata)
+ * there (@cb is required).  Returns 0, or a negative errno with the reason
+ * logged (-EOPNOTSUPP: the kernel has no PSI; -EPERM/-EACCES: the kernel
+ * refuses the trigger; -EINVAL: a bad trigger or no @cb).
  */
-int pressure_new(struct manager *m, const char *path, const char *trigger, struct pressure **ret);
+int pressure_new(struct event_base *base, const char *path, const char *trigger, pressure_cb_t cb, void *userdata,
+                 struct pressure **ret);
+/* Stop watching and close; NULL is a no-op.  @base's thread. */
 void pressure_free(struct pressure *p);
 
 /* The file being watched. */

@@ -16,7 +16,6 @@
 
 #include "log.h"
 #include "macros.h"
-#include "manager.h"
 #include "restart.h"
 #include "service.h"
 #include "state.h"
@@ -69,7 +68,9 @@ struct restored_owner {
 };
 
 struct restart {
-        struct manager *m;
+        struct restart_params p;
+        const struct restart_ops *ops;
+        void *userdata;
         bool enabled;                 /* a service manager keeps our descriptors */
         _Atomic bool preserve;        /* stopping: keep every page */
         _Atomic uint64_t next_store_id;
@@ -99,12 +100,15 @@ static uint64_t fnv1a(const void *p, size_t n) {
         return h;
 }
 
-int restart_new(struct manager *m, struct restart **ret) {
+int restart_new(const struct restart_params *params, const struct restart_ops *ops, void *userdata,
+                struct restart **ret) {
         struct restart *r = calloc(1, sizeof(*r));
 
         if (!r)
                 return -ENOMEM;
-        r->m = m;
+        r->p = *params;
+        r->ops = ops;
+        r->userdata = userdata;
         r->listen_fd = -1;
         r->state_fd[0] = r->state_fd[1] = -1;
         r->next_store_id = 1;
@@ -128,12 +132,11 @@ void restart_free(struct restart *r) {
         free(r);
 }
 
-bool restart_preserving(const struct manager *m) {
-        return m->restart && atomic_load(&m->restart->preserve);
+bool restart_preserving(const struct restart *r) {
+        return r && atomic_load(&r->preserve);
 }
 
-void restart_pending(struct manager *m, uint64_t *ret_pages, uint64_t *ret_clients) {
-        struct restart *r = m->restart;
+void restart_pending(struct restart *r, uint64_t *ret_pages, uint64_t *ret_clients) {
         uint64_t pages = 0, clients = 0;
 
         if (r) {
@@ -179,18 +182,18 @@ static void token_write(struct restart *r, struct arena *a, uint32_t owner, uint
                 log_warning_errno(-errno, "cannot record the token of a client: %m");
 }
 
-uint64_t restart_client_attach(struct manager *m, struct arena *a, uint32_t owner, uint64_t token) {
+uint64_t restart_client_attach(struct restart *r, struct arena *a, uint32_t owner, uint64_t token) {
         if (token == 0)
                 token = token_new();
-        if (m->restart)
-                token_write(m->restart, a, owner, token);
+        if (r)
+                token_write(r, a, owner, token);
         return token;
 }
 
-void restart_client_detach(struct manager *m, struct arena *a, uint32_t owner) {
-        if (!m->restart || restart_preserving(m))
+void restart_client_detach(struct restart *r, struct arena *a, uint32_t owner) {
+        if (!r || restart_preserving(r))
                 return;
-        token_write(m->restart, a, owner, 0);
+        token_write(r, a, owner, 0);
 }
 
 /* ---- arenas ---- */
@@ -199,8 +202,7 @@ static void fdname(char *buf, size_t size, const char *prefix, uint64_t id) {
         snprintf(buf, size, "%s%" PRIu64, prefix, id);
 }
 
-int restart_arena_new(struct manager *m, struct tenant_state *ts, uint64_t npages, struct arena **ret) {
-        struct restart *r = m->restart;
+int restart_arena_new(struct restart *r, struct tenant_state *ts, uint64_t npages, struct arena **ret) {
         _cleanup_(closep) int ofd = -1;
         struct owners_header *h = NULL;
         struct arena *a = NULL;
@@ -219,14 +221,14 @@ int restart_arena_new(struct manager *m, struct tenant_state *ts, uint64_t npage
         if (ftruncate(ofd, (off_t) (RESTART_OWNERS_OFFSET_BYTES + npages * sizeof(uint32_t))) < 0)
                 return -errno;
 
-        id = r ? atomic_fetch_add(&r->next_store_id, 1) : 0;
+        id = atomic_fetch_add(&r->next_store_id, 1);
         h = calloc(1, sizeof(*h));
         if (!h)
                 return -ENOMEM;
         memcpy(h->magic, OWNERS_MAGIC, sizeof(h->magic));
         h->version = OWNERS_VERSION;
         h->path_bytes = (uint32_t) plen;
-        h->page_size = m->b.page_size;
+        h->page_size = r->p.page_size;
         h->npages = npages;
         h->store_id = id;
         h->tokens_offset = OWNERS_TOKENS_OFFSET_BYTES;
@@ -239,23 +241,23 @@ int restart_arena_new(struct manager *m, struct tenant_state *ts, uint64_t npage
                 return k;
 
         backing = (struct arena_backing) {
-                .tmpfs = m->b.arena_tmpfs,
-                .slack_pages = atomic_load(&m->b.charge_batch),
+                .tmpfs = r->p.arena_tmpfs,
+                .slack_pages = r->ops->charge_batch(r->userdata),
         };
-        k = arena_new_shared(ts->tenant->path, npages, m->b.page_size, ofd, RESTART_OWNERS_OFFSET_BYTES, &backing,
+        k = arena_new_shared(ts->tenant->path, npages, r->p.page_size, ofd, RESTART_OWNERS_OFFSET_BYTES, &backing,
                              &a);
-        if (k < 0 && backing.tmpfs && m->b.config->broker.arena_backing == MB_ARENA_BACKING_AUTO) {
+        if (k < 0 && backing.tmpfs && r->p.arena_memfd_fallback) {
                 log_warning_errno(k, "tenant %s: cannot make a tmpfs instance for its arena, using a memfd "
                                   "(only the audit bounds it): %m", ts->tenant->path);
                 backing.tmpfs = false;
-                k = arena_new_shared(ts->tenant->path, npages, m->b.page_size, ofd, RESTART_OWNERS_OFFSET_BYTES,
+                k = arena_new_shared(ts->tenant->path, npages, r->p.page_size, ofd, RESTART_OWNERS_OFFSET_BYTES,
                                      &backing, &a);
         }
         if (k < 0)
                 return k;
         a->owner_fd = TAKE_FD(ofd);
 
-        if (r && r->enabled) {
+        if (r->enabled) {
                 fdname(name, sizeof(name), FDNAME_ARENA, id);
                 k = service_fdstore_add(a->fd, name);
                 if (k >= 0) {
@@ -287,11 +289,11 @@ static int owners_read_header(int fd, struct owners_header *h) {
         return 0;
 }
 
-void restart_arena_forget(struct manager *m, struct tenant_state *ts) {
+void restart_arena_forget(struct restart *r, struct tenant_state *ts) {
         struct owners_header *h;
         char name[SERVICE_FDNAME_MAX + 1];
 
-        if (!m->restart || !m->restart->enabled || !ts || !ts->arena || ts->arena->owner_fd < 0)
+        if (!r || !r->enabled || !ts || !ts->arena || ts->arena->owner_fd < 0)
                 return;
         h = malloc(sizeof(*h));
         if (!h)
@@ -336,10 +338,9 @@ static void owners_remove_released_locked(struct restart *r) {
 
 #define CLAIM_MAX_OLD_OWNERS 8u
 
-int restart_claim(struct manager *m, struct tenant_state *ts, uint64_t token, uint32_t owner,
+int restart_claim(struct restart *r, struct tenant_state *ts, uint64_t token, uint32_t owner,
                   const struct arena_extent *extents, size_t n, bool more, uint64_t *ret_pages,
                   uint64_t *ret_bad_page) {
-        struct restart *r = m->restart;
         uint32_t from[CLAIM_MAX_OLD_OWNERS];
         uint64_t moved[CLAIM_MAX_OLD_OWNERS] = {};
         size_t idx[CLAIM_MAX_OLD_OWNERS];
@@ -398,8 +399,7 @@ int restart_claim(struct manager *m, struct tenant_state *ts, uint64_t token, ui
 }
 
 static void grace_cb(evutil_socket_t fd, short what, void *userdata) {
-        struct manager *m = userdata;
-        struct restart *r = m->restart;
+        struct restart *r = userdata;
         uint64_t pages = 0, clients = 0;
 
         pthread_mutex_lock(&r->lock);
@@ -418,20 +418,16 @@ static void grace_cb(evutil_socket_t fd, short what, void *userdata) {
         if (clients > 0)
                 log_info("restart grace period over: %" PRIu64 " pages of %" PRIu64 " clients returned", pages,
                          clients);
-        service_status("Serving %u tenants, %u clients on %s", m->b.tree->ntenants, manager_nclients(m),
-                       m->socket_path);
+        r->ops->grace_over(r->userdata);
 }
 
-int restart_start_grace(struct manager *m) {
-        struct restart *r = m->restart;
+int restart_start_grace(struct restart *r) {
         struct timeval tv;
-        unsigned sec;
 
         if (!r || r->nowners == 0)
                 return 0;
-        sec = m->b.config->broker.restart_grace_sec;
-        tv = (struct timeval) { .tv_sec = sec };
-        r->grace_timer = evtimer_new(m->base, grace_cb, m);
+        tv = (struct timeval) { .tv_sec = r->p.grace_sec };
+        r->grace_timer = evtimer_new(r->p.base, grace_cb, r);
         if (!r->grace_timer || evtimer_add(r->grace_timer, &tv) < 0)
                 return -ENOMEM;
         return 0;
@@ -455,8 +451,7 @@ static int state_write(struct restart *r, int fd, uint64_t generation, const cha
         return 0;
 }
 
-static int state_save_now(struct manager *m) {
-        struct restart *r = m->restart;
+static int state_save_now(struct restart *r) {
         _cleanup_(freep) char *text = NULL;
         size_t len = 0;
         unsigned slot;
@@ -464,7 +459,7 @@ static int state_save_now(struct manager *m) {
 
         if (!r || !r->enabled)
                 return 0;
-        k = state_runtime_serialize(m->state, &text, &len);
+        k = state_runtime_serialize(r->p.state, &text, &len);
         if (k < 0)
                 return k;
         slot = (unsigned) ((r->state_generation + 1) & 1);
@@ -490,34 +485,32 @@ static int state_save_now(struct manager *m) {
 }
 
 static void state_save_cb(evutil_socket_t fd, short what, void *userdata) {
-        struct manager *m = userdata;
+        struct restart *r = userdata;
         int k;
 
-        m->restart->save_scheduled = false;
-        k = state_save_now(m);
+        r->save_scheduled = false;
+        k = state_save_now(r);
         if (k < 0)
                 log_warning_errno(k, "cannot hand the runtime state to the fd store: %m");
 }
 
-void restart_state_changed(struct manager *m) {
+void restart_state_changed(struct restart *r) {
         static const struct timeval now = { 0, 0 };
-        struct restart *r = m->restart;
 
-        if (!r || !r->enabled || r->save_scheduled || !m->base)
+        if (!r || !r->enabled || r->save_scheduled)
                 return;
-        if (event_base_once(m->base, -1, EV_TIMEOUT, state_save_cb, m, &now) == 0)
+        if (event_base_once(r->p.base, -1, EV_TIMEOUT, state_save_cb, r, &now) == 0)
                 r->save_scheduled = true;
         else
-                (void) state_save_now(m);
+                (void) state_save_now(r);
 }
 
-void restart_prepare_exit(struct manager *m) {
-        struct restart *r = m->restart;
+void restart_prepare_exit(struct restart *r) {
         int k;
 
         if (!r || !r->enabled)
                 return;
-        k = state_save_now(m);
+        k = state_save_now(r);
         if (k < 0)
                 log_warning_errno(k, "cannot hand the runtime state to the fd store: %m");
         atomic_store(&r->preserve, true);
@@ -556,8 +549,7 @@ static int state_read(int fd, uint64_t *ret_generation, char **ret_text, size_t 
 
 /* ---- the listening socket ---- */
 
-int restart_take_listener(struct manager *m, const char *path) {
-        struct restart *r = m->restart;
+int restart_take_listener(struct restart *r, const char *path) {
         struct sockaddr_un sa = {};
         socklen_t sl = sizeof(sa);
         int fd, accepting = 0;
@@ -578,8 +570,7 @@ int restart_take_listener(struct manager *m, const char *path) {
         return fd;
 }
 
-void restart_store_listener(struct manager *m, int fd) {
-        struct restart *r = m->restart;
+void restart_store_listener(struct restart *r, int fd) {
         int k;
 
         if (!r || !r->enabled || r->listen_stored)
@@ -614,11 +605,11 @@ static void drop_fd(struct service_fd *f) {
 /* Make the tenants of the runtime layer that do not exist, and apply the
  * layers to every tenant they name. */
 static int apply_runtime_cb(const struct state_entry *e, void *userdata) {
-        struct manager *m = userdata;
-        struct tenant *t = tenant_lookup(m->b.tree, e->path);
+        struct restart *r = userdata;
+        struct tenant *t = tenant_lookup(r->p.tree, e->path);
 
         if (!t && e->created) {
-                int k = manager_tenant_create(m, e->path, NULL, &t);
+                int k = r->ops->tenant_create(r->userdata, e->path, &t);
                 if (k < 0) {
                         log_warning_errno(k, "cannot make tenant %s again after the restart: %m", e->path);
                         return 0;
@@ -627,9 +618,9 @@ static int apply_runtime_cb(const struct state_entry *e, void *userdata) {
         return 0;
 }
 
-static int restore_arena(struct manager *m, struct service_fd *afd, struct service_fd *ofd, struct service_fd *rfd,
+static int restore_arena(struct restart *r, struct service_fd *afd, struct service_fd *ofd, struct service_fd *rfd,
                          uint64_t id) {
-        struct restart *r = m->restart;
+        const uint64_t page_size = r->p.page_size;
         _cleanup_(freep) struct owners_header *h = NULL;
         _cleanup_(freep) uint64_t *counts = NULL, *tokens = NULL;
         struct tenant_state *ts;
@@ -649,23 +640,23 @@ static int restore_arena(struct manager *m, struct service_fd *afd, struct servi
                           ofd->name);
                 return -EBADMSG;
         }
-        if (h->page_size != m->b.page_size) {
+        if (h->page_size != page_size) {
                 log_error("tenant %s: its stored arena has pages of %" PRIu64 " bytes, the daemon now %" PRIu64
                           "; the pages are lost",
-                          h->path, h->page_size, m->b.page_size);
+                          h->path, h->page_size, page_size);
                 return -EBADMSG;
         }
 
-        t = tenant_lookup(m->b.tree, h->path);
+        t = tenant_lookup(r->p.tree, h->path);
         if (!t) {
                 /* Made at run time, or removed from the files since: it
                  * holds memory, so it exists until its clients leave. */
-                k = manager_tenant_create(m, h->path, NULL, &t);
+                k = r->ops->tenant_create(r->userdata, h->path, &t);
                 if (k < 0) {
                         log_error_errno(k, "tenant %s: cannot make it again for its stored arena: %m", h->path);
                         return k;
                 }
-                (void) state_set_created(m->state, t->path, true);
+                (void) state_set_created(r->p.state, t->path, true);
         }
         ts = tenant_state_of(t);
         if (!ts || ts->arena) {
@@ -678,9 +669,9 @@ static int restore_arena(struct manager *m, struct service_fd *afd, struct servi
                           t->path);
 
         /* A tmpfs file is not sealed: a client may have resized it. */
-        if (fstat(afd->fd, &st) < 0 || (uint64_t) st.st_size != h->npages * m->b.page_size) {
+        if (fstat(afd->fd, &st) < 0 || (uint64_t) st.st_size != h->npages * page_size) {
                 log_warning("tenant %s: its stored arena was resized by a client; restoring its size", h->path);
-                if (ftruncate(afd->fd, (off_t) (h->npages * m->b.page_size)) < 0)
+                if (ftruncate(afd->fd, (off_t) (h->npages * page_size)) < 0)
                         return log_error_errno(-errno, "tenant %s: cannot restore its arena's size: %m", h->path);
         }
         seals = fcntl(afd->fd, F_GET_SEALS);
@@ -688,7 +679,7 @@ static int restore_arena(struct manager *m, struct service_fd *afd, struct servi
                 log_warning("tenant %s: the root of its arena's tmpfs instance was not stored; the arena cannot be "
                             "resized, only the audit bounds it",
                             h->path);
-        k = arena_restore(afd->fd, rfd ? rfd->fd : -1, m->b.page_size, atomic_load(&m->b.charge_batch), ofd->fd,
+        k = arena_restore(afd->fd, rfd ? rfd->fd : -1, page_size, r->ops->charge_batch(r->userdata), ofd->fd,
                           RESTART_OWNERS_OFFSET_BYTES, t->path, &a);
         if (k < 0) {
                 log_error_errno(k, "tenant %s: cannot restore its arena: %m", h->path);
@@ -758,8 +749,7 @@ static int restore_arena(struct manager *m, struct service_fd *afd, struct servi
         return 0;
 }
 
-int restart_restore(struct manager *m, char **ret_error) {
-        struct restart *r = m->restart;
+int restart_restore(struct restart *r, char **ret_error) {
         struct service_fd *fds = NULL;
         size_t nfds = 0;
         uint64_t best_gen = 0, max_id = 0;
@@ -805,12 +795,12 @@ int restart_restore(struct manager *m, char **ret_error) {
                 _cleanup_(freep) char *error = NULL;
 
                 r->state_generation = best_gen;
-                k = state_runtime_parse(m->state, best, best_len, "runtime state (fd store)", &error);
+                k = state_runtime_parse(r->p.state, best, best_len, "runtime state (fd store)", &error);
                 if (k < 0)
                         log_error("cannot use the stored runtime state, runtime limits are lost: %s",
                                   error ? error : strerror(-k));
                 else
-                        (void) state_foreach(m->state, apply_runtime_cb, m);
+                        (void) state_foreach(r->p.state, apply_runtime_cb, r);
         }
 
         /* Then the arenas, each with its owner table. */
@@ -835,7 +825,7 @@ int restart_restore(struct manager *m, char **ret_error) {
                         drop_fd(&fds[i]);
                         continue;
                 }
-                k = restore_arena(m, &fds[i], ofd, rfd, id);
+                k = restore_arena(r, &fds[i], ofd, rfd, id);
                 if (k < 0) {
                         drop_fd(&fds[i]);
                         drop_fd(ofd);
@@ -865,7 +855,7 @@ int restart_restore(struct manager *m, char **ret_error) {
 
         if (r->nowners > 0)
                 log_info("restart: %" PRIu64 " pages of %" PRIu64 " clients restored; they have %u s to reconnect",
-                         r->restored_pages, r->restored_clients, m->b.config->broker.restart_grace_sec);
+                         r->restored_pages, r->restored_clients, r->p.grace_sec);
         (void) ret_error;
         return 0;
 }

@@ -36,8 +36,13 @@
  * Without a service manager ($NOTIFY_SOCKET unset) nothing is stored and a
  * stop returns every page, as before.
  *
- * Threading: restart_client_*() and restart_claim() run on workers; the
- * rest on the main thread.  A mutex serialises claims with the grace timer.
+ * Threading: restart_client_*(), restart_arena_new() and restart_claim()
+ * run on workers; the rest on the main thread.  A mutex serialises claims
+ * with the grace timer.
+ *
+ * The module knows the manager only through what it is handed at creation
+ * (struct restart_params) and the callbacks of struct restart_ops: it makes
+ * tenants again through the manager, which owns the tree's life cycle.
  */
 #pragma once
 
@@ -47,8 +52,11 @@
 
 #include "arena.h"
 
-struct manager;
+struct event_base;
+struct state;
+struct tenant;
 struct tenant_state;
+struct tenant_tree;
 struct restart;
 
 /* Where the arena's owner[] starts in the owner-table memfd; the bytes before
@@ -57,49 +65,82 @@ struct restart;
 /* The default of RestartGraceSec=. */
 #define RESTART_DEFAULT_GRACE_SEC 30u
 
-int restart_new(struct manager *m, struct restart **ret);
+/* What the restart module works with, fixed for the daemon's life. */
+struct restart_params {
+        struct event_base *base;   /* the main loop (grace timer, state saves) */
+        struct tenant_tree *tree;  /* tenants looked up by path (main thread) */
+        struct state *state;       /* the runtime layer it keeps in the fd store */
+        uint64_t page_size;        /* bytes */
+        bool arena_tmpfs;          /* new arenas on a tmpfs instance each */
+        bool arena_memfd_fallback; /* ... or a memfd when no instance can be made */
+        unsigned grace_sec;        /* RestartGraceSec= */
+};
+
+/* What the restart module asks of its creator (the manager). */
+struct restart_ops {
+        /* Make tenant @path at run time (it is not in the tree): 0 with
+         * *@ret, or a negative errno.  Main thread. */
+        int (*tenant_create)(void *userdata, const char *path, struct tenant **ret);
+        /* The broker's charge batch now, in pages (a new arena's slack).
+         * Any thread, no lock. */
+        unsigned (*charge_batch)(void *userdata);
+        /* The grace period is over: the restored pages no client claimed
+         * were returned (STATUS= changes).  Main thread. */
+        void (*grace_over)(void *userdata);
+};
+
+/**
+ * restart_new - the restart module for @params (copied; what it points to
+ * must outlive the module) with @ops (static storage, every member required)
+ * called with @userdata.  0 or -ENOMEM.
+ */
+int restart_new(const struct restart_params *params, const struct restart_ops *ops, void *userdata,
+                struct restart **ret);
+/* Free; NULL is a no-op.  Main thread, before the event base goes. */
 void restart_free(struct restart *r);
 
 /**
  * restart_restore - take what the previous daemon left in the fd store
- * ($LISTEN_FDS): the runtime state (applied to m->state and the tree: tenants
- * made at run time are made again, runtime limits applied), then every arena
- * with its owner table (tenants made when missing; held pages charged
- * again).  Call after the tree and the persisted limits are in place, before
- * listening.  Descriptors it does not know are dropped from the store.
- * Returns 0, or a negative errno with *@ret_error set (then start-up fails).
+ * ($LISTEN_FDS): the runtime state (applied to the state and the tree:
+ * tenants made at run time are made again through ops->tenant_create()),
+ * then every arena with its owner table (tenants made when missing; held
+ * pages charged again).  Call after the tree and the persisted limits are in
+ * place, before listening.  Descriptors it does not know are dropped from
+ * the store.  Returns 0, or a negative errno with *@ret_error set (then
+ * start-up fails).
  */
-int restart_restore(struct manager *m, char **ret_error);
+int restart_restore(struct restart *r, char **ret_error);
 
 /* The listening socket the previous daemon stored for @path, or -1 (the
- * caller owns it).  Main thread, before listening. */
-int restart_take_listener(struct manager *m, const char *path);
-/* Store the listening socket (replacing a stored one). */
-void restart_store_listener(struct manager *m, int fd);
+ * caller owns it; also without @r).  Main thread, before listening. */
+int restart_take_listener(struct restart *r, const char *path);
+/* Store the listening socket (replacing a stored one).  Main thread. */
+void restart_store_listener(struct restart *r, int fd);
 
-/* Arm the grace timer for the restored pages (after READY=1).  Main thread. */
-int restart_start_grace(struct manager *m);
+/* Arm the grace timer for the restored pages (after READY=1).  0 or
+ * -ENOMEM.  Main thread. */
+int restart_start_grace(struct restart *r);
 
 /**
  * restart_arena_new - create @ts's arena (@npages pages) with its owner
- * table in a memfd, and hand both to the fd store.  Worker thread, with
- * ts->lock held.  0 or a negative errno.
+ * table in a memfd, and hand both to the fd store.  @r is required.  Worker
+ * thread, with ts->lock held.  0 or a negative errno.
  */
-int restart_arena_new(struct manager *m, struct tenant_state *ts, uint64_t npages, struct arena **ret);
+int restart_arena_new(struct restart *r, struct tenant_state *ts, uint64_t npages, struct arena **ret);
 
 /* @ts is being removed: drop its arena and owner table from the fd store.
  * Main thread. */
-void restart_arena_forget(struct manager *m, struct tenant_state *ts);
+void restart_arena_forget(struct restart *r, struct tenant_state *ts);
 
 /**
  * restart_client_attach - record @token (0: make a new random one) as the
  * identity of arena-local @owner of @a, so that it survives a crash.
  * Returns the token.  Worker thread.
  */
-uint64_t restart_client_attach(struct manager *m, struct arena *a, uint32_t owner, uint64_t token);
+uint64_t restart_client_attach(struct restart *r, struct arena *a, uint32_t owner, uint64_t token);
 /* @owner left (its pages are released): forget its token.  Not while
  * preserving (restart_preserving()).  Worker thread. */
-void restart_client_detach(struct manager *m, struct arena *a, uint32_t owner);
+void restart_client_detach(struct restart *r, struct arena *a, uint32_t owner);
 
 /**
  * restart_claim - a reconnecting client with @token, now arena-local @owner
@@ -112,13 +153,13 @@ void restart_client_detach(struct manager *m, struct arena *a, uint32_t owner);
  * or the grace period is over) and pages are claimed; -EINVAL with
  * *@ret_bad_page for a page the client did not hold.  Worker thread.
  */
-int restart_claim(struct manager *m, struct tenant_state *ts, uint64_t token, uint32_t owner,
+int restart_claim(struct restart *r, struct tenant_state *ts, uint64_t token, uint32_t owner,
                   const struct arena_extent *extents, size_t n, bool more, uint64_t *ret_pages,
                   uint64_t *ret_bad_page);
 
-/* The runtime layer of m->state changed: write it to the fd store at the end
- * of this turn of the main loop.  Main thread. */
-void restart_state_changed(struct manager *m);
+/* The runtime layer of the state changed: write it to the fd store at the
+ * end of this turn of the main loop.  Main thread. */
+void restart_state_changed(struct restart *r);
 
 /**
  * restart_prepare_exit - the daemon stops (SIGTERM/SIGINT).  When the fd
@@ -126,12 +167,12 @@ void restart_state_changed(struct manager *m);
  * from here on no client's pages are released, so that the next daemon
  * finds them.  Main thread.
  */
-void restart_prepare_exit(struct manager *m);
+void restart_prepare_exit(struct restart *r);
 
 /* True while stopping with the memory handed to the fd store: disconnects
- * do not release pages.  Any thread. */
-bool restart_preserving(const struct manager *m);
+ * do not release pages.  False without @r.  Any thread. */
+bool restart_preserving(const struct restart *r);
 
 /* How many pages and clients were restored at start and not yet claimed
- * (for logs and STATUS=).  Main thread. */
-void restart_pending(struct manager *m, uint64_t *ret_pages, uint64_t *ret_clients);
+ * (for logs and STATUS=; 0 without @r).  Main thread. */
+void restart_pending(struct restart *r, uint64_t *ret_pages, uint64_t *ret_clients);

@@ -37,9 +37,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "manager.h" /* struct mb_limits, MB_LIMIT_UNSET */
+#include "mb_limits.h" /* MB_LIMIT_UNSET */
 
 #define STATE_LIMITS_FILE "limits.conf"
+
+/* Limits as the bus and the configuration express them (bytes, UINT64_MAX =
+ * "max"); a field left at MB_LIMIT_UNSET is not changed. */
+struct mb_limits {
+        uint64_t max, high, low, min;
+        uint64_t charge_batch; /* pages; MB_LIMIT_UNSET = unchanged */
+};
 
 struct state;
 

@@ -21,3 +21,4 @@ include tests/bench.mk
 include tests/service.mk
 include tests/pressure.mk
 include tests/attack.mk
+include tests/layers.mk

@@ -117,13 +117,20 @@ int tenant_path_normalize(const char *path, char **ret) {
         return 0;
 }
 
+/* The tenant of the map's entry for the first @len bytes of @path, or NULL. */
+static struct tenant *map_get(const struct tenant_tree *tree, const char *path, size_t len) {
+        struct tenant_map_node *n = tenant_map_get(tree->map, path, len);
+
+        return n ? (struct tenant *) ((char *) n - offsetof(struct tenant, map_node)) : NULL;
+}
+
 struct tenant *tenant_lookup(struct tenant_tree *tree, const char *path) {
         const char *s;
         size_t n;
 
         if (path_slice(path, &s, &n) < 0)
                 return NULL;
-        return tenant_map_get(tree->map, s, n);
+        return map_get(tree, s, n);
 }
 
 /* ---- tree ------------------------------------------------------------- */
@@ -185,7 +192,7 @@ static int tenant_link(struct tenant_tree *tree, struct tenant *t) {
         struct tenant *parent = t->parent;
         int r;
 
-        r = tenant_map_put(tree->map, t);
+        r = tenant_map_put(tree->map, &t->map_node, t->path);
         if (r < 0)
                 return r;
 
@@ -205,7 +212,7 @@ static int tenant_link(struct tenant_tree *tree, struct tenant *t) {
 static void tenant_unlink(struct tenant_tree *tree, struct tenant *t) {
         struct tenant *parent = t->parent;
 
-        tenant_map_remove(tree->map, t);
+        tenant_map_remove(tree->map, &t->map_node);
 
         if (t->prev_sibling)
                 t->prev_sibling->next_sibling = t->next_sibling;
@@ -297,7 +304,7 @@ int tenant_create(struct tenant_tree *tree, const char *path, struct tenant **re
         depth = path_slice(path, &s, &len);
         if (depth < 0)
                 return depth;
-        if (depth == 0 || tenant_map_get(tree->map, s, len))
+        if (depth == 0 || map_get(tree, s, len))
                 return -EEXIST;
 
         /* The deepest existing ancestor: try the prefixes from the longest
@@ -311,7 +318,7 @@ int tenant_create(struct tenant_tree *tree, const char *path, struct tenant **re
                         break;
                 }
                 end--; /* drop the '/' */
-                parent = tenant_map_get(tree->map, s, end);
+                parent = map_get(tree, s, end);
                 if (parent)
                         break;
         }

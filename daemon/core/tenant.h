@@ -21,6 +21,7 @@
 #include <sys/types.h>
 #include "page_counter.h"
 #include "rstat.h"
+#include "tenant_map.h"
 
 #define TENANT_MAX_DEPTH 16
 #define TENANT_PATH_MAX 4096    /* bytes, including the NUL */
@@ -76,9 +77,8 @@ struct tenant {
         struct tenant *prev_sibling;
         unsigned nchildren;
 
-        /* tenant_map.c: chain link and hash of `path`. */
-        struct tenant *hash_next;
-        uint64_t path_hash;
+        /* tenant_map.c: the link of the path -> tenant map (key = path). */
+        struct tenant_map_node map_node;
 
         /* memcg_memory_event(): local counts only here, hierarchical counts
          * here and in every ancestor. */

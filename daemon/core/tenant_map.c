@@ -6,13 +6,12 @@
 #include <time.h>
 
 #include "macros.h"
-#include "tenant.h"
 #include "tenant_map.h"
 
 #define TENANT_MAP_INITIAL_BUCKETS 64U
 
 struct tenant_map {
-        struct tenant **buckets;
+        struct tenant_map_node **buckets;
         size_t nbuckets; /* a power of two */
         size_t size;
         uint64_t seed;
@@ -64,19 +63,19 @@ uint64_t tenant_map_hash(const struct tenant_map *m, const char *path, size_t le
 
 static int tenant_map_grow(struct tenant_map *m) {
         size_t n = m->nbuckets * 2;
-        struct tenant **b;
+        struct tenant_map_node **b;
 
         b = calloc(n, sizeof(*b));
         if (!b)
                 return -ENOMEM;
 
         for (size_t i = 0; i < m->nbuckets; i++)
-                for (struct tenant *t = m->buckets[i], *next; t; t = next) {
-                        size_t j = t->path_hash & (n - 1);
+                for (struct tenant_map_node *x = m->buckets[i], *next; x; x = next) {
+                        size_t j = x->hash & (n - 1);
 
-                        next = t->hash_next;
-                        t->hash_next = b[j];
-                        b[j] = t;
+                        next = x->next;
+                        x->next = b[j];
+                        b[j] = x;
                 }
 
         free(m->buckets);
@@ -85,7 +84,7 @@ static int tenant_map_grow(struct tenant_map *m) {
         return 0;
 }
 
-int tenant_map_put(struct tenant_map *m, struct tenant *t) {
+int tenant_map_put(struct tenant_map *m, struct tenant_map_node *n, const char *key) {
         size_t i;
 
         if (m->size + 1 > m->nbuckets) {
@@ -94,32 +93,33 @@ int tenant_map_put(struct tenant_map *m, struct tenant *t) {
                         return r;
         }
 
-        t->path_hash = tenant_map_hash(m, t->path, strlen(t->path));
-        i = t->path_hash & (m->nbuckets - 1);
-        t->hash_next = m->buckets[i];
-        m->buckets[i] = t;
+        n->key = key;
+        n->hash = tenant_map_hash(m, key, strlen(key));
+        i = n->hash & (m->nbuckets - 1);
+        n->next = m->buckets[i];
+        m->buckets[i] = n;
         m->size++;
         return 0;
 }
 
-void tenant_map_remove(struct tenant_map *m, struct tenant *t) {
-        size_t i = t->path_hash & (m->nbuckets - 1);
+void tenant_map_remove(struct tenant_map *m, struct tenant_map_node *n) {
+        size_t i = n->hash & (m->nbuckets - 1);
 
-        for (struct tenant **p = &m->buckets[i]; *p; p = &(*p)->hash_next)
-                if (*p == t) {
-                        *p = t->hash_next;
-                        t->hash_next = NULL;
+        for (struct tenant_map_node **p = &m->buckets[i]; *p; p = &(*p)->next)
+                if (*p == n) {
+                        *p = n->next;
+                        n->next = NULL;
                         m->size--;
                         return;
                 }
 }
 
-struct tenant *tenant_map_get(const struct tenant_map *m, const char *path, size_t len) {
+struct tenant_map_node *tenant_map_get(const struct tenant_map *m, const char *path, size_t len) {
         uint64_t h = tenant_map_hash(m, path, len);
 
-        for (struct tenant *t = m->buckets[h & (m->nbuckets - 1)]; t; t = t->hash_next)
-                if (t->path_hash == h && strncmp(t->path, path, len) == 0 && t->path[len] == '\0')
-                        return t;
+        for (struct tenant_map_node *x = m->buckets[h & (m->nbuckets - 1)]; x; x = x->next)
+                if (x->hash == h && strncmp(x->key, path, len) == 0 && x->key[len] == '\0')
+                        return x;
         return NULL;
 }
 
