@@ -637,8 +637,12 @@ static void job_timer_cb(evutil_socket_t fd, short what, void *userdata) {
                 round_finish(j);
                 break;
         case JOB_WAIT_VICTIM:
-                log_warning("client %" PRIu64 " (pid %d) did not exit within %llu ms of SIGKILL",
-                            j->victim->client_id, (int) j->victim->pid, RECLAIM_OOM_WAIT_USEC / 1000);
+                /* The oom_reaper's MMF_OOM_SKIP: a victim that does not go
+                 * is not waited for again; the next OOM chooses another. */
+                if (!j->victim->oom_skip)
+                        log_warning("client %" PRIu64 " (pid %d) did not exit within %llu ms of SIGKILL",
+                                    j->victim->client_id, (int) j->victim->pid, RECLAIM_OOM_WAIT_USEC / 1000);
+                j->victim->oom_skip = true;
                 reclaim_client_unref(TAKE_PTR(j->victim));
                 j->state = JOB_IDLE;
                 job_continue(j);

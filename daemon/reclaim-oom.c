@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -25,8 +26,20 @@
 struct victim_walk {
         struct reclaim_client *best;
         uint64_t best_held;
+        /* A victim of an earlier kill still exiting: no new victim. */
+        struct reclaim_client *exiting;
 };
 
+static uint64_t oom_now_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+/* oom_evaluate_task(): a task that is already an OOM victim and not yet
+ * MMF_OOM_SKIP aborts the selection (the kill in flight will free memory);
+ * otherwise the largest wins. */
 static int victim_cb(struct tenant *t, void *userdata) {
         struct victim_walk *vw = userdata;
         struct tenant_state *ts = tenant_state_of(t);
@@ -37,7 +50,14 @@ static int victim_cb(struct tenant *t, void *userdata) {
         for (struct reclaim_client *rc = ts->clients; rc; rc = rc->next) {
                 uint64_t held = atomic_load_explicit(&rc->held, memory_order_relaxed);
 
-                if (rc->killed || atomic_load(&rc->gone) || held == 0 || held <= vw->best_held)
+                if (atomic_load(&rc->gone))
+                        continue;
+                if (rc->killed) {
+                        if (!rc->oom_skip && !vw->exiting)
+                                vw->exiting = reclaim_client_ref(rc);
+                        continue;
+                }
+                if (held == 0 || held <= vw->best_held)
                         continue;
                 reclaim_client_unref(vw->best);
                 vw->best = reclaim_client_ref(rc);
@@ -47,6 +67,21 @@ static int victim_cb(struct tenant *t, void *userdata) {
         return 0;
 }
 
+/* Make @j wait for @victim (a reference is taken over) to go, at most until
+ * RECLAIM_OOM_WAIT_USEC after it was killed. */
+static void oom_wait_victim(struct reclaim_job *j, struct reclaim_client *victim) {
+        uint64_t now = oom_now_usec(), end = victim->killed_usec + RECLAIM_OOM_WAIT_USEC;
+        uint64_t left = end > now ? end - now : 0;
+        struct timeval tv = { .tv_sec = left / 1000000, .tv_usec = left % 1000000 };
+
+        j->victim = victim;
+        j->state = JOB_WAIT_VICTIM;
+        if (atomic_load(&victim->gone))
+                reclaim_job_kick(j);
+        else
+                event_add(j->timer, &tv);
+}
+
 int reclaimer_kill_client(struct reclaimer *r, struct reclaim_client *rc) {
         return r->ops->kill(rc);
 }
@@ -54,20 +89,35 @@ int reclaimer_kill_client(struct reclaimer *r, struct reclaim_client *rc) {
 bool reclaim_job_oom_kill(struct reclaim_job *j, struct tenant *oom) {
         struct reclaimer *r = j->r;
         struct victim_walk vw = {};
-        struct timeval tv = { .tv_sec = RECLAIM_OOM_WAIT_USEC / 1000000,
-                              .tv_usec = RECLAIM_OOM_WAIT_USEC % 1000000 };
         int k;
 
+        /* mem_cgroup_out_of_memory() runs under oom_lock: here everything
+         * runs on the main thread, so one OOM decision at a time, and the
+         * caller re-checked the margin (its charge retry) just before. */
         (void) tenant_walk(oom, victim_cb, &vw);
+        if (vw.exiting) {
+                /* tsk_is_oom_victim(): the victim of an earlier kill in
+                 * this subtree is still exiting; wait for it, then retry
+                 * the charge, as try_charge_memcg() does after an OOM that
+                 * chose nobody. */
+                log_debug("tenant %s: out of memory; client %" PRIu64 " (pid %d), killed earlier, is still exiting: "
+                          "waiting for it instead of choosing another victim",
+                          oom->path, vw.exiting->client_id, (int) vw.exiting->pid);
+                reclaim_client_unref(vw.best);
+                oom_wait_victim(j, vw.exiting);
+                return true;
+        }
         if (!vw.best) {
                 log_warning("tenant %s: out of memory and no client holds pages to kill", oom->path);
                 return false;
         }
         k = r->ops->kill(vw.best);
         vw.best->killed = true;
+        vw.best->killed_usec = oom_now_usec();
         if (k < 0) {
                 log_error_errno(k, "tenant %s: out of memory; cannot kill client %" PRIu64 " (pid %d): %m", oom->path,
                                 vw.best->client_id, (int) vw.best->pid);
+                vw.best->oom_skip = true; /* nothing to wait for */
                 reclaim_client_unref(vw.best);
                 return false;
         }
@@ -78,11 +128,6 @@ bool reclaim_job_oom_kill(struct reclaim_job *j, struct tenant *oom) {
         /* The kernel counts MEMCG_OOM_KILL on the victim's memcg. */
         reclaim_memory_event(r, vw.best->tenant, MB_EVENT_OOM_KILL);
         r->stats.oom_kills++;
-        j->victim = vw.best;
-        j->state = JOB_WAIT_VICTIM;
-        if (atomic_load(&j->victim->gone))
-                reclaim_job_kick(j);
-        else
-                event_add(j->timer, &tv);
+        oom_wait_victim(j, vw.best);
         return true;
 }

@@ -101,6 +101,10 @@ struct reclaim_client {
         uint32_t next_seq;
         bool timeout_logged;
         bool killed;
+        /* An OOM victim that did not go within RECLAIM_OOM_WAIT_USEC of its
+         * SIGKILL: no longer waited for (the kernel's MMF_OOM_SKIP). */
+        bool oom_skip;
+        uint64_t killed_usec;   /* CLOCK_MONOTONIC of the kill */
         bool linked;
 };
 

@@ -3,6 +3,7 @@
  * pressure-client.c - a scriptable real client for the pressure tests.
  *
  *   pressure-client --socket PATH --tenant PATH [--no-thread] [--name NAME]
+ *                   [--exit-delay-ms MS]
  *
  * Reads one command per line from stdin (a FIFO the test writes to) and
  * answers one line per command on stdout:
@@ -22,6 +23,12 @@
  * free the oldest).  With --no-thread the client is built with
  * MB_CONNECT_NO_THREAD and polls mb_get_fd() next to stdin, calling
  * mb_process(); otherwise the library's thread answers the daemon.
+ *
+ * With --exit-delay-ms the client exits slowly, like a process whose exit
+ * takes time to tear its memory down: a child traces it with
+ * PTRACE_O_TRACEEXIT and holds it in its exit stop (before its files and
+ * memory go) for MS milliseconds, even after SIGKILL.  The ready line says
+ * traced=1 when that works, traced=0 when ptrace is not permitted.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -32,7 +39,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "mb_internal.h"
@@ -233,15 +244,69 @@ static bool handle_line(char *line) {
         return true;
 }
 
+/* The tracer: hold @parent in its exit stop for @delay_ms, pass every
+ * other signal on.  Never returns. */
+_Noreturn static void tracer_run(pid_t parent, unsigned delay_ms, int ready_fd) {
+        char ok = 1;
+
+        if (ptrace(PTRACE_SEIZE, parent, NULL, (void *) (long) PTRACE_O_TRACEEXIT) < 0)
+                ok = 0;
+        (void) !write(ready_fd, &ok, 1);
+        close(ready_fd);
+        if (!ok)
+                _exit(0);
+        for (;;) {
+                int st, sig = 0;
+
+                if (waitpid(parent, &st, __WALL) < 0 || WIFEXITED(st) || WIFSIGNALED(st))
+                        _exit(0);
+                if (!WIFSTOPPED(st))
+                        continue;
+                if ((st >> 16) == PTRACE_EVENT_EXIT) {
+                        usleep(delay_ms * 1000u);
+                        (void) ptrace(PTRACE_DETACH, parent, NULL, NULL);
+                        _exit(0);
+                }
+                if ((st >> 16) == 0)
+                        sig = WSTOPSIG(st); /* a signal-delivery-stop: deliver it */
+                (void) ptrace(PTRACE_CONT, parent, NULL, (void *) (long) sig);
+        }
+}
+
+/* Start the tracer of --exit-delay-ms; true when it traces us. */
+static bool exit_delay_start(unsigned delay_ms) {
+        pid_t parent = getpid(), pid;
+        int p[2];
+        char ok = 0;
+
+        if (pipe(p) < 0)
+                return false;
+        pid = fork();
+        if (pid < 0)
+                return false;
+        if (pid == 0) {
+                close(p[0]);
+                tracer_run(parent, delay_ms, p[1]);
+        }
+        close(p[1]);
+        (void) prctl(PR_SET_PTRACER, pid, 0, 0, 0); /* Yama, where present */
+        if (read(p[0], &ok, 1) != 1)
+                ok = 0;
+        close(p[0]);
+        return ok;
+}
+
 int main(int argc, char **argv) {
         static const struct option options[] = {
                 { "socket", required_argument, NULL, 's' },
                 { "tenant", required_argument, NULL, 't' },
                 { "no-thread", no_argument, NULL, 'n' },
+                { "exit-delay-ms", required_argument, NULL, 'd' },
                 {}
         };
         const char *socket_path = NULL, *tenant = NULL;
-        unsigned flags = 0;
+        unsigned flags = 0, exit_delay_ms = 0;
+        bool traced = false;
         char line[256];
         size_t len = 0;
         int c, r;
@@ -257,11 +322,16 @@ int main(int argc, char **argv) {
                 case 'n':
                         flags |= MB_CONNECT_NO_THREAD;
                         break;
+                case 'd':
+                        exit_delay_ms = (unsigned) strtoul(optarg, NULL, 10);
+                        break;
                 default:
                         return 2;
                 }
         }
         setvbuf(stdout, NULL, _IOLBF, 0);
+        if (exit_delay_ms > 0)
+                traced = exit_delay_start(exit_delay_ms);
 
         r = mb_connect_ex(socket_path, tenant, flags, &client);
         if (r < 0) {
@@ -273,7 +343,8 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "pressure-client: %s\n", mb_last_error());
                 return 2;
         }
-        printf("ready client=%" PRIu64 " batch=%u\n", mb_client_id(client), mb_charge_batch(client));
+        printf("ready client=%" PRIu64 " batch=%u traced=%d\n", mb_client_id(client), mb_charge_batch(client),
+               traced);
 
         for (;;) {
                 struct pollfd pfd[2] = {
