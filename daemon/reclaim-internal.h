@@ -108,9 +108,7 @@ struct reclaim_job {
         struct reclaim_req **subs;
         size_t nsubs, subs_alloc;
 
-        /* Clients that gave nothing: not asked again by this job. */
-        uint64_t *dry;
-        size_t ndry, dry_alloc;
+        uint64_t start_usec;   /* CLOCK_MONOTONIC when the job began */
 
         /* CHARGE */
         struct reclaim_client *charger;
@@ -151,6 +149,9 @@ struct reclaimer {
  * level are plenty. */
 #define HIGH_MAX_ROUNDS_PER_LEVEL 4u
 #define PRESSURE_MAX_ROUNDS 4u
+/* DEF_PRIORITY: a round after n fruitless ones asks 2^n times the goal, at
+ * most 2^12 times. */
+#define RECLAIM_PRIORITY_SHIFT_MAX 12u
 
 /* Jobs, requests and rc->outstanding belong to the main thread: say so
  * where it matters (compiled out with NDEBUG). */

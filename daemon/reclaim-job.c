@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <event2/event.h>
 
@@ -70,26 +71,16 @@ static bool ptr_remove(void **v, size_t *n, const void *p) {
         return false;
 }
 
-static bool job_is_dry(const struct reclaim_job *j, uint64_t id) {
-        for (size_t i = 0; i < j->ndry; i++)
-                if (j->dry[i] == id)
-                        return true;
-        return false;
+static uint64_t job_now_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 }
 
-static void job_mark_dry(struct reclaim_job *j, uint64_t id) {
-        if (job_is_dry(j, id))
-                return;
-        if (j->ndry == j->dry_alloc) {
-                size_t a = MB_MAX(j->dry_alloc * 2, (size_t) 8);
-                uint64_t *p = realloc(j->dry, a * sizeof(*p));
-
-                if (!p)
-                        return; /* it will be asked again: harmless */
-                j->dry = p;
-                j->dry_alloc = a;
-        }
-        j->dry[j->ndry++] = id;
+/* Time spent since @j started. */
+static uint64_t job_elapsed_usec(const struct reclaim_job *j) {
+        return job_now_usec() - j->start_usec;
 }
 
 
@@ -140,13 +131,11 @@ static void req_resolve(struct reclaim_req *req, uint64_t pages) {
         if (j) {
                 (void) ptr_remove((void **) j->owned, &j->nowned, req);
                 j->round_got += pages;
-                /* One that gave part of what was asked is asked again next
-                 * round, as shrink_slab() calls every shrinker again on
-                 * each pass of memory_reclaim()/try_charge_memcg(): what it
-                 * freed may have freed more (an LRU emptying slabs).  One
-                 * that gave nothing has nothing to give. */
-                if (!req->drain && pages == 0)
-                        job_mark_dry(j, req->rc->client_id);
+                /* Whatever it gave, it is asked again next round, as
+                 * shrink_slab() calls every shrinker again on each pass of
+                 * memory_reclaim()/try_charge_memcg(): a shrinker that
+                 * freed nothing now may free later (an object unpinned, an
+                 * LRU emptying slabs). */
                 if (j->pending > 0 && --j->pending == 0)
                         reclaim_job_kick(j);
         }
@@ -203,15 +192,12 @@ static bool req_subscribe(struct reclaim_job *j, struct reclaim_req *req) {
 
 /* ---- planning a round (daemon/core/reclaim_plan.h) ---- */
 
-/* Whether @rc can be asked in this round: it holds pages, it did not give
- * nothing earlier in job @j (NULL: a drain, no such memory), and it is not
+/* Whether @rc can be asked in this round: it holds pages and it is not
  * stalled on a request it let time out (rc->outstanding: main thread). */
 static bool plan_client_usable(const struct reclaim_job *j, const struct reclaim_client *rc) {
         if (atomic_load_explicit(&rc->held, memory_order_relaxed) == 0 || atomic_load(&rc->gone))
                 return false;
-        if (rc->outstanding && rc->outstanding->timed_out)
-                return false;
-        return !j || !job_is_dry(j, rc->client_id);
+        return !(rc->outstanding && rc->outstanding->timed_out);
 }
 
 /* reclaim_plan_clients_cb: the usable clients of leaf @t, referenced (the
@@ -353,6 +339,13 @@ static bool job_start_reclaim(struct reclaim_job *j, struct tenant *root, uint64
                 return false;
         p.allow_low = allow_low;
         p.low_first = j->use_low;
+        /* Every client is asked again each round, those that gave nothing
+         * too; so that a small tenant whose proportional share rounds down
+         * to nothing is reached all the same, each fruitless round asks
+         * twice as much as the one before, as do_try_to_free_pages()
+         * lowers sc->priority and scans a larger part of every lruvec
+         * (size >> priority) until everything is scanned. */
+        goal = goal << MB_MIN(j->fruitless, RECLAIM_PRIORITY_SHIFT_MAX);
         if (reclaim_plan_build(&p, goal) < 0) {
                 plan_release(&p);
                 return false;
@@ -453,7 +446,8 @@ static bool step_charge(struct reclaim_job *j) {
         }
         usage = page_counter_read(&res.over->memory);
         max = page_counter_get_max(&res.over->memory);
-        retry = (struct tenant_charge_retry) { .drained = j->drained, .rounds = j->rounds, .fruitless = j->fruitless };
+        retry = (struct tenant_charge_retry) { .drained = j->drained, .elapsed_usec = job_elapsed_usec(j),
+                                              .fruitless = j->fruitless };
         for (;;) {
                 switch (tenant_charge_next(&res, j->pages, &retry, &goal)) {
                 case TENANT_CHARGE_DRAIN:
@@ -520,7 +514,8 @@ static bool step_high(struct reclaim_job *j) {
 static bool step_proactive(struct reclaim_job *j) {
         struct tenant *t = tenant_lookup(j->r->m->tree, j->path);
 
-        if (!t || j->reclaimed >= j->goal || j->fruitless >= MAX_RECLAIM_RETRIES || j->rounds >= RECLAIM_MAX_ROUNDS)
+        if (!t || j->reclaimed >= j->goal || j->fruitless >= MAX_RECLAIM_RETRIES ||
+            job_elapsed_usec(j) >= RECLAIM_MAX_USEC)
                 return false;
         return job_start_reclaim(j, t, j->goal - j->reclaimed, true);
 }
@@ -543,7 +538,7 @@ static bool step_limit(struct reclaim_job *j) {
                         if (job_start_drain(j, t))
                                 return true;
                 }
-                if (j->fruitless < MAX_RECLAIM_RETRIES && j->rounds < RECLAIM_MAX_ROUNDS &&
+                if (j->fruitless < MAX_RECLAIM_RETRIES && job_elapsed_usec(j) < RECLAIM_MAX_USEC &&
                     job_start_reclaim(j, t, usage - max, true))
                         return true;
                 reclaim_memory_event(r, t, MB_EVENT_OOM);
@@ -553,7 +548,7 @@ static bool step_limit(struct reclaim_job *j) {
                             t->path, usage, max);
                 return false;
         }
-        if (usage > high && j->fruitless < MAX_RECLAIM_RETRIES && j->rounds < RECLAIM_MAX_ROUNDS)
+        if (usage > high && j->fruitless < MAX_RECLAIM_RETRIES && job_elapsed_usec(j) < RECLAIM_MAX_USEC)
                 /* memory_high_write() */
                 return job_start_reclaim(j, t, usage - high, true);
         return false;
@@ -659,6 +654,7 @@ static struct reclaim_job *job_new(struct reclaimer *r, enum job_kind kind) {
                 return NULL;
         j->r = r;
         j->kind = kind;
+        j->start_usec = job_now_usec();
         j->timer = evtimer_new(r->m->base, job_timer_cb, j);
         j->kick = event_new(r->m->base, -1, 0, job_kick_cb, j);
         if (!j->timer || !j->kick) {
@@ -708,7 +704,6 @@ static void job_free(struct reclaim_job *j) {
         free(j->levels);
         free(j->owned);
         free(j->subs);
-        free(j->dry);
         free(j->path);
         free(j);
 }

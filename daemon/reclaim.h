@@ -14,7 +14,9 @@
  *                               an ancestor's or the capacity) drains the
  *                               stocks of the failing level's subtree, then
  *                               reclaims what is missing there, retrying up
- *                               to MAX_RECLAIM_RETRIES fruitless rounds;
+ *                               to MAX_RECLAIM_RETRIES fruitless rounds
+ *                               (every client asked again each round) and
+ *                               at most RECLAIM_MAX_USEC;
  *                               still short: `oom`, and ENOMEM or (OOMPolicy=
  *                               kill) mem_cgroup_out_of_memory();
  *   mem_cgroup_handle_over_high()  a charge that leaves a level above

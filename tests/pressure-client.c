@@ -3,7 +3,7 @@
  * pressure-client.c - a scriptable real client for the pressure tests.
  *
  *   pressure-client --socket PATH --tenant PATH [--no-thread] [--name NAME]
- *                   [--exit-delay-ms MS]
+ *                   [--exit-delay-ms MS] [--shrink-skip N]
  *
  * Reads one command per line from stdin (a FIFO the test writes to) and
  * answers one line per command on stdout:
@@ -20,7 +20,8 @@
  *   quit        verify every page, close -> "bye verify=ok|FAILED"
  *
  * The cache is a list of pages behind a shrinker (count = cache size, scan =
- * free the oldest).  With --no-thread the client is built with
+ * free the oldest; with --shrink-skip N, its first N calls free nothing, like
+ * a shrinker whose objects are busy at first).  With --no-thread the client is built with
  * MB_CONNECT_NO_THREAD and polls mb_get_fd() next to stdin, calling
  * mb_process(); otherwise the library's thread answers the daemon.
  *
@@ -65,6 +66,7 @@ static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct page *cache; /* oldest first */
 static size_t ncache, cache_alloc;
 static unsigned long scans, scanned, freed;
+static unsigned long shrink_skip; /* scan calls left that free nothing */
 static unsigned long verify_errors;
 
 static pthread_mutex_t ev_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -117,6 +119,10 @@ static unsigned long cache_scan(void *userdata, unsigned long nr) {
         pthread_mutex_lock(&cache_lock);
         scans++;
         scanned += nr;
+        if (shrink_skip > 0) {
+                shrink_skip--;
+                nr = 0;
+        }
         while (done < nr && ncache > 0) {
                 check(&cache[0]);
                 if (mb_page_free(client, cache[0].p) < 0)
@@ -302,6 +308,7 @@ int main(int argc, char **argv) {
                 { "tenant", required_argument, NULL, 't' },
                 { "no-thread", no_argument, NULL, 'n' },
                 { "exit-delay-ms", required_argument, NULL, 'd' },
+                { "shrink-skip", required_argument, NULL, 'k' },
                 {}
         };
         const char *socket_path = NULL, *tenant = NULL;
@@ -324,6 +331,9 @@ int main(int argc, char **argv) {
                         break;
                 case 'd':
                         exit_delay_ms = (unsigned) strtoul(optarg, NULL, 10);
+                        break;
+                case 'k':
+                        shrink_skip = strtoul(optarg, NULL, 10);
                         break;
                 default:
                         return 2;

@@ -180,8 +180,8 @@ START_TEST(test_next_step_oom_kill_and_limits) {
         a->oom_policy = MB_OOM_KILL;
         ck_assert(!tenant_try_charge(a, 20, 20, 0, &res));
 
-        /* Too many rounds, even fruitful ones, end the retries. */
-        retry.rounds = RECLAIM_MAX_ROUNDS;
+        /* Retries that take too long, even fruitful ones, end. */
+        retry.elapsed_usec = RECLAIM_MAX_USEC;
         ck_assert_int_eq(tenant_charge_next(&res, 20, &retry, &goal), TENANT_CHARGE_OOM_KILL);
         ck_assert(has_event(&res, a, MB_EVENT_OOM));
 

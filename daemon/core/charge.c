@@ -66,7 +66,7 @@ enum tenant_charge_action tenant_charge_next(struct tenant_charge *failed, unsig
         *ret_reclaim_pages = 0;
         if (!retry->drained)
                 return TENANT_CHARGE_DRAIN;
-        if (!retry->reclaim_exhausted && retry->fruitless < MAX_RECLAIM_RETRIES && retry->rounds < RECLAIM_MAX_ROUNDS) {
+        if (!retry->reclaim_exhausted && retry->fruitless < MAX_RECLAIM_RETRIES && retry->elapsed_usec < RECLAIM_MAX_USEC) {
                 usage = page_counter_read(&over->memory);
                 max = page_counter_get_max(&over->memory);
                 margin = max > usage ? max - usage : 0;

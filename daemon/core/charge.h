@@ -24,15 +24,18 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "tenant.h"
 
 /* try_charge_memcg(): reclaim rounds that free nothing before a charge
  * gives up (MAX_RECLAIM_RETRIES). */
 #define MAX_RECLAIM_RETRIES 16u
-/* Rounds of any kind one charge or proactive request may take at most
- * (rounds that make progress do not use up the retries above). */
-#define RECLAIM_MAX_ROUNDS 64u
+/* How long one charge or proactive request may keep reclaiming while its
+ * rounds make progress (they do not use up the retries above).  The kernel
+ * has no such bound (a task reclaims until it fits or a fatal signal comes);
+ * a client waiting for its Grant gets one. */
+#define RECLAIM_MAX_USEC (10ULL * 1000 * 1000)
 /* try_to_free_mem_cgroup_pages() asks for max(nr_pages, SWAP_CLUSTER_MAX):
  * a charge short of a page still reclaims a cluster, so that the next
  * charges find room and the split between tenants stays proportional. */
@@ -109,7 +112,7 @@ enum tenant_charge_action {
 struct tenant_charge_retry {
         bool drained;            /* the stocks were drained (or nobody had any) */
         bool reclaim_exhausted;  /* the last reclaim found nobody to ask */
-        unsigned rounds;         /* rounds run so far */
+        uint64_t elapsed_usec;   /* since the charge first failed */
         unsigned fruitless;      /* reclaim rounds that freed nothing */
 };
 
@@ -118,7 +121,7 @@ struct tenant_charge_retry {
  * charge of @nr_pages: drain the stocks once, then reclaim (the amount in
  * *@ret_reclaim_pages: what is missing below the max, at least
  * RECLAIM_CLUSTER_PAGES) while fewer than MAX_RECLAIM_RETRIES rounds were
- * fruitless, fewer than RECLAIM_MAX_ROUNDS ran and the last reclaim found
+ * fruitless, less than RECLAIM_MAX_USEC passed and the last reclaim found
  * someone to ask, then out of memory: an `oom` event at the failing level
  * (appended to @failed->events, mem_cgroup_oom()) and OOM_KILL when that
  * level's OOMPolicy= is kill, else NOMEM.  @failed comes from a failed
