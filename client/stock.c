@@ -66,7 +66,7 @@ void stock_take_locked(const mb_client *c, struct stock *s, void **out, uint32_t
         s->nr -= take;
         memcpy(out, s->pages + s->nr, take * sizeof(void *));
         stock_slot_add(s->slot, MB_STAT_STOCK, -(int64_t) take);
-        stock_slot_commit(c, s);
+        stock_slot_commit(c, s, take);
 }
 
 void stock_disable_all(mb_client *c) {
@@ -111,7 +111,7 @@ void stock_account_unlock(const mb_client *c, struct stock *s, int64_t n) {
                 stock_slot_add(s->slot, MB_STAT_PAGES, n);
                 stock_slot_add(s->slot, MB_STAT_PGFREE, -n);
         }
-        stock_slot_commit(c, s);
+        stock_slot_commit(c, s, (uint64_t) (n > 0 ? n : -n));
         stock_unlock(s);
 }
 
@@ -217,7 +217,7 @@ static int stock_put_locked(mb_client *c, void **pages, size_t n, size_t freed) 
                 stock_slot_add(s->slot, MB_STAT_PAGES, -(int64_t) freed);
                 stock_slot_add(s->slot, MB_STAT_PGFREE, (int64_t) freed);
         }
-        stock_slot_commit(c, s);
+        stock_slot_commit(c, s, (n > nback ? n - nback : nback - n) + freed);
         stock_unlock(s);
 
         return session_uncharge(c, back, nback, MB__UNCHARGE_REASON__UNCHARGE_FREE, true, false, 0);

@@ -18,6 +18,7 @@ bus_tests = \
 	tests/test-bus-options.sh \
 	tests/test-bus-reconnect.sh \
 	tests/test-bus-stat-dirty.sh \
+	tests/test-bus-stat-weight.sh \
 	tests/test-ctl-status.sh \
 	tests/test-ctl-tree.sh \
 	tests/test-ctl-stat.sh \
