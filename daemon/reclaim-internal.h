@@ -94,6 +94,7 @@ struct reclaim_job {
 
         uint64_t goal, reclaimed; /* pages */
         unsigned rounds, fruitless;
+        unsigned fruitless_streak; /* fruitless rounds since the last progress */
         bool drained;
         bool use_low;          /* the next round starts with the pass below low */
         bool last_low_skipped; /* the last round skipped tenants below low */
@@ -114,13 +115,18 @@ struct reclaim_job {
         struct reclaim_client *charger;
         uint32_t seq, pages;
 
-        /* HIGH: the charging clients' tenant and the levels over high */
+        /* HIGH: the charging clients' tenant (its path in @path), the
+         * charges waiting, and where the current reclaim_high() pass is:
+         * the level (0 = the leaf, 1 its parent ...), whether a round at it
+         * just ended, what the pass got, whether it is a retry, and the
+         * fruitless passes left (MAX_RECLAIM_RETRIES). */
         struct tenant *leaf;
         struct grant_waiter *waiters;
         size_t nwaiters, waiters_alloc;
-        char **levels;
-        size_t nlevels, level;
-        unsigned level_rounds;
+        size_t level;
+        bool level_round, in_retry;
+        uint64_t pass_got;
+        unsigned high_retries;
 
         /* PROACTIVE */
         manager_reclaim_cb cb;
@@ -144,10 +150,6 @@ struct reclaimer {
         struct reclaim_stats stats;
 };
 
-/* mem_cgroup_handle_over_high() retries while reclaim makes progress; the
- * broker asks every client of the subtree in one round, so a few rounds per
- * level are plenty. */
-#define HIGH_MAX_ROUNDS_PER_LEVEL 4u
 #define PRESSURE_MAX_ROUNDS 4u
 /* DEF_PRIORITY: a round after n fruitless ones asks 2^n times the goal, at
  * most 2^12 times. */

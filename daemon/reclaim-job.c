@@ -342,10 +342,10 @@ static bool job_start_reclaim(struct reclaim_job *j, struct tenant *root, uint64
         /* Every client is asked again each round, those that gave nothing
          * too; so that a small tenant whose proportional share rounds down
          * to nothing is reached all the same, each fruitless round asks
-         * twice as much as the one before, as do_try_to_free_pages()
-         * lowers sc->priority and scans a larger part of every lruvec
-         * (size >> priority) until everything is scanned. */
-        goal = goal << MB_MIN(j->fruitless, RECLAIM_PRIORITY_SHIFT_MAX);
+         * twice as much as the one before (progress starts over), as
+         * do_try_to_free_pages() lowers sc->priority and scans a larger
+         * part of every lruvec (size >> priority) until everything is. */
+        goal = goal << MB_MIN(j->fruitless_streak, RECLAIM_PRIORITY_SHIFT_MAX);
         if (reclaim_plan_build(&p, goal) < 0) {
                 plan_release(&p);
                 return false;
@@ -401,8 +401,11 @@ static void round_finish(struct reclaim_job *j) {
                 j->last_got = j->round_got;
                 /* Nothing that way: the next round may go below low. */
                 j->use_low = j->round_got == 0 && j->last_low_skipped && !j->round_low;
-                if (j->round_got == 0 && !j->use_low)
+                if (j->round_got == 0 && !j->use_low) {
                         j->fruitless++;
+                        j->fruitless_streak++;
+                } else if (j->round_got > 0)
+                        j->fruitless_streak = 0;
         }
         job_continue(j);
 }
@@ -475,40 +478,95 @@ static bool step_charge(struct reclaim_job *j) {
         return false;
 }
 
-/* mem_cgroup_handle_over_high(): reclaim the overage of every level that
- * was over its high, then throttle each waiting charge. */
-static bool step_high(struct reclaim_job *j) {
-        struct reclaimer *r = j->r;
+/* The @depth-th ancestor of @t (0: @t itself), NULL past the root. */
+static struct tenant *tenant_up(struct tenant *t, size_t depth) {
+        while (t && depth-- > 0)
+                t = t->parent;
+        return t;
+}
 
-        while (j->level < j->nlevels) {
-                struct tenant *x = tenant_lookup(r->m->tree, j->levels[j->level]);
-                unsigned long usage, high;
-
-                if (x) {
-                        usage = page_counter_read(&x->memory);
-                        high = page_counter_get_high(&x->memory);
-                        if (usage > high && j->level_rounds < HIGH_MAX_ROUNDS_PER_LEVEL &&
-                            (j->level_rounds == 0 || j->last_got > 0 || j->use_low)) {
-                                j->level_rounds++;
-                                if (job_start_reclaim(j, x, usage - high, true))
-                                        return true;
-                        }
-                }
-                j->level++;
-                j->level_rounds = 0;
-                j->use_low = false;
-        }
-
+/* Release every waiting charge of @j, each after its throttle (0: at once). */
+static void high_release(struct reclaim_job *j, bool throttle) {
         for (size_t i = 0; i < j->nwaiters; i++) {
                 struct grant_waiter *gw = &j->waiters[i];
-                uint64_t delay;
+                uint64_t delay = 0;
 
                 if (atomic_load(&gw->rc->gone))
                         continue; /* its parked charge went with it */
-                delay = high_delay_throttle_usec(&gw->rc->tenant->memory, gw->pages);
-                reclaim_post_to_worker(r, RMSG_GRANT_LATER, gw->rc, gw->seq, gw->pages, delay, 0, NULL);
+                if (throttle)
+                        delay = high_delay_throttle_usec(&gw->rc->tenant->memory, gw->pages);
+                reclaim_post_to_worker(j->r, RMSG_GRANT_LATER, gw->rc, gw->seq, gw->pages, delay, 0, NULL);
         }
-        return false;
+}
+
+/*
+ * mem_cgroup_handle_over_high(): passes of reclaim_high() -- up from the
+ * charging tenant, every level above its high counts a `high` event and
+ * reclaims the pages charged (SWAP_CLUSTER_MAX in the retries) there --
+ * until the throttle the waiting charges would get is 10 ms or less (then
+ * nobody waits), or until a pass frees nothing after MAX_RECLAIM_RETRIES
+ * fruitless ones (then each charge waits for calculate_high_delay()).
+ * While reclaim makes progress it goes on rather than throttle, for at most
+ * RECLAIM_MAX_USEC.  The levels are read anew at every pass.
+ */
+static bool step_high(struct reclaim_job *j) {
+        struct reclaimer *r = j->r;
+        struct tenant *leaf = tenant_lookup(r->m->tree, j->path);
+        uint64_t sum = 0, delay = 0;
+
+        for (size_t i = 0; i < j->nwaiters; i++)
+                if (!atomic_load(&j->waiters[i].rc->gone))
+                        sum += j->waiters[i].pages;
+        if (!leaf || sum == 0)
+                return false; /* the charges went with their clients */
+
+        for (;;) {
+                struct tenant *x;
+
+                if (j->level_round) {
+                        /* A round at this level ended; below low once more
+                         * when it found nothing above low (use_low). */
+                        j->level_round = false;
+                        j->pass_got += j->last_got;
+                        if (!j->use_low)
+                                j->level++;
+                }
+                x = tenant_up(leaf, j->level);
+                if (x) {
+                        if (page_counter_read(&x->memory) > page_counter_get_high(&x->memory)) {
+                                uint64_t goal = j->in_retry ? RECLAIM_CLUSTER_PAGES : sum;
+
+                                if (!j->use_low)
+                                        reclaim_memory_event(r, x, MB_EVENT_HIGH);
+                                j->level_round = true;
+                                if (job_start_reclaim(j, x, goal, true))
+                                        return true;
+                                j->level_round = false;
+                                j->use_low = false;
+                        }
+                        j->level++;
+                        continue;
+                }
+
+                /* The pass is over: the penalty of the largest charge
+                 * waiting (they share the overage). */
+                for (size_t i = 0; i < j->nwaiters; i++)
+                        if (!atomic_load(&j->waiters[i].rc->gone))
+                                delay = MB_MAX(delay, high_delay_throttle_usec(&j->waiters[i].rc->tenant->memory,
+                                                                               j->waiters[i].pages));
+                if (delay == 0) {
+                        high_release(j, false);
+                        return false;
+                }
+                if ((j->pass_got > 0 || j->high_retries-- > 0) && job_elapsed_usec(j) < RECLAIM_MAX_USEC) {
+                        j->in_retry = true;
+                        j->level = 0;
+                        j->pass_got = 0;
+                        continue;
+                }
+                high_release(j, true);
+                return false;
+        }
 }
 
 static bool step_proactive(struct reclaim_job *j) {
@@ -699,9 +757,6 @@ static void job_free(struct reclaim_job *j) {
         for (size_t i = 0; i < j->nwaiters; i++)
                 reclaim_client_unref(j->waiters[i].rc);
         free(j->waiters);
-        for (size_t i = 0; i < j->nlevels; i++)
-                free(j->levels[i]);
-        free(j->levels);
         free(j->owned);
         free(j->subs);
         free(j->path);
@@ -745,19 +800,12 @@ void reclaim_job_over_high(struct reclaimer *r, struct reclaim_client *rc, uint3
                 if (!j)
                         goto grant_now;
                 j->leaf = rc->tenant;
-                for (struct tenant *x = rc->tenant; x; x = x->parent) {
-                        char **v;
-
-                        if (page_counter_read(&x->memory) <= page_counter_get_high(&x->memory))
-                                continue;
-                        v = realloc(j->levels, (j->nlevels + 1) * sizeof(char *));
-                        if (!v)
-                                break;
-                        j->levels = v;
-                        j->levels[j->nlevels] = strdup(x->path);
-                        if (j->levels[j->nlevels])
-                                j->nlevels++;
+                j->path = strdup(rc->tenant->path);
+                if (!j->path) {
+                        job_free(j);
+                        goto grant_now;
                 }
+                j->high_retries = MAX_RECLAIM_RETRIES;
                 reclaim_job_kick(j);
         }
         if (j->nwaiters == j->waiters_alloc) {

@@ -20,8 +20,10 @@
  *                               still short: `oom`, and ENOMEM or (OOMPolicy=
  *                               kill) mem_cgroup_out_of_memory();
  *   mem_cgroup_handle_over_high()  a charge that leaves a level above
- *                               `high` waits while the overage is reclaimed,
- *                               then for calculate_high_delay();
+ *                               `high` waits for passes of reclaim_high()
+ *                               while they free something and the penalty
+ *                               is above 10 ms, then for
+ *                               calculate_high_delay();
  *   memory_reclaim()            proactive Reclaim(path, bytes);
  *   memory_max_write(),
  *   memory_high_write()         a lowered limit reclaims the excess;

@@ -3,7 +3,7 @@
  * pressure-client.c - a scriptable real client for the pressure tests.
  *
  *   pressure-client --socket PATH --tenant PATH [--no-thread] [--name NAME]
- *                   [--exit-delay-ms MS] [--shrink-skip N]
+ *                   [--exit-delay-ms MS] [--shrink-skip N] [--shrink-max N]
  *
  * Reads one command per line from stdin (a FIFO the test writes to) and
  * answers one line per command on stdout:
@@ -21,7 +21,8 @@
  *
  * The cache is a list of pages behind a shrinker (count = cache size, scan =
  * free the oldest; with --shrink-skip N, its first N calls free nothing, like
- * a shrinker whose objects are busy at first).  With --no-thread the client is built with
+ * a shrinker whose objects are busy at first; with --shrink-max N, a call
+ * frees at most N pages, like a slow shrinker).  With --no-thread the client is built with
  * MB_CONNECT_NO_THREAD and polls mb_get_fd() next to stdin, calling
  * mb_process(); otherwise the library's thread answers the daemon.
  *
@@ -67,6 +68,7 @@ static struct page *cache; /* oldest first */
 static size_t ncache, cache_alloc;
 static unsigned long scans, scanned, freed;
 static unsigned long shrink_skip; /* scan calls left that free nothing */
+static unsigned long shrink_max;  /* pages a scan call frees at most; 0: no cap */
 static unsigned long verify_errors;
 
 static pthread_mutex_t ev_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -123,6 +125,8 @@ static unsigned long cache_scan(void *userdata, unsigned long nr) {
                 shrink_skip--;
                 nr = 0;
         }
+        if (shrink_max > 0 && nr > shrink_max)
+                nr = shrink_max;
         while (done < nr && ncache > 0) {
                 check(&cache[0]);
                 if (mb_page_free(client, cache[0].p) < 0)
@@ -309,6 +313,7 @@ int main(int argc, char **argv) {
                 { "no-thread", no_argument, NULL, 'n' },
                 { "exit-delay-ms", required_argument, NULL, 'd' },
                 { "shrink-skip", required_argument, NULL, 'k' },
+                { "shrink-max", required_argument, NULL, 'm' },
                 {}
         };
         const char *socket_path = NULL, *tenant = NULL;
@@ -334,6 +339,9 @@ int main(int argc, char **argv) {
                         break;
                 case 'k':
                         shrink_skip = strtoul(optarg, NULL, 10);
+                        break;
+                case 'm':
+                        shrink_max = strtoul(optarg, NULL, 10);
                         break;
                 default:
                         return 2;

@@ -18,6 +18,7 @@ PRESSURE_TESTS = \
 	%reldir%/test-pressure-oom-concurrent.sh \
 	%reldir%/test-pressure-retry.sh \
 	%reldir%/test-pressure-high.sh \
+	%reldir%/test-pressure-high-progress.sh \
 	%reldir%/test-pressure-protection.sh \
 	%reldir%/test-pressure-proactive.sh \
 	%reldir%/test-pressure-stopped.sh \

@@ -18,12 +18,14 @@ static void charge_add_event(struct tenant_charge *res, struct tenant *t, enum m
 }
 
 void tenant_charge_check_high(struct tenant *t, struct tenant_charge *ret) {
-        /* mem_cgroup_handle_over_high() / reclaim_high(): every level
-         * above its high, the charging tenant first. */
+        /* try_charge_memcg(): a level above its high makes the charging
+         * task handle the overage on its way out
+         * (memcg_nr_pages_over_high); the `high` events are counted there,
+         * by reclaim_high(), once per reclaim pass of every level over. */
         for (struct tenant *x = t; x; x = x->parent)
                 if (page_counter_read(&x->memory) > page_counter_get_high(&x->memory)) {
-                        charge_add_event(ret, x, MB_EVENT_HIGH);
                         ret->over_high = true;
+                        return;
                 }
 }
 

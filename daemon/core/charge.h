@@ -81,9 +81,11 @@ enum tenant_charge_flags {
  * would pass its max, and nothing stays charged anywhere.
  *
  * Events (in @ret->events, not counted here): on failure `max` at the
- * failing level (unless @flags has TENANT_CHARGE_RETRY); on success `high`
- * at every level, @t up to the root, left above its high
- * (mem_cgroup_handle_over_high() walks the hierarchy).
+ * failing level (unless @flags has TENANT_CHARGE_RETRY).  On success
+ * @ret->over_high says that some level, @t up to the root, is left above
+ * its high: the caller hands the charge to mem_cgroup_handle_over_high(),
+ * which counts `high` on every level over at each reclaim pass
+ * (reclaim_high()).
  *
  * The caller guarantees 1 <= @need <= @nr_pages and that @t stays alive.
  * Returns true when charged (@ret->charged pages: @nr_pages or @need).
@@ -93,10 +95,9 @@ bool tenant_try_charge(struct tenant *t, unsigned long nr_pages, unsigned long n
 
 /**
  * tenant_charge_check_high - the high half of the decision alone, for a
- * charge that was made elsewhere (the reclaimer's retry): append to @ret
- * (initialised by the caller, e.g. to all zeroes) a `high` event for every
- * level of @t, root included, above its high, and set @ret->over_high when
- * there is one.
+ * charge that was made elsewhere (the reclaimer's retry): set
+ * @ret->over_high (initialised by the caller, e.g. to all zeroes) when a
+ * level of @t, root included, is above its high.  No event.
  */
 void tenant_charge_check_high(struct tenant *t, struct tenant_charge *ret);
 
