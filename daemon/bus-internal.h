@@ -36,6 +36,8 @@
 #define BUS_ERROR_TENANT_EXISTS "org.membroker1.Error.TenantExists"
 #define BUS_ERROR_BUSY "org.membroker1.Error.Busy"
 #define BUS_ERROR_BAD_CONFIG "org.membroker1.Error.BadConfig"
+/* Not all of it could be done, as EAGAIN from memory.reclaim. */
+#define BUS_ERROR_AGAIN "org.membroker1.Error.Again"
 
 struct event;
 

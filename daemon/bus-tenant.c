@@ -6,6 +6,7 @@
  * the Manager's path-taking methods share.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -291,7 +292,35 @@ int bus_tenant_method_get_events(sd_bus_message *msg, struct manager *m, struct 
         return sd_bus_send(NULL, reply, NULL);
 }
 
+struct set_limits_request {
+        sd_bus_message *msg;
+};
+
+static void set_limits_done(struct manager *m, const struct manager_limits_outcome *o, void *userdata) {
+        struct set_limits_request *req = userdata;
+        int r;
+
+        if (o->fits || o->gone)
+                r = sd_bus_reply_method_return(req->msg, NULL);
+        else {
+                bool max = o->usage > o->max;
+
+                r = sd_bus_reply_method_errorf(
+                        req->msg, BUS_ERROR_AGAIN,
+                        "The limits apply, but the usage stays at %" PRIu64 " bytes, above the new %s of %" PRIu64
+                        " bytes, after reclaiming %" PRIu64 " bytes: nothing more could be reclaimed",
+                        o->usage * m->page_size, max ? "MemoryMax" : "MemoryHigh",
+                        (max ? o->max : o->high) * m->page_size, o->reclaimed * m->page_size);
+        }
+        if (r < 0 && r != -ENOTCONN)
+                log_warning("cannot reply to SetLimits: %s", strerror(-r));
+        sd_bus_message_unref(req->msg);
+        free(req);
+        bus_kick(m);
+}
+
 int bus_tenant_method_set_limits(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error) {
+        struct set_limits_request *req;
         struct mb_limits l;
         int runtime, r;
 
@@ -321,7 +350,23 @@ int bus_tenant_method_set_limits(sd_bus_message *msg, struct manager *m, struct 
          * descendants that inherit ChargeBatch changed as well. */
         if (l.charge_batch != MB_LIMIT_UNSET)
                 bus_emit_charge_batch_changed(m, t);
-        return sd_bus_reply_method_return(msg, NULL);
+
+        /* memory_max_write(), memory_high_write(): the write returns once
+         * the usage fits under the new limits, or when reclaim (and the
+         * OOM policy) could do no more. */
+        req = calloc(1, sizeof(*req));
+        if (!req)
+                return -ENOMEM;
+        req->msg = sd_bus_message_ref(msg);
+        r = manager_tenant_limits_wait(m, t, set_limits_done, req);
+        if (r != 0) {
+                sd_bus_message_unref(req->msg);
+                free(req);
+                if (r < 0 && r != -ESHUTDOWN)
+                        return bus_error_from_errno(error, r, "Cannot reclaim the excess of", t->path);
+                return sd_bus_reply_method_return(msg, NULL);
+        }
+        return 1;
 }
 
 struct reclaim_request {

@@ -512,6 +512,10 @@ int manager_reclaim(struct manager *m, struct tenant *t, uint64_t bytes, manager
         return reclaim_proactive(m->reclaimer, t, bytes / m->page_size, cb, userdata);
 }
 
+int manager_tenant_limits_wait(struct manager *m, struct tenant *t, manager_limits_cb cb, void *userdata) {
+        return reclaim_enforce_limits_wait(m->reclaimer, t, cb, userdata);
+}
+
 unsigned manager_nclients(struct manager *m) {
         return atomic_load(&m->nclients);
 }

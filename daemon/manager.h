@@ -134,6 +134,23 @@ int manager_tenant_set_limits(struct manager *m, struct tenant *t, const struct 
  * write is returned (the change stays applied until the next reload). */
 int manager_tenant_set_limits_layer(struct manager *m, struct tenant *t, const struct mb_limits *limits,
                                     bool runtime);
+/* What a limit write came to (memory_max_write() and memory_high_write()
+ * return once the usage fits, or when reclaim and OOM could do no more).
+ * Pages. */
+struct manager_limits_outcome {
+        bool fits;     /* usage at most max and high */
+        bool gone;     /* the tenant was removed meanwhile */
+        uint64_t usage, max, high, reclaimed;
+};
+typedef void (*manager_limits_cb)(struct manager *m, const struct manager_limits_outcome *o, void *userdata);
+/**
+ * manager_tenant_limits_wait - after a limit write to @t: when its usage is
+ * above its max or high, the reclaim of the excess (started by the write)
+ * calls @cb on the main thread when it ends, after this returns; returns
+ * 0.  Returns 1 (and @cb is not called) when the usage fits already,
+ * -ENOMEM.  Main thread.
+ */
+int manager_tenant_limits_wait(struct manager *m, struct tenant *t, manager_limits_cb cb, void *userdata);
 /* Reclaim(path, bytes) -> bytes reclaimed, never more than asked
  * (memory_reclaim(): @t's own protection does not shield it, its
  * descendants' does; see daemon/reclaim.h).  The callback runs on the main

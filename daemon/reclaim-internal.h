@@ -66,6 +66,11 @@ enum job_state {
         JOB_WAIT_VICTIM, /* an OOM kill was sent, waiting for the client to go */
 };
 
+struct limit_waiter {
+        manager_limits_cb cb;
+        void *userdata;
+};
+
 struct grant_waiter {
         struct reclaim_client *rc;
         uint32_t seq, pages;
@@ -131,6 +136,10 @@ struct reclaim_job {
         /* PROACTIVE */
         manager_reclaim_cb cb;
         void *userdata;
+
+        /* LIMIT: the writers waiting for the outcome */
+        struct limit_waiter *lwaiters;
+        size_t nlwaiters;
 
         /* OOM */
         struct reclaim_client *victim;

@@ -589,27 +589,54 @@ static bool step_limit(struct reclaim_job *j) {
         max = page_counter_get_max(&t->memory);
         high = page_counter_get_high(&t->memory);
 
+        if (usage <= max && usage <= high)
+                return false;
+        /* Both drain the stocks once first. */
+        if (!j->drained) {
+                j->drained = true;
+                if (job_start_drain(j, t))
+                        return true;
+        }
         if (usage > max) {
                 /* memory_max_write() */
-                if (!j->drained) {
-                        j->drained = true;
-                        if (job_start_drain(j, t))
-                                return true;
-                }
                 if (j->fruitless < MAX_RECLAIM_RETRIES && job_elapsed_usec(j) < RECLAIM_MAX_USEC &&
                     job_start_reclaim(j, t, usage - max, true))
                         return true;
                 reclaim_memory_event(r, t, MB_EVENT_OOM);
                 if (t->oom_policy == MB_OOM_KILL && reclaim_job_oom_kill(j, t))
                         return true;
-                log_warning("tenant %s: usage %lu pages stays above its max of %lu pages: nothing more to reclaim",
-                            t->path, usage, max);
                 return false;
         }
-        if (usage > high && j->fruitless < MAX_RECLAIM_RETRIES && job_elapsed_usec(j) < RECLAIM_MAX_USEC)
+        if (j->fruitless < MAX_RECLAIM_RETRIES && job_elapsed_usec(j) < RECLAIM_MAX_USEC)
                 /* memory_high_write() */
                 return job_start_reclaim(j, t, usage - high, true);
         return false;
+}
+
+/* A limit write's reclaim ended: log how it went (a reload learns it from
+ * the log) and tell the writers waiting. */
+static void limit_finish(struct reclaim_job *j) {
+        struct reclaimer *r = j->r;
+        struct tenant *t = r->shutting_down ? NULL : tenant_lookup(r->m->tree, j->path);
+        struct manager_limits_outcome o = { .gone = !t, .reclaimed = j->reclaimed };
+
+        if (t) {
+                o.usage = page_counter_read(&t->memory);
+                o.max = page_counter_get_max(&t->memory);
+                o.high = page_counter_get_high(&t->memory);
+                o.fits = o.usage <= o.max && o.usage <= o.high;
+                if (o.fits)
+                        log_info("tenant %s: usage %" PRIu64 " pages is under its limits (max %" PRIu64
+                                 ", high %" PRIu64 ") after reclaiming %" PRIu64 " pages",
+                                 t->path, o.usage, o.max, o.high, o.reclaimed);
+                else
+                        log_warning("tenant %s: usage %" PRIu64 " pages stays above its %s of %" PRIu64
+                                    " pages after reclaiming %" PRIu64 " pages: nothing more to reclaim",
+                                    t->path, o.usage, o.usage > o.max ? "max" : "high",
+                                    o.usage > o.max ? o.max : o.high, o.reclaimed);
+        }
+        for (size_t i = 0; i < j->nlwaiters; i++)
+                j->lwaiters[i].cb(r->m, &o, j->lwaiters[i].userdata);
 }
 
 /* Host pressure: a share of every tenant's usage above its effective low,
@@ -749,6 +776,9 @@ static void job_free(struct reclaim_job *j) {
                 j->cb(r->m, MB_MIN(j->reclaimed, j->goal) * r->m->page_size, j->userdata);
         if (j->kind == JOB_PRESSURE)
                 r->pressure_running = false;
+        if (j->kind == JOB_LIMIT && j->path)
+                limit_finish(j);
+        free(j->lwaiters);
 
         event_free(j->timer);
         event_free(j->kick);
@@ -868,32 +898,62 @@ int reclaim_proactive(struct reclaimer *r, struct tenant *t, uint64_t pages, man
         return 0;
 }
 
-void reclaim_enforce_limits(struct reclaimer *r, struct tenant *t) {
+/* The limit job of @t, started when there is none; NULL when the usage
+ * fits or out of memory (*ret_fits says which). */
+static struct reclaim_job *limit_job(struct reclaimer *r, struct tenant *t, bool *ret_fits) {
         struct reclaim_job *j;
 
-        if (!r || r->shutting_down)
-                return;
-        reclaim_assert_main_thread(r);
-        if (page_counter_read(&t->memory) <= MB_MIN(page_counter_get_max(&t->memory),
-                                                    page_counter_get_high(&t->memory)))
-                return;
+        *ret_fits = page_counter_read(&t->memory) <= MB_MIN(page_counter_get_max(&t->memory),
+                                                            page_counter_get_high(&t->memory));
+        if (*ret_fits)
+                return NULL;
         for (j = r->jobs; j; j = j->next)
                 if (j->kind == JOB_LIMIT && strcmp(j->path, t->path) == 0) {
                         /* It reads the limits anew at every step; a new
                          * limit gets a full set of retries. */
                         j->fruitless = 0;
                         j->drained = false;
-                        return;
+                        j->start_usec = job_now_usec();
+                        return j;
                 }
         j = job_new(r, JOB_LIMIT);
         if (!j)
-                return;
+                return NULL;
         j->path = strdup(t->path);
         if (!j->path) {
                 job_free(j);
-                return;
+                return NULL;
         }
         reclaim_job_kick(j);
+        return j;
+}
+
+void reclaim_enforce_limits(struct reclaimer *r, struct tenant *t) {
+        bool fits;
+
+        if (!r || r->shutting_down)
+                return;
+        reclaim_assert_main_thread(r);
+        (void) limit_job(r, t, &fits);
+}
+
+int reclaim_enforce_limits_wait(struct reclaimer *r, struct tenant *t, manager_limits_cb cb, void *userdata) {
+        struct reclaim_job *j;
+        struct limit_waiter *v;
+        bool fits;
+
+        if (!r || r->shutting_down)
+                return -ESHUTDOWN;
+        reclaim_assert_main_thread(r);
+        j = limit_job(r, t, &fits);
+        if (!j)
+                return fits ? 1 : -ENOMEM;
+        v = realloc(j->lwaiters, (j->nlwaiters + 1) * sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        j->lwaiters = v;
+        j->lwaiters[j->nlwaiters++] = (struct limit_waiter) { .cb = cb, .userdata = userdata };
+        return 0;
 }
 
 void reclaim_pressure(struct reclaimer *r) {

@@ -198,6 +198,10 @@ int reclaim_proactive(struct reclaimer *r, struct tenant *t, uint64_t pages, man
  * or high, reclaim the excess (above max: drain, retries, then `oom` and
  * OOMPolicy=kill).  Asynchronous. */
 void reclaim_enforce_limits(struct reclaimer *r, struct tenant *t);
+/* reclaim_enforce_limits(), and when there is an excess to reclaim, @cb
+ * with the outcome once that reclaim ends (after this returns): 0.  1 when
+ * the usage fits (@cb is not called); -ENOMEM; -ESHUTDOWN. */
+int reclaim_enforce_limits_wait(struct reclaimer *r, struct tenant *t, manager_limits_cb cb, void *userdata);
 
 /* Host memory pressure (daemon/pressure.c): one reclaim pass over the whole
  * tree, never below effective low.  Ignored while one is running. */

@@ -100,6 +100,12 @@ static int call_with_settings(sd_bus *bus, const char *member, const char *path,
                         return r;
         }
         r = sd_bus_call(bus, m, 0, &error, &reply);
+        if (r < 0 && sd_bus_error_has_name(&error, CTL_ERROR_AGAIN)) {
+                /* The limits apply; reclaim could not bring the usage
+                 * under them (memory_max_write() gave up). */
+                snprintf(what, sizeof what, "limits of '%s' set", path);
+                return ctl_bus_log_error(what, &error, r);
+        }
         if (r < 0) {
                 snprintf(what, sizeof what, "%s '%s'",
                          strcmp(member, "CreateTenant") == 0 ? "cannot create" : "cannot set limits of", path);
