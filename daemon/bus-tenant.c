@@ -371,16 +371,27 @@ int bus_tenant_method_set_limits(sd_bus_message *msg, struct manager *m, struct 
 
 struct reclaim_request {
         sd_bus_message *msg;
+        uint64_t goal_bytes; /* what was asked, rounded down to pages */
+        char *path;
 };
 
 static void reclaim_done(struct manager *m, uint64_t reclaimed_bytes, void *userdata) {
         struct reclaim_request *req = userdata;
         int r;
 
-        r = sd_bus_reply_method_return(req->msg, "t", reclaimed_bytes);
+        /* memory_reclaim() fails with -EAGAIN when it could not reclaim
+         * all it was asked for. */
+        if (reclaimed_bytes < req->goal_bytes)
+                r = sd_bus_reply_method_errorf(req->msg, BUS_ERROR_AGAIN,
+                                               "Reclaimed %" PRIu64 " of %" PRIu64
+                                               " bytes from '%s': nothing more could be reclaimed",
+                                               reclaimed_bytes, req->goal_bytes, req->path);
+        else
+                r = sd_bus_reply_method_return(req->msg, "t", reclaimed_bytes);
         if (r < 0 && r != -ENOTCONN)
                 log_warning("cannot reply to Reclaim: %s", strerror(-r));
         sd_bus_message_unref(req->msg);
+        free(req->path);
         free(req);
         bus_kick(m);
 }
@@ -400,12 +411,19 @@ int bus_tenant_method_reclaim(sd_bus_message *msg, struct manager *m, struct ten
         req = calloc(1, sizeof *req);
         if (!req)
                 return -ENOMEM;
+        req->path = strdup(t->path);
+        if (!req->path) {
+                free(req);
+                return -ENOMEM;
+        }
         req->msg = sd_bus_message_ref(msg);
+        req->goal_bytes = bytes / m->page_size * m->page_size;
         /* memory.reclaim: the reply goes out when reclaim completes (the
          * callback may run before manager_reclaim() returns). */
         r = manager_reclaim(m, t, bytes, reclaim_done, req);
         if (r < 0) {
                 sd_bus_message_unref(req->msg);
+                free(req->path);
                 free(req);
                 return bus_error_from_errno(error, r, "Cannot reclaim from", t->path);
         }

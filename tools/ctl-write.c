@@ -174,6 +174,10 @@ int ctl_write_reclaim(sd_bus *bus, int argc, char **argv) {
                 return -EINVAL;
         }
         r = ctl_bus_call_manager(bus, "Reclaim", &error, &reply, "st", argv[1], bytes);
+        if (r < 0 && sd_bus_error_has_name(&error, CTL_ERROR_AGAIN))
+                /* memory.reclaim's EAGAIN: less than asked; the message
+                 * says how much came back. */
+                return ctl_bus_log_error("reclaim", &error, r);
         if (r < 0) {
                 snprintf(what, sizeof what, "cannot reclaim from '%s'", argv[1]);
                 return ctl_bus_log_error(what, &error, r);
