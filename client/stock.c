@@ -230,18 +230,18 @@ static int stock_put_locked(mb_client *c, void **pages, size_t n, size_t freed) 
  * falls back from MEMCG_CHARGE_BATCH to nr_pages before counting `max`.
  * conn_lock held.
  */
-static int stock_charge_batched_locked(mb_client *c, void **out, size_t n) {
+static int stock_charge_batched_locked(mb_client *c, void **out, size_t n, unsigned flags) {
         _cleanup_(freep) void **buf = NULL;
         size_t want = MB_MAX(n, (size_t) c->charge_batch), got = 0;
         int r;
 
         mb_assert_mutex_held(&c->conn_lock);
         if (want == n)
-                return session_charge_locked(c, (uint32_t) n, (uint32_t) n, out, &got);
+                return session_charge_locked(c, (uint32_t) n, (uint32_t) n, out, &got, flags);
         buf = malloc(want * sizeof(void *));
         if (!buf)
                 return -ENOMEM;
-        r = session_charge_locked(c, (uint32_t) want, (uint32_t) n, buf, &got);
+        r = session_charge_locked(c, (uint32_t) want, (uint32_t) n, buf, &got, flags);
         if (r < 0)
                 return r;
         memcpy(out, buf, n * sizeof(void *));
@@ -252,7 +252,7 @@ static int stock_charge_batched_locked(mb_client *c, void **out, size_t n) {
 }
 
 /* stock_alloc_slow() under conn_lock, the session not broken. */
-static int stock_alloc_locked(mb_client *c, void **out, size_t n) {
+static int stock_alloc_locked(mb_client *c, void **out, size_t n, unsigned flags) {
         size_t got;
         int r = 0;
 
@@ -261,7 +261,7 @@ static int stock_alloc_locked(mb_client *c, void **out, size_t n) {
         while (got < n) {
                 size_t chunk = MB_MIN(n - got, (size_t) MB_CHARGE_MAX_PAGES), k;
 
-                r = stock_charge_batched_locked(c, out + got, chunk);
+                r = stock_charge_batched_locked(c, out + got, chunk, flags);
                 if (r == 0) {
                         got += chunk;
                         continue;
@@ -294,7 +294,7 @@ static int stock_alloc_locked(mb_client *c, void **out, size_t n) {
  * charges the rest in batches, and at a limit takes the other CPUs' stocks
  * before failing (drain_all_stock() before the OOM path).
  */
-static int stock_alloc_slow(mb_client *c, void **out, size_t n) {
+static int stock_alloc_slow(mb_client *c, void **out, size_t n, unsigned flags) {
         int r;
 
         if (c->forked)
@@ -306,7 +306,7 @@ static int stock_alloc_slow(mb_client *c, void **out, size_t n) {
         }
         {
                 MB_LOCK_GUARD(&c->conn_lock);
-                r = session_broken(c) ? session_lost(c) : stock_alloc_locked(c, out, n);
+                r = session_broken(c) ? session_lost(c) : stock_alloc_locked(c, out, n, flags);
         }
         session_dispatch_events(c);
         return r;
@@ -330,11 +330,11 @@ static int stock_free_slow(mb_client *c, void **pages, size_t n) {
         return r;
 }
 
-static __attribute__((noinline)) void *stock_page_alloc_slow(mb_client *c) {
+static __attribute__((noinline)) void *stock_page_alloc_slow(mb_client *c, unsigned flags) {
         void *p;
         int r;
 
-        r = stock_alloc_slow(c, &p, 1);
+        r = stock_alloc_slow(c, &p, 1, flags);
         if (r < 0) {
                 errno = -r;
                 return NULL;
@@ -360,7 +360,7 @@ void *mb_page_alloc(mb_client *c) {
                 return p;
         }
         stock_unlock(s);
-        return stock_page_alloc_slow(c);
+        return stock_page_alloc_slow(c, 0);
 }
 
 int mb_page_alloc_bulk(mb_client *c, void **pages, size_t n) {
@@ -381,7 +381,64 @@ int mb_page_alloc_bulk(mb_client *c, void **pages, size_t n) {
                 return 0;
         }
         stock_unlock(s);
-        return stock_alloc_slow(c, pages, n);
+        return stock_alloc_slow(c, pages, n, 0);
+}
+
+void *mb_page_alloc_flags(mb_client *c, unsigned flags) {
+        struct stock *s;
+        uint32_t nr;
+
+        if (flags & ~(MB_ALLOC_NOWAIT | MB_ALLOC_NORETRY)) {
+                mb_set_error("mb_page_alloc_flags: unknown flags 0x%x", flags);
+                errno = EINVAL;
+                return NULL;
+        }
+        s = stock_lock_this(c);
+        nr = s->nr;
+        if (_likely_(nr > 0)) {
+                void *p = s->pages[nr - 1];
+
+                stock_use(c, s, 1);
+                stock_unlock_nr(s, nr - 1);
+                return p;
+        }
+        stock_unlock(s);
+        if (flags & MB_ALLOC_NOWAIT) {
+                /* GFP_NOWAIT: no trip to the daemon. */
+                mb_set_error("mb_page_alloc_flags: the stock is empty (MB_ALLOC_NOWAIT)");
+                errno = EAGAIN;
+                return NULL;
+        }
+        return stock_page_alloc_slow(c, flags);
+}
+
+int mb_page_alloc_bulk_flags(mb_client *c, void **pages, size_t n, unsigned flags) {
+        struct stock *s;
+
+        if (flags & ~(MB_ALLOC_NOWAIT | MB_ALLOC_NORETRY)) {
+                mb_set_error("mb_page_alloc_bulk_flags: unknown flags 0x%x", flags);
+                return -EINVAL;
+        }
+        if (n == 0)
+                return 0;
+        if (!pages) {
+                mb_set_error("mb_page_alloc_bulk_flags: no array");
+                return -EINVAL;
+        }
+        s = stock_lock_this(c);
+        if (_likely_(s->nr >= n)) {
+                s->nr -= (uint32_t) n;
+                memcpy(pages, s->pages + s->nr, n * sizeof(void *));
+                stock_use(c, s, (int64_t) n);
+                stock_unlock(s);
+                return 0;
+        }
+        stock_unlock(s);
+        if (flags & MB_ALLOC_NOWAIT) {
+                mb_set_error("mb_page_alloc_bulk_flags: the stock holds fewer than %zu pages (MB_ALLOC_NOWAIT)", n);
+                return -EAGAIN;
+        }
+        return stock_alloc_slow(c, pages, n, flags);
 }
 
 static int stock_bad_page(const mb_client *c, const void *page) {

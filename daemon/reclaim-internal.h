@@ -45,7 +45,7 @@ struct rmsg {
         struct reclaim_client *rc; /* a reference travels with the message */
         uint32_t seq;
         uint32_t pages;
-        uint64_t value; /* pages answered, delay in usec */
+        uint64_t value; /* pages answered, delay in usec, charge flags */
         int error;
         char *text;  /* error reason */
 };
@@ -119,6 +119,8 @@ struct reclaim_job {
         /* CHARGE */
         struct reclaim_client *charger;
         uint32_t seq, pages;
+        bool noretry;             /* __GFP_NORETRY (WIRE_CHARGE_FLAG_NORETRY) */
+        unsigned reclaim_rounds;  /* reclaim rounds run (drains not counted) */
 
         /* HIGH: the charging clients' tenant (its path in @path), the
          * charges waiting, and where the current reclaim_high() pass is:
@@ -181,7 +183,8 @@ void reclaim_memory_event(struct reclaimer *r, struct tenant *t, enum mb_event e
 
 /* ---- reclaim-job.c (main thread) ---- */
 
-void reclaim_job_charge_failed(struct reclaimer *r, struct reclaim_client *rc, uint32_t seq, uint32_t pages);
+void reclaim_job_charge_failed(struct reclaimer *r, struct reclaim_client *rc, uint32_t seq, uint32_t pages,
+                               uint32_t flags);
 void reclaim_job_over_high(struct reclaimer *r, struct reclaim_client *rc, uint32_t seq, uint32_t pages);
 void reclaim_job_answer(struct reclaimer *r, struct reclaim_client *rc, uint32_t seq, uint64_t pages);
 void reclaim_job_client_gone(struct reclaimer *r, struct reclaim_client *rc);

@@ -40,6 +40,7 @@
 #include "reclaim-internal.h"
 #include "reclaim_plan.h"
 #include "tenant_state.h"
+#include "wire.h"
 
 static void job_continue(struct reclaim_job *j);
 static void job_free(struct reclaim_job *j);
@@ -397,6 +398,7 @@ static void round_finish(struct reclaim_job *j) {
         j->rounds++;
 
         if (!j->round_drain) {
+                j->reclaim_rounds++;
                 j->reclaimed += j->round_got;
                 j->last_got = j->round_got;
                 /* Nothing that way: the next round may go below low. */
@@ -450,7 +452,8 @@ static bool step_charge(struct reclaim_job *j) {
         usage = page_counter_read(&res.over->memory);
         max = page_counter_get_max(&res.over->memory);
         retry = (struct tenant_charge_retry) { .drained = j->drained, .elapsed_usec = job_elapsed_usec(j),
-                                              .fruitless = j->fruitless };
+                                              .fruitless = j->fruitless, .noretry = j->noretry,
+                                              .reclaim_rounds = j->reclaim_rounds };
         for (;;) {
                 switch (tenant_charge_next(&res, j->pages, &retry, &goal)) {
                 case TENANT_CHARGE_DRAIN:
@@ -469,10 +472,11 @@ static bool step_charge(struct reclaim_job *j) {
                 }
                 break;
         }
-        /* Still short: the OOM path (the `oom` event is in res). */
+        /* Still short: the OOM path (the `oom` event is in res), unless
+         * __GFP_NORETRY stopped before it. */
         for (size_t i = 0; i < res.nevents; i++)
                 reclaim_memory_event(r, res.events[i].tenant, res.events[i].event);
-        if (res.over->oom_policy == MB_OOM_KILL && reclaim_job_oom_kill(j, res.over))
+        if (!j->noretry && res.over->oom_policy == MB_OOM_KILL && reclaim_job_oom_kill(j, res.over))
                 return true;
         charge_fail(j, &res, usage, max);
         return false;
@@ -795,7 +799,8 @@ static void job_free(struct reclaim_job *j) {
 
 /* ---- messages from the workers (reclaim.c) ---- */
 
-void reclaim_job_charge_failed(struct reclaimer *r, struct reclaim_client *rc, uint32_t seq, uint32_t pages) {
+void reclaim_job_charge_failed(struct reclaimer *r, struct reclaim_client *rc, uint32_t seq, uint32_t pages,
+                               uint32_t flags) {
         struct reclaim_job *j;
 
         if (atomic_load(&rc->gone))
@@ -809,6 +814,7 @@ void reclaim_job_charge_failed(struct reclaimer *r, struct reclaim_client *rc, u
         j->charger = reclaim_client_ref(rc);
         j->seq = seq;
         j->pages = pages;
+        j->noretry = flags & WIRE_CHARGE_FLAG_NORETRY;
         reclaim_job_kick(j);
 }
 

@@ -174,9 +174,10 @@ static inline void reclaim_client_set_held(struct reclaim_client *rc, uint64_t h
         atomic_store_explicit(&rc->held, held, memory_order_relaxed);
 }
 
-/* A Charge of @pages (seq @seq) failed at a max: reclaim and retry
- * asynchronously; the result comes back as ops->charge_resume(). */
-void reclaim_charge_failed(struct reclaim_client *rc, uint32_t seq, uint32_t pages);
+/* A Charge of @pages (seq @seq, WIRE_CHARGE_FLAG_* @flags) failed at a
+ * max: reclaim and retry asynchronously; the result comes back as
+ * ops->charge_resume(). */
+void reclaim_charge_failed(struct reclaim_client *rc, uint32_t seq, uint32_t pages, uint32_t flags);
 /* A Charge of @pages, already charged, left some level above its high:
  * reclaim the overage; ops->charge_grant_later() says when to grant. */
 void reclaim_charge_over_high(struct reclaim_client *rc, uint32_t seq, uint32_t pages);

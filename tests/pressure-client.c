@@ -4,12 +4,16 @@
  *
  *   pressure-client --socket PATH --tenant PATH [--no-thread] [--name NAME]
  *                   [--exit-delay-ms MS] [--shrink-skip N] [--shrink-max N]
+ *                   [--cpu N]
  *
  * Reads one command per line from stdin (a FIFO the test writes to) and
  * answers one line per command on stdout:
  *
  *   alloc N     allocate N pages one by one and write a pattern into each
  *               -> "alloc ok N" | "alloc ENOMEM K <reason>" (K pages got)
+ *   allocnw N   the same with mb_page_alloc_flags(MB_ALLOC_NOWAIT)
+ *               -> "allocnw ok N" | "allocnw EAGAIN K <reason>"
+ *   allocnr N   the same with mb_page_alloc_flags(MB_ALLOC_NORETRY)
  *   free N      free N of the pages it holds -> "free ok N"
  *   cache N     put N more pages into its cache (a shrinker can free them)
  *               -> "cache ok N" | "cache ENOMEM K <reason>"
@@ -22,7 +26,8 @@
  * The cache is a list of pages behind a shrinker (count = cache size, scan =
  * free the oldest; with --shrink-skip N, its first N calls free nothing, like
  * a shrinker whose objects are busy at first; with --shrink-max N, a call
- * frees at most N pages, like a slow shrinker).  With --no-thread the client is built with
+ * frees at most N pages, like a slow shrinker).  --cpu N pins the client to
+ * CPU N, so that one per-CPU stock serves every allocation.  With --no-thread the client is built with
  * MB_CONNECT_NO_THREAD and polls mb_get_fd() next to stdin, calling
  * mb_process(); otherwise the library's thread answers the daemon.
  *
@@ -34,6 +39,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
@@ -163,16 +169,18 @@ static int64_t stock_pages(void) {
         return sum;
 }
 
-/* Allocate @n pages into the app list or the cache. */
-static void cmd_alloc(unsigned long n, bool to_cache) {
-        const char *what = to_cache ? "cache" : "alloc";
+/* Allocate @n pages into the app list or the cache, with MB_ALLOC_*
+ * @flags (the command's name is @what). */
+static void cmd_alloc(const char *what, unsigned long n, bool to_cache, unsigned flags) {
         unsigned long got = 0;
 
         for (; got < n; got++) {
-                struct page pg = { .p = mb_page_alloc(client), .key = next_key++ };
+                struct page pg = { .p = flags ? mb_page_alloc_flags(client, flags) : mb_page_alloc(client),
+                                   .key = next_key++ };
 
                 if (!pg.p) {
-                        printf("%s %s %lu %s\n", what, errno == ENOMEM ? "ENOMEM" : strerror(errno), got,
+                        printf("%s %s %lu %s\n", what,
+                               errno == ENOMEM ? "ENOMEM" : errno == EAGAIN ? "EAGAIN" : strerror(errno), got,
                                mb_last_error());
                         return;
                 }
@@ -239,9 +247,13 @@ static bool handle_line(char *line) {
         if (sscanf(line, "%31s %lu", cmd, &n) < 1)
                 return true;
         if (strcmp(cmd, "alloc") == 0)
-                cmd_alloc(n, false);
+                cmd_alloc(cmd, n, false, 0);
+        else if (strcmp(cmd, "allocnw") == 0)
+                cmd_alloc(cmd, n, false, MB_ALLOC_NOWAIT);
+        else if (strcmp(cmd, "allocnr") == 0)
+                cmd_alloc(cmd, n, false, MB_ALLOC_NORETRY);
         else if (strcmp(cmd, "cache") == 0)
-                cmd_alloc(n, true);
+                cmd_alloc(cmd, n, true, 0);
         else if (strcmp(cmd, "free") == 0)
                 cmd_free(n);
         else if (strcmp(cmd, "report") == 0)
@@ -314,6 +326,7 @@ int main(int argc, char **argv) {
                 { "exit-delay-ms", required_argument, NULL, 'd' },
                 { "shrink-skip", required_argument, NULL, 'k' },
                 { "shrink-max", required_argument, NULL, 'm' },
+                { "cpu", required_argument, NULL, 'c' },
                 {}
         };
         const char *socket_path = NULL, *tenant = NULL;
@@ -343,6 +356,17 @@ int main(int argc, char **argv) {
                 case 'm':
                         shrink_max = strtoul(optarg, NULL, 10);
                         break;
+                case 'c': {
+                        cpu_set_t set;
+
+                        CPU_ZERO(&set);
+                        CPU_SET(atoi(optarg), &set);
+                        if (sched_setaffinity(0, sizeof(set), &set) < 0) {
+                                perror("pressure-client: sched_setaffinity");
+                                return 2;
+                        }
+                        break;
+                }
                 default:
                         return 2;
                 }

@@ -184,6 +184,15 @@ START_TEST(test_next_step_oom_kill_and_limits) {
         ck_assert_int_eq(tenant_charge_next(&res, 20, &retry, &goal), TENANT_CHARGE_OOM_KILL);
         ck_assert(has_event(&res, a, MB_EVENT_OOM));
 
+        /* __GFP_NORETRY: after one reclaim round, ENOMEM without `oom`
+         * (try_charge_memcg() gives up before mem_cgroup_oom()). */
+        res.nevents = 0;
+        retry = (struct tenant_charge_retry) { .drained = true, .noretry = true };
+        ck_assert_int_eq(tenant_charge_next(&res, 20, &retry, &goal), TENANT_CHARGE_RECLAIM);
+        retry.reclaim_rounds = 1;
+        ck_assert_int_eq(tenant_charge_next(&res, 20, &retry, &goal), TENANT_CHARGE_NOMEM);
+        ck_assert_uint_eq(res.nevents, 0);
+
         /* Nobody to ask: straight to the OOM path. */
         res.nevents = 0;
         retry = (struct tenant_charge_retry) { .drained = true, .reclaim_exhausted = true };

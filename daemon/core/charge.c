@@ -68,6 +68,10 @@ enum tenant_charge_action tenant_charge_next(struct tenant_charge *failed, unsig
         *ret_reclaim_pages = 0;
         if (!retry->drained)
                 return TENANT_CHARGE_DRAIN;
+        /* try_charge_memcg(): "if (gfp_mask & __GFP_NORETRY) goto nomem;"
+         * after the first reclaim, before the retries and the OOM path. */
+        if (retry->noretry && (retry->reclaim_rounds > 0 || retry->reclaim_exhausted))
+                return TENANT_CHARGE_NOMEM;
         if (!retry->reclaim_exhausted && retry->fruitless < MAX_RECLAIM_RETRIES && retry->elapsed_usec < RECLAIM_MAX_USEC) {
                 usage = page_counter_read(&over->memory);
                 max = page_counter_get_max(&over->memory);

@@ -115,6 +115,8 @@ struct tenant_charge_retry {
         bool reclaim_exhausted;  /* the last reclaim found nobody to ask */
         uint64_t elapsed_usec;   /* since the charge first failed */
         unsigned fruitless;      /* reclaim rounds that freed nothing */
+        bool noretry;            /* __GFP_NORETRY: one reclaim, no OOM */
+        unsigned reclaim_rounds; /* reclaim rounds run so far */
 };
 
 /**
@@ -125,8 +127,10 @@ struct tenant_charge_retry {
  * fruitless, less than RECLAIM_MAX_USEC passed and the last reclaim found
  * someone to ask, then out of memory: an `oom` event at the failing level
  * (appended to @failed->events, mem_cgroup_oom()) and OOM_KILL when that
- * level's OOMPolicy= is kill, else NOMEM.  @failed comes from a failed
- * tenant_try_charge().
+ * level's OOMPolicy= is kill, else NOMEM.  With @retry->noretry
+ * (__GFP_NORETRY) one reclaim round is all: then NOMEM, with no `oom`
+ * event, as try_charge_memcg() gives up before mem_cgroup_oom().  @failed
+ * comes from a failed tenant_try_charge().
  */
 enum tenant_charge_action tenant_charge_next(struct tenant_charge *failed, unsigned long nr_pages,
                                              const struct tenant_charge_retry *retry,
