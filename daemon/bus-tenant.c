@@ -430,6 +430,19 @@ int bus_tenant_method_reclaim(sd_bus_message *msg, struct manager *m, struct ten
         return 1;
 }
 
+int bus_tenant_method_reset_peak(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error) {
+        int r;
+
+        r = bus_verify_root(msg, "Resetting the peak", error);
+        if (r < 0)
+                return r;
+        /* memory.peak written: the high-water mark starts over at the
+         * current usage (page_counter_reset_watermark()). */
+        page_counter_reset_watermark(&t->memory);
+        log_info("tenant %s: MemoryPeak reset to the usage, %lu pages", t->path, page_counter_read(&t->memory));
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
 /* ---- the Tenant interface ---- */
 
 static struct tenant *tenant_of(struct manager *m, const char *path, sd_bus_error *error) {
@@ -552,6 +565,11 @@ static int method_reclaim(sd_bus_message *msg, void *userdata, sd_bus_error *err
         return bus_tenant_method_reclaim(msg, userdata, t, error);
 }
 
+static int method_reset_peak(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        TENANT_OR_RETURN(t, userdata, sd_bus_message_get_path(msg), error);
+        return bus_tenant_method_reset_peak(msg, userdata, t, error);
+}
+
 const sd_bus_vtable bus_tenant_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("Path", "s", property_get_path, 0, SD_BUS_VTABLE_PROPERTY_CONST),
@@ -576,6 +594,8 @@ const sd_bus_vtable bus_tenant_vtable[] = {
         SD_BUS_METHOD_WITH_ARGS("SetLimits", SD_BUS_ARGS("a{sv}", limits, "b", runtime), SD_BUS_NO_RESULT,
                                 method_set_limits, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Reclaim", SD_BUS_ARGS("t", bytes), SD_BUS_RESULT("t", reclaimed), method_reclaim,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ResetPeak", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_reset_peak,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("MemoryEvent", SD_BUS_ARGS("s", event, "t", count), 0),
         SD_BUS_VTABLE_END,

@@ -26,6 +26,7 @@ bus_tests = \
 	tests/test-ctl-events.sh \
 	tests/test-ctl-set.sh \
 	tests/test-ctl-set-wait.sh \
+	tests/test-ctl-reset-peak.sh \
 	tests/test-ctl-reclaim.sh \
 	tests/test-ctl-top.sh \
 	tests/test-ctl-usage.sh

@@ -16,6 +16,7 @@ PRESSURE_TESTS = \
 	%reldir%/test-pressure-oom.sh \
 	%reldir%/test-pressure-oom-kill.sh \
 	%reldir%/test-pressure-oom-concurrent.sh \
+	%reldir%/test-pressure-oom-group.sh \
 	%reldir%/test-pressure-retry.sh \
 	%reldir%/test-pressure-alloc-flags.sh \
 	%reldir%/test-pressure-high.sh \

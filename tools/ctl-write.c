@@ -159,6 +159,19 @@ int ctl_write_reload(sd_bus *bus, int argc, char **argv) {
         return 0;
 }
 
+int ctl_write_reset_peak(sd_bus *bus, int argc, char **argv) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        char what[256];
+        int r;
+
+        r = ctl_bus_call_manager(bus, "ResetPeak", &error, NULL, "s", argv[1]);
+        if (r < 0) {
+                snprintf(what, sizeof what, "cannot reset the peak of '%s'", argv[1]);
+                return ctl_bus_log_error(what, &error, r);
+        }
+        return 0;
+}
+
 /* ---- reclaim ---- */
 
 int ctl_write_reclaim(sd_bus *bus, int argc, char **argv) {

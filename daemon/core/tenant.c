@@ -18,6 +18,7 @@ static const char *const event_names[_MB_EVENT_NR] = {
         [MB_EVENT_OOM] = "oom",
         [MB_EVENT_OOM_KILL] = "oom_kill",
         [MB_EVENT_OVERRUN] = "overrun",
+        [MB_EVENT_OOM_GROUP_KILL] = "oom_group_kill",
 };
 
 static const char *const stat_item_names[_MB_STAT_NR] = {
