@@ -351,6 +351,10 @@ static bool job_start_reclaim(struct reclaim_job *j, struct tenant *root, uint64
                 plan_release(&p);
                 return false;
         }
+        /* shrink_node_memcgs(): every intermediate tenant the pass below
+         * low visited below its low counts `low`, once per visit. */
+        for (size_t i = 0; i < p.nlow_visited; i++)
+                reclaim_memory_event(j->r, p.low_visited[i], MB_EVENT_LOW);
         j->round_drain = false;
         j->round_low = p.low_pass;
         j->last_low_skipped = p.low_skipped;
