@@ -622,8 +622,8 @@ static void conn_charge_events(struct conn *c, const struct tenant_charge *res) 
 }
 
 /* The pages are charged.  mem_cgroup_handle_over_high(): when the charge
- * left the tenant or an ancestor above its high (@res->over_high; the
- * reclaimer counts the `high` events), hold the Grant while the reclaimer takes the overage back and
+ * left the tenant or an ancestor above its high (@res->over_high), hold the
+ * Grant while the reclaimer counts `high`, takes the overage back and
  * computes the throttle. */
 static void conn_charge_charged(struct conn *c, uint32_t seq, uint32_t n, const struct tenant_charge *res) {
         conn_charge_events(c, res);
