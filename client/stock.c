@@ -404,9 +404,14 @@ void *mb_page_alloc_flags(mb_client *c, unsigned flags) {
         }
         stock_unlock(s);
         if (flags & MB_ALLOC_NOWAIT) {
-                /* GFP_NOWAIT: no trip to the daemon. */
-                mb_set_error("mb_page_alloc_flags: the stock is empty (MB_ALLOC_NOWAIT)");
-                errno = EAGAIN;
+                /* GFP_NOWAIT: no trip to the daemon, and no wait for a
+                 * lock another allocation holds; a lost session says so. */
+                if (c->forked || session_broken(c))
+                        errno = -session_lost(c);
+                else {
+                        mb_set_error("mb_page_alloc_flags: the stock is empty (MB_ALLOC_NOWAIT)");
+                        errno = EAGAIN;
+                }
                 return NULL;
         }
         return stock_page_alloc_slow(c, flags);
@@ -435,6 +440,8 @@ int mb_page_alloc_bulk_flags(mb_client *c, void **pages, size_t n, unsigned flag
         }
         stock_unlock(s);
         if (flags & MB_ALLOC_NOWAIT) {
+                if (c->forked || session_broken(c))
+                        return session_lost(c);
                 mb_set_error("mb_page_alloc_bulk_flags: the stock holds fewer than %zu pages (MB_ALLOC_NOWAIT)", n);
                 return -EAGAIN;
         }

@@ -566,7 +566,8 @@ static bool step_high(struct reclaim_job *j) {
                         high_release(j, false);
                         return false;
                 }
-                if ((j->pass_got > 0 || j->high_retries-- > 0) && job_elapsed_usec(j) < RECLAIM_MAX_USEC) {
+                if ((j->pass_got > 0 || (j->high_retries > 0 && j->high_retries--)) &&
+                    job_elapsed_usec(j) < RECLAIM_MAX_USEC) {
                         j->in_retry = true;
                         j->level = 0;
                         j->pass_got = 0;

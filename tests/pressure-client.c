@@ -14,6 +14,8 @@
  *   allocnw N   the same with mb_page_alloc_flags(MB_ALLOC_NOWAIT)
  *               -> "allocnw ok N" | "allocnw EAGAIN K <reason>"
  *   allocnr N   the same with mb_page_alloc_flags(MB_ALLOC_NORETRY)
+ *   bulknw N    N pages in one mb_page_alloc_bulk_flags(MB_ALLOC_NOWAIT)
+ *               -> "bulknw ok N" | "bulknw EAGAIN 0 <reason>"
  *   free N      free N of the pages it holds -> "free ok N"
  *   cache N     put N more pages into its cache (a shrinker can free them)
  *               -> "cache ok N" | "cache ENOMEM K <reason>"
@@ -197,6 +199,29 @@ static void cmd_alloc(const char *what, unsigned long n, bool to_cache, unsigned
         printf("%s ok %lu\n", what, got);
 }
 
+static void cmd_bulk_nowait(unsigned long n) {
+        void **v = calloc(n ? n : 1, sizeof(void *));
+        int r;
+
+        if (!v) {
+                printf("bulknw ENOMEM 0 out of memory\n");
+                return;
+        }
+        r = mb_page_alloc_bulk_flags(client, v, n, MB_ALLOC_NOWAIT);
+        if (r < 0)
+                printf("bulknw %s 0 %s\n", r == -EAGAIN ? "EAGAIN" : strerror(-r), mb_last_error());
+        else {
+                for (unsigned long i = 0; i < n; i++) {
+                        struct page pg = { .p = v[i], .key = next_key++ };
+
+                        fill(&pg);
+                        (void) push(&app, &napp, &app_alloc, pg);
+                }
+                printf("bulknw ok %lu\n", n);
+        }
+        free(v);
+}
+
 static void cmd_free(unsigned long n) {
         unsigned long done = 0;
 
@@ -252,6 +277,8 @@ static bool handle_line(char *line) {
                 cmd_alloc(cmd, n, false, MB_ALLOC_NOWAIT);
         else if (strcmp(cmd, "allocnr") == 0)
                 cmd_alloc(cmd, n, false, MB_ALLOC_NORETRY);
+        else if (strcmp(cmd, "bulknw") == 0)
+                cmd_bulk_nowait(n);
         else if (strcmp(cmd, "cache") == 0)
                 cmd_alloc(cmd, n, true, 0);
         else if (strcmp(cmd, "free") == 0)

@@ -31,7 +31,10 @@ case "$out" in "allocnw EAGAIN 0 "*) ;; *) fail "NOWAIT with an empty stock: $ou
 pass "NOWAIT with an empty stock: $out"
 # NOWAIT served from the stock: one normal allocation charges a batch.
 assert_eq "alloc ok 1" "$(pc big alloc 1)" "a normal allocation refills the stock"
-assert_eq "allocnw ok 15" "$(pc big allocnw 15)" "NOWAIT from the stock"
+out=$(pc big bulknw 16)
+case "$out" in "bulknw EAGAIN 0 "*) ;; *) fail "bulk NOWAIT of more than the stock holds: $out" ;; esac
+assert_eq "bulknw ok 10" "$(pc big bulknw 10)" "bulk NOWAIT from the stock"
+assert_eq "allocnw ok 5" "$(pc big allocnw 5)" "NOWAIT from the stock"
 # At the limit now (1024 pages), the stock empty: EAGAIN at once.
 out=$(pc big allocnw 1)
 case "$out" in "allocnw EAGAIN 0 "*) ;; *) fail "NOWAIT at the limit: $out" ;; esac
