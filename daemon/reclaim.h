@@ -196,8 +196,8 @@ int reclaim_proactive(struct reclaimer *r, struct tenant *t, uint64_t pages, man
                       void *userdata);
 
 /* memory_max_write()/memory_high_write(): when @t's usage is above its max
- * or high, reclaim the excess (above max: drain, retries, then `oom` and
- * OOMPolicy=kill).  Asynchronous. */
+ * or high, drain the stocks once and reclaim the excess (above max, then
+ * `oom` and OOMPolicy=kill); the outcome is logged.  Asynchronous. */
 void reclaim_enforce_limits(struct reclaimer *r, struct tenant *t);
 /* reclaim_enforce_limits(), and when there is an excess to reclaim, @cb
  * with the outcome once that reclaim ends (after this returns): 0.  1 when
