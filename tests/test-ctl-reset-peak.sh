@@ -13,7 +13,7 @@ bus_setup "Capacity=64M" "ChargeBatch=16"
 mb_write_tenant a "Path=app/a"
 bus_run
 
-pc_start a app/a
+pc_start a app/a --cpu 0  # one stock serves every allocation
 assert_eq "alloc ok 512" "$(pc a alloc 512)" "allocate 2M"
 assert_eq "free ok 384" "$(pc a free 384)" "free 1.5M"
 peak=$(tenant_prop app/a MemoryPeak)
