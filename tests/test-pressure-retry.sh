@@ -13,7 +13,7 @@ pr_setup
 mb_write_tenant k "Path=k" "MemoryMax=4M"       # 1024 pages
 mb_start_daemon
 
-pc_start a k --shrink-skip 1
+pc_start a k --shrink-skip 1 --cpu 0  # one stock: its fill leaves it empty
 pc_start b k
 assert_eq "alloc ok 256" "$(pc a alloc 256)" "A allocates"
 assert_eq "cache ok 608" "$(pc a cache 608)" "A fills its cache"
