@@ -520,7 +520,7 @@ static void high_release(struct reclaim_job *j, bool throttle) {
 static bool step_high(struct reclaim_job *j) {
         struct reclaimer *r = j->r;
         struct tenant *leaf = tenant_lookup(r->m->tree, j->path);
-        uint64_t sum = 0, delay = 0;
+        uint64_t sum = 0, delay;
 
         for (size_t i = 0; i < j->nwaiters; i++)
                 if (!atomic_load(&j->waiters[i].rc->gone))
@@ -550,14 +550,15 @@ static bool step_high(struct reclaim_job *j) {
                                 if (job_start_reclaim(j, x, goal, true))
                                         return true;
                                 j->level_round = false;
-                                j->use_low = false;
                         }
                         j->level++;
+                        j->use_low = false; /* a pass below low was for that level */
                         continue;
                 }
 
                 /* The pass is over: the penalty of the largest charge
                  * waiting (they share the overage). */
+                delay = 0;
                 for (size_t i = 0; i < j->nwaiters; i++)
                         if (!atomic_load(&j->waiters[i].rc->gone))
                                 delay = MB_MAX(delay, high_delay_throttle_usec(&j->waiters[i].rc->tenant->memory,
