@@ -334,6 +334,7 @@ static bool job_start_drain(struct reclaim_job *j, struct tenant *root) {
  */
 static bool job_start_reclaim(struct reclaim_job *j, struct tenant *root, uint64_t goal, bool allow_low) {
         struct reclaim_plan p = plan_init(j, root, false);
+        unsigned shift;
         bool wait;
 
         if (goal == 0)
@@ -346,7 +347,8 @@ static bool job_start_reclaim(struct reclaim_job *j, struct tenant *root, uint64
          * twice as much as the one before (progress starts over), as
          * do_try_to_free_pages() lowers sc->priority and scans a larger
          * part of every lruvec (size >> priority) until everything is. */
-        goal = goal << MB_MIN(j->fruitless_streak, RECLAIM_PRIORITY_SHIFT_MAX);
+        shift = MB_MIN(j->fruitless_streak, RECLAIM_PRIORITY_SHIFT_MAX);
+        goal = goal > (UINT64_MAX >> shift) ? UINT64_MAX : goal << shift;
         if (reclaim_plan_build(&p, goal) < 0) {
                 plan_release(&p);
                 return false;
