@@ -108,6 +108,24 @@ void *mb_page_alloc(mb_client *c);
  * nothing: at a limit, -ENOMEM and no page charged for the call). */
 int mb_page_alloc_bulk(mb_client *c, void **pages, size_t n);
 
+/* Allocation flags, after the kernel's gfp flags for memcg charges. */
+/* GFP_NOWAIT: never wait -- served from this CPU's stock or not at all
+ * (EAGAIN); no trip to the daemon, so no reclaim and no throttle. */
+#define MB_ALLOC_NOWAIT 0x1u
+/* __GFP_NORETRY: at a limit the daemon drains the stocks and reclaims
+ * once; if that is not enough the allocation fails with ENOMEM, without an
+ * `oom` event and without OOMPolicy=kill killing anyone. */
+#define MB_ALLOC_NORETRY 0x2u
+
+/* mb_page_alloc() with MB_ALLOC_* @flags (0: the same as mb_page_alloc());
+ * NULL with errno EAGAIN (MB_ALLOC_NOWAIT, the stock is empty), ENOMEM,
+ * EINVAL (unknown flags) or as mb_page_alloc(). */
+void *mb_page_alloc_flags(mb_client *c, unsigned flags);
+
+/* mb_page_alloc_bulk() with MB_ALLOC_* @flags: -EAGAIN when
+ * MB_ALLOC_NOWAIT and this CPU's stock holds fewer than @n pages. */
+int mb_page_alloc_bulk_flags(mb_client *c, void **pages, size_t n, unsigned flags);
+
 /* Give a page back to the stock (a full stock returns a batch to the
  * daemon).  -EINVAL when @page is not a page of this client's arena.  Freeing
  * a page this client does not hold is a protocol error: the daemon refuses it

@@ -578,7 +578,7 @@ resend:
         return 0;
 }
 
-int session_charge_locked(mb_client *c, uint32_t n, uint32_t need, void **out, size_t *ret_got) {
+int session_charge_locked(mb_client *c, uint32_t n, uint32_t need, void **out, size_t *ret_got, unsigned flags) {
         Mb__Charge ch = MB__CHARGE__INIT;
         Mb__Msg msg = MB__MSG__INIT;
         Mb__Msg *reply = NULL;
@@ -591,6 +591,10 @@ int session_charge_locked(mb_client *c, uint32_t n, uint32_t need, void **out, s
         if (need < n) {
                 ch.has_need = true;
                 ch.need = need;
+        }
+        if (flags & MB_ALLOC_NORETRY) {
+                ch.has_flags = true;
+                ch.flags = WIRE_CHARGE_FLAG_NORETRY;
         }
         msg.body_case = MB__MSG__BODY_CHARGE;
         msg.charge = &ch;

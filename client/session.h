@@ -57,11 +57,12 @@ uint32_t session_next_seq(mb_client *c);
  * session_charge_locked - Charge @n (<= MB_CHARGE_MAX_PAGES) pages, or only
  * @need (<= @n) of them when @n do not fit under a limit (Charge.need):
  * their addresses into @out, their number into *@ret_got.  Adopts a new
- * batch the Grant carries (stock_adopt_batch_locked()).  conn_lock held.
+ * batch the Grant carries (stock_adopt_batch_locked()).  @flags:
+ * MB_ALLOC_NORETRY goes in Charge.flags.  conn_lock held.
  * Returns 0, -ENOMEM at a limit (the session goes on), or the error that
  * ended the session.
  */
-int session_charge_locked(mb_client *c, uint32_t n, uint32_t need, void **out, size_t *ret_got);
+int session_charge_locked(mb_client *c, uint32_t n, uint32_t need, void **out, size_t *ret_got, unsigned flags);
 
 /**
  * session_uncharge - send Uncharge frames for @pages (sorted in place,

@@ -378,7 +378,7 @@ void stock_take_locked(const mb_client *c, struct stock *s, void **out, uint32_t
         stock_set_nr(s, nr);
         memcpy(out, s->pages + nr, take * sizeof(void *));
         stock_slot_add(s->slot, MB_STAT_STOCK, -(int64_t) take);
-        stock_slot_commit(c, s);
+        stock_slot_commit(c, s, take);
 }
 
 void stock_disable_all(mb_client *c) {
@@ -442,7 +442,7 @@ void stock_account_unlock(const mb_client *c, struct stock *s, int64_t n) {
                 stock_slot_add(s->slot, MB_STAT_PAGES, n);
                 stock_slot_add(s->slot, MB_STAT_PGFREE, -n);
         }
-        stock_slot_commit(c, s);
+        stock_slot_commit(c, s, (uint64_t) (n > 0 ? n : -n));
         stock_unlock(c, s);
 }
 
@@ -549,7 +549,7 @@ static int stock_put_locked(mb_client *c, void **pages, size_t n, size_t freed) 
                 stock_slot_add(s->slot, MB_STAT_PAGES, -(int64_t) freed);
                 stock_slot_add(s->slot, MB_STAT_PGFREE, (int64_t) freed);
         }
-        stock_slot_commit(c, s);
+        stock_slot_commit(c, s, (n > nback ? n - nback : nback - n) + freed);
         stock_unlock(c, s);
 
         return session_uncharge(c, back, nback, MB__UNCHARGE_REASON__UNCHARGE_FREE, true, false, 0);
@@ -562,18 +562,18 @@ static int stock_put_locked(mb_client *c, void **pages, size_t n, size_t freed) 
  * falls back from MEMCG_CHARGE_BATCH to nr_pages before counting `max`.
  * conn_lock held.
  */
-static int stock_charge_batched_locked(mb_client *c, void **out, size_t n) {
+static int stock_charge_batched_locked(mb_client *c, void **out, size_t n, unsigned flags) {
         _cleanup_(freep) void **buf = NULL;
         size_t want = MB_MAX(n, (size_t) c->charge_batch), got = 0;
         int r;
 
         mb_assert_mutex_held(&c->conn_lock);
         if (want == n)
-                return session_charge_locked(c, (uint32_t) n, (uint32_t) n, out, &got);
+                return session_charge_locked(c, (uint32_t) n, (uint32_t) n, out, &got, flags);
         buf = malloc(want * sizeof(void *));
         if (!buf)
                 return -ENOMEM;
-        r = session_charge_locked(c, (uint32_t) want, (uint32_t) n, buf, &got);
+        r = session_charge_locked(c, (uint32_t) want, (uint32_t) n, buf, &got, flags);
         if (r < 0)
                 return r;
         memcpy(out, buf, n * sizeof(void *));
@@ -584,7 +584,7 @@ static int stock_charge_batched_locked(mb_client *c, void **out, size_t n) {
 }
 
 /* stock_alloc_slow() under conn_lock, the session not broken. */
-static int stock_alloc_locked(mb_client *c, void **out, size_t n) {
+static int stock_alloc_locked(mb_client *c, void **out, size_t n, unsigned flags) {
         size_t got;
         int r = 0;
 
@@ -593,7 +593,7 @@ static int stock_alloc_locked(mb_client *c, void **out, size_t n) {
         while (got < n) {
                 size_t chunk = MB_MIN(n - got, (size_t) MB_CHARGE_MAX_PAGES), k;
 
-                r = stock_charge_batched_locked(c, out + got, chunk);
+                r = stock_charge_batched_locked(c, out + got, chunk, flags);
                 if (r == 0) {
                         got += chunk;
                         continue;
@@ -626,7 +626,7 @@ static int stock_alloc_locked(mb_client *c, void **out, size_t n) {
  * charges the rest in batches, and at a limit takes the other CPUs' stocks
  * before failing (drain_all_stock() before the OOM path).
  */
-static int stock_alloc_slow(mb_client *c, void **out, size_t n) {
+static int stock_alloc_slow(mb_client *c, void **out, size_t n, unsigned flags) {
         int r;
 
         if (c->forked)
@@ -638,7 +638,7 @@ static int stock_alloc_slow(mb_client *c, void **out, size_t n) {
         }
         {
                 MB_LOCK_GUARD(&c->conn_lock);
-                r = session_broken(c) ? session_lost(c) : stock_alloc_locked(c, out, n);
+                r = session_broken(c) ? session_lost(c) : stock_alloc_locked(c, out, n, flags);
         }
         session_dispatch_events(c);
         return r;
@@ -662,11 +662,11 @@ static int stock_free_slow(mb_client *c, void **pages, size_t n) {
         return r;
 }
 
-static __attribute__((noinline)) void *stock_page_alloc_slow(mb_client *c) {
+static __attribute__((noinline)) void *stock_page_alloc_slow(mb_client *c, unsigned flags) {
         void *p;
         int r;
 
-        r = stock_alloc_slow(c, &p, 1);
+        r = stock_alloc_slow(c, &p, 1, flags);
         if (r < 0) {
                 errno = -r;
                 return NULL;
@@ -700,7 +700,7 @@ static __attribute__((noinline)) void *stock_page_alloc_locked(mb_client *c) {
                 return p;
         }
         stock_unlock(c, s);
-        return stock_page_alloc_slow(c);
+        return stock_page_alloc_slow(c, 0);
 }
 
 static __attribute__((noinline)) int stock_page_free_locked(mb_client *c, void *page) {
@@ -823,7 +823,77 @@ int mb_page_alloc_bulk(mb_client *c, void **pages, size_t n) {
                 return 0;
         }
         stock_unlock(c, s);
-        return stock_alloc_slow(c, pages, n);
+        return stock_alloc_slow(c, pages, n, 0);
+}
+
+/* MB_ALLOC_NOWAIT (GFP_NOWAIT): no trip to the daemon; a lost session says
+ * so, an empty stock is EAGAIN. */
+static int stock_nowait_fail(mb_client *c, const char *what) {
+        if (c->forked || session_broken(c))
+                return session_lost(c);
+        mb_set_error("%s: the stock cannot serve it (MB_ALLOC_NOWAIT)", what);
+        return -EAGAIN;
+}
+
+void *mb_page_alloc_flags(mb_client *c, unsigned flags) {
+        struct stock *s;
+        uint32_t nr;
+
+        if (flags & ~(MB_ALLOC_NOWAIT | MB_ALLOC_NORETRY)) {
+                mb_set_error("mb_page_alloc_flags: unknown flags 0x%x", flags);
+                errno = EINVAL;
+                return NULL;
+        }
+        if (flags == 0)
+                return mb_page_alloc(c);
+        s = stock_lock_this(c);
+        nr = stock_nr(s);
+        if (nr > 0) {
+                void *p = s->pages[nr - 1];
+
+                stock_set_nr(s, nr - 1);
+                stock_use_locked(c, s, 1);
+                stock_unlock(c, s);
+                return p;
+        }
+        stock_unlock(c, s);
+        if (flags & MB_ALLOC_NOWAIT) {
+                errno = -stock_nowait_fail(c, "mb_page_alloc_flags");
+                return NULL;
+        }
+        return stock_page_alloc_slow(c, flags);
+}
+
+int mb_page_alloc_bulk_flags(mb_client *c, void **pages, size_t n, unsigned flags) {
+        struct stock *s;
+        uint32_t nr;
+
+        if (flags & ~(MB_ALLOC_NOWAIT | MB_ALLOC_NORETRY)) {
+                mb_set_error("mb_page_alloc_bulk_flags: unknown flags 0x%x", flags);
+                return -EINVAL;
+        }
+        if (flags == 0)
+                return mb_page_alloc_bulk(c, pages, n);
+        if (n == 0)
+                return 0;
+        if (!pages) {
+                mb_set_error("mb_page_alloc_bulk_flags: no array");
+                return -EINVAL;
+        }
+        s = stock_lock_this(c);
+        nr = stock_nr(s);
+        if (nr >= n) {
+                nr -= (uint32_t) n;
+                stock_set_nr(s, nr);
+                memcpy(pages, s->pages + nr, n * sizeof(void *));
+                stock_use_locked(c, s, (int64_t) n);
+                stock_unlock(c, s);
+                return 0;
+        }
+        stock_unlock(c, s);
+        if (flags & MB_ALLOC_NOWAIT)
+                return stock_nowait_fail(c, "mb_page_alloc_bulk_flags");
+        return stock_alloc_slow(c, pages, n, flags);
 }
 
 static int stock_bad_page(const mb_client *c, const void *page) {

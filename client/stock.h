@@ -131,9 +131,12 @@ static inline void stock_slot_add(struct mb_stat_slot *slot, enum mb_stat_item i
                          __ATOMIC_RELAXED);
 }
 
-/* Returns the slot's new update count. */
-static inline uint64_t stock_slot_updated(struct mb_stat_slot *slot) {
-        uint64_t u = __atomic_load_n(&slot->updates, __ATOMIC_RELAXED) + 1;
+/* Count an update of @weight (> 0) in the slot: memcg_rstat_updated() adds
+ * abs(val) to the pending updates, so that a bulk change of thousands of
+ * pages counts as thousands toward the daemon's flush threshold, not as
+ * one.  Returns the slot's new update count. */
+static inline uint64_t stock_slot_updated(struct mb_stat_slot *slot, uint64_t weight) {
+        uint64_t u = __atomic_load_n(&slot->updates, __ATOMIC_RELAXED) + weight;
 
         __atomic_store_n(&slot->updates, u, __ATOMIC_RELEASE);
         return u;
@@ -143,8 +146,9 @@ static inline uint64_t stock_slot_updated(struct mb_stat_slot *slot) {
  * The fast path marks its stats region dirty (mb_stats_abi.h) only once per
  * STOCK_STAT_DIRTY_UPDATES updates of a slot, as the kernel's
  * memcg_rstat_updated() calls cgroup_rstat_updated() only once a CPU's
- * pending updates pass MEMCG_CHARGE_BATCH: the test is on the update count
- * just computed, so the other 63 cost no access to the shared line at all.
+ * pending updates pass MEMCG_CHARGE_BATCH: the test is whether the update
+ * count just computed crossed a multiple of 64 (an update weighs the pages
+ * it moves), so the others cost no access to the shared line at all.
  * Slow paths (charges, returns, drains, slab) mark every time.  A read over
  * the bus may therefore miss up to STOCK_STAT_DIRTY_UPDATES - 1 fast-path
  * updates per CPU slot of a client until the next one or the periodic
@@ -155,13 +159,16 @@ static inline uint64_t stock_slot_updated(struct mb_stat_slot *slot) {
 /* @n pages moved between the application and the stock: alloc (@n > 0)
  * or free (@n < 0).  True when the region is due for a dirty mark. */
 static inline bool stock_stat_use(struct mb_stat_slot *slot, int64_t n) {
+        uint64_t w = (uint64_t) (n > 0 ? n : -n), u;
+
         stock_slot_add(slot, MB_STAT_PAGES, n);
         stock_slot_add(slot, MB_STAT_STOCK, -n);
         if (n > 0)
                 stock_slot_add(slot, MB_STAT_PGALLOC, n);
         else
                 stock_slot_add(slot, MB_STAT_PGFREE, -n);
-        return (stock_slot_updated(slot) & (STOCK_STAT_DIRTY_UPDATES - 1)) == 0;
+        u = stock_slot_updated(slot, w);
+        return (u ^ (u - w)) >= STOCK_STAT_DIRTY_UPDATES;
 }
 
 /* ---- the stock lock ---- */
@@ -206,11 +213,12 @@ static inline __attribute__((always_inline)) void stock_stat_dirty(const mb_clie
         mb_stats_region_mark_dirty(__atomic_load_n(&c->stats, __ATOMIC_RELAXED));
 }
 
-/* A slow path's update of @s's slot is complete: bump `updates` and mark the
- * region (every time; the fast path marks every STOCK_STAT_DIRTY_UPDATES). */
-static inline void stock_slot_commit(const mb_client *c, struct stock *s) {
+/* A slow path's update of @s's slot, moving @weight pages (at least 1 is
+ * counted), is complete: bump `updates` by the weight and mark the region
+ * (every time; the fast path marks every STOCK_STAT_DIRTY_UPDATES). */
+static inline void stock_slot_commit(const mb_client *c, struct stock *s, uint64_t weight) {
         stock_assert_locked(s);
-        stock_slot_updated(s->slot);
+        stock_slot_updated(s->slot, weight > 0 ? weight : 1);
         stock_stat_dirty(c);
 }
 

@@ -49,6 +49,7 @@ const struct mb_event_key_info mb_event_keys[MB_EVENT_KEY_NR] = {
         [MB_EVENT_KEY_OOM] = EVENT(oom, "Times a charge failed: reclaim could not make room."),
         [MB_EVENT_KEY_OOM_KILL] = EVENT(oom_kill, "Clients disconnected because reclaim could not make room."),
         [MB_EVENT_KEY_OVERRUN] = EVENT(overrun, "Times arena pages no client held were found backed and punched."),
+        [MB_EVENT_KEY_OOM_GROUP_KILL] = EVENT(oom_group_kill, "Times OOMGroup=yes killed all clients of a tenant together."),
 };
 
 const struct mb_stat_key_info *mb_stat_key_find(const char *name, bool *ret_local) {

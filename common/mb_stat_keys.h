@@ -75,6 +75,7 @@ enum mb_event_key {
         MB_EVENT_KEY_OOM,
         MB_EVENT_KEY_OOM_KILL,
         MB_EVENT_KEY_OVERRUN, /* membroker's own: arena pages backed beyond the charge */
+        MB_EVENT_KEY_OOM_GROUP_KILL,
         MB_EVENT_KEY_NR,
 };
 

@@ -14,9 +14,12 @@
  * Slot protocol (writer side):
  *   - v[item] is a running signed sum: gauges (pages, stock, slab_*) move both
  *     ways, counters (pgalloc, pgfree) only grow.
- *   - after changing v[], the writer bumps `updates`.  The reader folds the
- *     slot only when `updates` differs from what it saw at the last flush,
- *     so an idle client costs a flush nothing (rstat local counters and flush batching).
+ *   - after changing v[], the writer bumps `updates` by the update's weight:
+ *     1, or the pages it moved (libmembroker), as memcg_rstat_updated()
+ *     adds abs(val), so that the reader's count of pending updates -- which
+ *     decides a flush on read -- grows with the size of a change.  The
+ *     reader folds the slot only when `updates` differs from what it saw at
+ *     the last flush, so an idle client costs a flush nothing.
  *   - one writer per slot at a time (the client serialises per-CPU work), so
  *     relaxed load+store suffices; the reader tolerates a torn view across
  *     items because every value is folded as a delta against the last read.

@@ -36,6 +36,8 @@
 #define BUS_ERROR_TENANT_EXISTS "org.membroker1.Error.TenantExists"
 #define BUS_ERROR_BUSY "org.membroker1.Error.Busy"
 #define BUS_ERROR_BAD_CONFIG "org.membroker1.Error.BadConfig"
+/* Not all of it could be done, as EAGAIN from memory.reclaim. */
+#define BUS_ERROR_AGAIN "org.membroker1.Error.Again"
 
 struct event;
 
@@ -98,6 +100,9 @@ int bus_tenant_method_get_events(sd_bus_message *msg, struct manager *m, struct 
                                  sd_bus_error *error);
 int bus_tenant_method_set_limits(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error);
 int bus_tenant_method_reclaim(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error);
+/* ResetPeak(): MemoryPeak starts over from the current usage (a write to
+ * memory.peak; page_counter_reset_watermark()).  uid 0. */
+int bus_tenant_method_reset_peak(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error);
 
 /**
  * bus_read_limits - read an a{sv} of MemoryMax/MemoryHigh/MemoryLow/

@@ -4,7 +4,8 @@
  * properties and the path-taking methods (design.md §6).
  *
  * Reads are open to every caller.  CreateTenant, RemoveTenant,
- * SetTenantLimits, Reclaim and Reload need uid 0 (bus_verify_root()).
+ * SetTenantLimits, Reclaim, ResetPeak and Reload need uid 0
+ * (bus_verify_root()).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -251,6 +252,7 @@ DEFINE_TENANT_METHOD(get_stat, get_stat)
 DEFINE_TENANT_METHOD(get_stat_text, get_stat_text)
 DEFINE_TENANT_METHOD(get_events, get_events)
 DEFINE_TENANT_METHOD(reclaim, reclaim)
+DEFINE_TENANT_METHOD(reset_peak, reset_peak)
 
 struct dump_ctx {
         struct manager *manager;
@@ -366,6 +368,8 @@ const sd_bus_vtable bus_manager_vtable[] = {
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Reclaim", SD_BUS_ARGS("s", path, "t", bytes), SD_BUS_RESULT("t", reclaimed),
                                 method_reclaim, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ResetPeak", SD_BUS_ARGS("s", path), SD_BUS_NO_RESULT, method_reset_peak,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Reload", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_reload,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_VTABLE_END,

@@ -62,7 +62,8 @@ void bus_events_collect(struct tenant *t, struct bus_events *ret) {
                                (int) MB_EVENT_KEY_MAX == (int) MB_EVENT_MAX &&
                                (int) MB_EVENT_KEY_OOM == (int) MB_EVENT_OOM &&
                                (int) MB_EVENT_KEY_OOM_KILL == (int) MB_EVENT_OOM_KILL &&
-                               (int) MB_EVENT_KEY_OVERRUN == (int) MB_EVENT_OVERRUN,
+                               (int) MB_EVENT_KEY_OVERRUN == (int) MB_EVENT_OVERRUN &&
+                               (int) MB_EVENT_KEY_OOM_GROUP_KILL == (int) MB_EVENT_OOM_GROUP_KILL,
                        "mb_event_keys[] follows enum mb_event");
 
         for (int i = 0; i < _MB_EVENT_NR; i++) {

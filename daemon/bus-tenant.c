@@ -6,6 +6,7 @@
  * the Manager's path-taking methods share.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -290,7 +291,37 @@ int bus_tenant_method_get_events(sd_bus_message *msg, struct manager *m, struct 
         return sd_bus_send(NULL, reply, NULL);
 }
 
+struct set_limits_request {
+        struct manager *m;
+        sd_bus_message *msg;
+};
+
+static void set_limits_done(const struct reclaim_limits_outcome *o, void *userdata) {
+        struct set_limits_request *req = userdata;
+        struct manager *m = req->m;
+        int r;
+
+        if (o->fits || o->gone)
+                r = sd_bus_reply_method_return(req->msg, NULL);
+        else {
+                bool max = o->usage > o->max;
+
+                r = sd_bus_reply_method_errorf(
+                        req->msg, BUS_ERROR_AGAIN,
+                        "The limits apply, but the usage stays at %" PRIu64 " bytes, above the new %s of %" PRIu64
+                        " bytes, after reclaiming %" PRIu64 " bytes: nothing more could be reclaimed",
+                        o->usage * m->b.page_size, max ? "MemoryMax" : "MemoryHigh",
+                        (max ? o->max : o->high) * m->b.page_size, o->reclaimed * m->b.page_size);
+        }
+        if (r < 0 && r != -ENOTCONN)
+                log_warning("cannot reply to SetLimits: %s", strerror(-r));
+        sd_bus_message_unref(req->msg);
+        free(req);
+        bus_kick(m);
+}
+
 int bus_tenant_method_set_limits(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error) {
+        struct set_limits_request *req;
         struct mb_limits l;
         int runtime, r;
 
@@ -320,21 +351,49 @@ int bus_tenant_method_set_limits(sd_bus_message *msg, struct manager *m, struct 
          * descendants that inherit ChargeBatch changed as well. */
         if (l.charge_batch != MB_LIMIT_UNSET)
                 bus_emit_charge_batch_changed(m, t);
-        return sd_bus_reply_method_return(msg, NULL);
+
+        /* memory_max_write(), memory_high_write(): the write returns once
+         * the usage fits under the new limits, or when reclaim (and the
+         * OOM policy) could do no more. */
+        req = calloc(1, sizeof(*req));
+        if (!req)
+                return -ENOMEM;
+        req->m = m;
+        req->msg = sd_bus_message_ref(msg);
+        r = manager_tenant_limits_wait(m, t, set_limits_done, req);
+        if (r != 0) {
+                sd_bus_message_unref(req->msg);
+                free(req);
+                if (r < 0 && r != -ESHUTDOWN)
+                        return bus_error_from_errno(error, r, "Cannot reclaim the excess of", t->path);
+                return sd_bus_reply_method_return(msg, NULL);
+        }
+        return 1;
 }
 
 struct reclaim_request {
         sd_bus_message *msg;
+        uint64_t goal_bytes; /* what was asked, rounded down to pages */
+        char *path;
 };
 
 static void reclaim_done(struct manager *m, uint64_t reclaimed_bytes, void *userdata) {
         struct reclaim_request *req = userdata;
         int r;
 
-        r = sd_bus_reply_method_return(req->msg, "t", reclaimed_bytes);
+        /* memory_reclaim() fails with -EAGAIN when it could not reclaim
+         * all it was asked for. */
+        if (reclaimed_bytes < req->goal_bytes)
+                r = sd_bus_reply_method_errorf(req->msg, BUS_ERROR_AGAIN,
+                                               "Reclaimed %" PRIu64 " of %" PRIu64
+                                               " bytes from '%s': nothing more could be reclaimed",
+                                               reclaimed_bytes, req->goal_bytes, req->path);
+        else
+                r = sd_bus_reply_method_return(req->msg, "t", reclaimed_bytes);
         if (r < 0 && r != -ENOTCONN)
                 log_warning("cannot reply to Reclaim: %s", strerror(-r));
         sd_bus_message_unref(req->msg);
+        free(req->path);
         free(req);
         bus_kick(m);
 }
@@ -354,16 +413,36 @@ int bus_tenant_method_reclaim(sd_bus_message *msg, struct manager *m, struct ten
         req = calloc(1, sizeof *req);
         if (!req)
                 return -ENOMEM;
+        req->path = strdup(t->path);
+        if (!req->path) {
+                free(req);
+                return -ENOMEM;
+        }
         req->msg = sd_bus_message_ref(msg);
+        req->goal_bytes = bytes / m->b.page_size * m->b.page_size;
         /* memory.reclaim: the reply goes out when reclaim completes (the
          * callback may run before manager_reclaim() returns). */
         r = manager_reclaim(m, t, bytes, reclaim_done, req);
         if (r < 0) {
                 sd_bus_message_unref(req->msg);
+                free(req->path);
                 free(req);
                 return bus_error_from_errno(error, r, "Cannot reclaim from", t->path);
         }
         return 1;
+}
+
+int bus_tenant_method_reset_peak(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error) {
+        int r;
+
+        r = bus_verify_root(msg, "Resetting the peak", error);
+        if (r < 0)
+                return r;
+        /* memory.peak written: the high-water mark starts over at the
+         * current usage (page_counter_reset_watermark()). */
+        page_counter_reset_watermark(&t->memory);
+        log_info("tenant %s: MemoryPeak reset to the usage, %lu pages", t->path, page_counter_read(&t->memory));
+        return sd_bus_reply_method_return(msg, NULL);
 }
 
 /* ---- the Tenant interface ---- */
@@ -488,6 +567,11 @@ static int method_reclaim(sd_bus_message *msg, void *userdata, sd_bus_error *err
         return bus_tenant_method_reclaim(msg, userdata, t, error);
 }
 
+static int method_reset_peak(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        TENANT_OR_RETURN(t, userdata, sd_bus_message_get_path(msg), error);
+        return bus_tenant_method_reset_peak(msg, userdata, t, error);
+}
+
 const sd_bus_vtable bus_tenant_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("Path", "s", property_get_path, 0, SD_BUS_VTABLE_PROPERTY_CONST),
@@ -512,6 +596,8 @@ const sd_bus_vtable bus_tenant_vtable[] = {
         SD_BUS_METHOD_WITH_ARGS("SetLimits", SD_BUS_ARGS("a{sv}", limits, "b", runtime), SD_BUS_NO_RESULT,
                                 method_set_limits, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Reclaim", SD_BUS_ARGS("t", bytes), SD_BUS_RESULT("t", reclaimed), method_reclaim,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ResetPeak", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_reset_peak,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("MemoryEvent", SD_BUS_ARGS("s", event, "t", count), 0),
         SD_BUS_VTABLE_END,

@@ -43,6 +43,7 @@ static const sd_bus_error_map bus_error_map[] = {
         SD_BUS_ERROR_MAP(BUS_ERROR_TENANT_EXISTS, EEXIST),
         SD_BUS_ERROR_MAP(BUS_ERROR_BUSY, EBUSY),
         SD_BUS_ERROR_MAP(BUS_ERROR_BAD_CONFIG, EINVAL),
+        SD_BUS_ERROR_MAP(BUS_ERROR_AGAIN, EAGAIN),
         SD_BUS_ERROR_MAP_END,
 };
 

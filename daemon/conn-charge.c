@@ -25,7 +25,7 @@
 
 /* ---- Charge ---- */
 
-static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t need);
+static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t need, uint32_t flags);
 
 /* Grant @n charged pages: pick them in the arena, record them, reply. */
 static void conn_grant(struct conn *c, uint32_t seq, uint32_t n, uint64_t throttle_usec) {
@@ -96,7 +96,7 @@ static void conn_charge_next(struct conn *c) {
 
                 c->queued_head = (c->queued_head + 1) % c->queued_alloc;
                 c->nqueued--;
-                conn_charge_start(c, q.seq, q.pages, q.need);
+                conn_charge_start(c, q.seq, q.pages, q.need, q.flags);
         }
         /* Last: this may end the connection (and free @c). */
         if (c->reading_paused && c->nqueued < CONN_QUEUED_CHARGES_MAX && c->state == CONN_READY) {
@@ -114,8 +114,8 @@ static void conn_charge_events(struct conn *c, const struct tenant_charge *res) 
 }
 
 /* The pages are charged.  mem_cgroup_handle_over_high(): when the charge
- * left the tenant or an ancestor above its high (@res has the `high`
- * events), hold the Grant while the reclaimer takes the overage back and
+ * left the tenant or an ancestor above its high (@res->over_high), hold the
+ * Grant while the reclaimer counts `high`, takes the overage back and
  * computes the throttle. */
 static void conn_charge_charged(struct conn *c, uint32_t seq, uint32_t n, const struct tenant_charge *res) {
         conn_charge_events(c, res);
@@ -127,7 +127,7 @@ static void conn_charge_charged(struct conn *c, uint32_t seq, uint32_t n, const 
         conn_grant(c, seq, n, 0);
 }
 
-static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t need) {
+static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t need, uint32_t flags) {
         struct tenant_charge res;
 
         conn_daemon_stat(c, MB_STAT_CHARGE_REQUESTS, 1);
@@ -140,7 +140,7 @@ static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t
                 n = MB_MIN(n, need);
                 conn_charge_events(c, &res);
                 conn_park(c, seq, n, false);
-                reclaim_charge_failed(c->rc, seq, n);
+                reclaim_charge_failed(c->rc, seq, n, flags);
                 return;
         }
         conn_charge_charged(c, seq, (uint32_t) res.charged, &res);
@@ -148,6 +148,7 @@ static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t
 
 void conn_charge(struct conn *c, const Mb__Charge *charge) {
         uint32_t n = charge->pages, need = charge->has_need ? charge->need : n;
+        uint32_t flags = charge->has_flags ? charge->flags : 0;
 
         if (n < 1 || n > MB_CHARGE_MAX_PAGES)
                 return conn_fail(c, true, charge->seq, EINVAL, "charge of %u pages is outside 1..%u", n,
@@ -155,6 +156,8 @@ void conn_charge(struct conn *c, const Mb__Charge *charge) {
         if (need < 1 || need > n)
                 return conn_fail(c, true, charge->seq, EINVAL, "charge needing %u pages is outside 1..%u", need,
                                  n);
+        if (flags & ~WIRE_CHARGE_FLAGS_KNOWN)
+                return conn_fail(c, true, charge->seq, EINVAL, "charge with unknown flags 0x%x", flags);
 
         if (c->charge_parked) {
                 /* Replies keep their order: wait behind the parked one. */
@@ -172,11 +175,11 @@ void conn_charge(struct conn *c, const Mb__Charge *charge) {
                         c->queued_head = 0;
                 }
                 c->queued[(c->queued_head + c->nqueued) % c->queued_alloc] =
-                        (struct conn_queued_charge) { .seq = charge->seq, .pages = n, .need = need };
+                        (struct conn_queued_charge) { .seq = charge->seq, .pages = n, .need = need, .flags = flags };
                 c->nqueued++;
                 return;
         }
-        conn_charge_start(c, charge->seq, n, need);
+        conn_charge_start(c, charge->seq, n, need, flags);
 }
 
 /* ---- the reclaimer's side (reclaim.h) ---- */

@@ -86,7 +86,7 @@ struct conn {
         uint64_t parked_throttle_usec;
         struct event *throttle_timer;
         struct conn_queued_charge {
-                uint32_t seq, pages, need;
+                uint32_t seq, pages, need, flags;
         } *queued;
         size_t nqueued, queued_head, queued_alloc;
 

@@ -324,9 +324,9 @@ static int log_state_cb(struct tenant *t, void *userdata) {
         fmt_limit(high, sizeof(high), page_counter_get_high(&t->memory));
         log_info("state: tenant=%s usage=%lu max=%s high=%s low=%lu min=%lu peak=%lu clients=%u children=%u "
                  "events=low:%" PRIu64 ",high:%" PRIu64 ",max:%" PRIu64 ",oom:%" PRIu64 ",oom_kill:%" PRIu64
-                 ",overrun:%" PRIu64 " "
+                 ",overrun:%" PRIu64 ",oom_group_kill:%" PRIu64 " "
                  "events_local=low:%" PRIu64 ",high:%" PRIu64 ",max:%" PRIu64 ",oom:%" PRIu64 ",oom_kill:%" PRIu64
-                 ",overrun:%" PRIu64 " "
+                 ",overrun:%" PRIu64 ",oom_group_kill:%" PRIu64 " "
                  "pages=%" PRId64 " stock=%" PRId64 " charge_requests=%" PRId64 " uncharge_requests=%" PRId64
                  " arena_used=%" PRIu64 " arena_backed=%" PRIu64 " unaccounted=%" PRIu64 " pgscan=%" PRId64
                  " pgsteal=%" PRId64 " throttle_usec=%" PRId64 " draining=%s",
@@ -335,9 +335,11 @@ static int log_state_cb(struct tenant *t, void *userdata) {
                  t->nchildren, atomic_load(&t->events[MB_EVENT_LOW]), atomic_load(&t->events[MB_EVENT_HIGH]),
                  atomic_load(&t->events[MB_EVENT_MAX]), atomic_load(&t->events[MB_EVENT_OOM]),
                  atomic_load(&t->events[MB_EVENT_OOM_KILL]), atomic_load(&t->events[MB_EVENT_OVERRUN]),
+                 atomic_load(&t->events[MB_EVENT_OOM_GROUP_KILL]),
                  atomic_load(&t->events_local[MB_EVENT_LOW]), atomic_load(&t->events_local[MB_EVENT_HIGH]),
                  atomic_load(&t->events_local[MB_EVENT_MAX]), atomic_load(&t->events_local[MB_EVENT_OOM]),
                  atomic_load(&t->events_local[MB_EVENT_OOM_KILL]), atomic_load(&t->events_local[MB_EVENT_OVERRUN]),
+                 atomic_load(&t->events_local[MB_EVENT_OOM_GROUP_KILL]),
                  t->rstat.value[MB_STAT_PAGES], t->rstat.value[MB_STAT_STOCK],
                  t->rstat.value[MB_STAT_CHARGE_REQUESTS], t->rstat.value[MB_STAT_UNCHARGE_REQUESTS],
                  ts && ts->arena ? arena_used(ts->arena) : 0, backed, audit_tenant_unaccounted(t),
@@ -580,6 +582,10 @@ int manager_reclaim(struct manager *m, struct tenant *t, uint64_t bytes, manager
         if (r < 0)
                 free(call); /* the callback is not called */
         return r;
+}
+
+int manager_tenant_limits_wait(struct manager *m, struct tenant *t, reclaim_limits_cb cb, void *userdata) {
+        return reclaim_enforce_limits_wait(m->b.reclaimer, t, cb, userdata);
 }
 
 unsigned manager_nclients(struct manager *m) {

@@ -24,6 +24,7 @@
 #include "broker.h"
 #include "core/config.h" /* not the autoconf config.h */
 #include "state.h"           /* struct mb_limits */
+#include "reclaim.h" /* reclaim_limits_cb */
 #include "tenant.h"
 
 struct event_base;
@@ -119,6 +120,14 @@ int manager_tenant_set_limits(struct manager *m, struct tenant *t, const struct 
  * write is returned (the change stays applied until the next reload). */
 int manager_tenant_set_limits_layer(struct manager *m, struct tenant *t, const struct mb_limits *limits,
                                     bool runtime);
+/**
+ * manager_tenant_limits_wait - after a limit write to @t: when its usage is
+ * above its max or high, the reclaim of the excess (started by the write)
+ * calls @cb on the main thread when it ends, after this returns; returns
+ * 0.  Returns 1 (and @cb is not called) when the usage fits already,
+ * -ENOMEM.  Main thread.
+ */
+int manager_tenant_limits_wait(struct manager *m, struct tenant *t, reclaim_limits_cb cb, void *userdata);
 /* Reclaim(path, bytes) -> bytes reclaimed, never more than asked
  * (memory_reclaim(): @t's own protection does not shield it, its
  * descendants' does; see daemon/reclaim.h).  The callback runs on the main

@@ -44,7 +44,7 @@ struct rmsg {
         struct reclaim_client *rc; /* a reference travels with the message */
         uint32_t seq;
         uint32_t pages;
-        uint64_t value; /* pages answered, delay in usec */
+        uint64_t value; /* pages answered, delay in usec, charge flags */
         int error;
         char *text;  /* error reason */
 };
@@ -63,6 +63,11 @@ enum job_state {
         JOB_IDLE,        /* between rounds: the next step is due */
         JOB_ROUND,       /* requests in flight */
         JOB_WAIT_VICTIM, /* an OOM kill was sent, waiting for the client to go */
+};
+
+struct limit_waiter {
+        reclaim_limits_cb cb;
+        void *userdata;
 };
 
 struct grant_waiter {
@@ -93,6 +98,7 @@ struct reclaim_job {
 
         uint64_t goal, reclaimed; /* pages */
         unsigned rounds, fruitless;
+        unsigned fruitless_streak; /* fruitless rounds since the last progress */
         bool drained;
         bool use_low;          /* the next round starts with the pass below low */
         bool last_low_skipped; /* the last round skipped tenants below low */
@@ -107,25 +113,34 @@ struct reclaim_job {
         struct reclaim_req **subs;
         size_t nsubs, subs_alloc;
 
-        /* Clients that gave nothing: not asked again by this job. */
-        uint64_t *dry;
-        size_t ndry, dry_alloc;
+        uint64_t start_usec;   /* CLOCK_MONOTONIC when the job began */
 
         /* CHARGE */
         struct reclaim_client *charger;
         uint32_t seq, pages;
+        bool noretry;             /* __GFP_NORETRY (WIRE_CHARGE_FLAG_NORETRY) */
+        unsigned reclaim_rounds;  /* reclaim rounds run (drains not counted) */
 
-        /* HIGH: the charging clients' tenant and the levels over high */
+        /* HIGH: the charging clients' tenant (its path in @path), the
+         * charges waiting, and where the current reclaim_high() pass is:
+         * the level (0 = the leaf, 1 its parent ...), whether a round at it
+         * just ended, what the pass got, whether it is a retry, and the
+         * fruitless passes left (MAX_RECLAIM_RETRIES). */
         struct tenant *leaf;
         struct grant_waiter *waiters;
         size_t nwaiters, waiters_alloc;
-        char **levels;
-        size_t nlevels, level;
-        unsigned level_rounds;
+        size_t level;
+        bool level_round, in_retry;
+        uint64_t pass_got;
+        unsigned high_retries;
 
         /* PROACTIVE */
         reclaim_done_cb cb;
         void *userdata;
+
+        /* LIMIT: the writers waiting for the outcome */
+        struct limit_waiter *lwaiters;
+        size_t nlwaiters;
 
         /* OOM */
         struct reclaim_client *victim;
@@ -145,11 +160,10 @@ struct reclaimer {
         struct reclaim_stats stats;
 };
 
-/* mem_cgroup_handle_over_high() retries while reclaim makes progress; the
- * broker asks every client of the subtree in one round, so a few rounds per
- * level are plenty. */
-#define HIGH_MAX_ROUNDS_PER_LEVEL 4u
 #define PRESSURE_MAX_ROUNDS 4u
+/* DEF_PRIORITY: a round after n fruitless ones asks 2^n times the goal, at
+ * most 2^12 times. */
+#define RECLAIM_PRIORITY_SHIFT_MAX 12u
 
 /* Jobs, requests and rc->outstanding belong to the main thread: say so
  * where it matters (debug builds, daemon/broker.h). */
@@ -168,7 +182,8 @@ void reclaim_memory_event(struct reclaimer *r, struct tenant *t, enum mb_event e
 
 /* ---- reclaim-job.c (main thread) ---- */
 
-void reclaim_job_charge_failed(struct reclaimer *r, struct reclaim_client *rc, uint32_t seq, uint32_t pages);
+void reclaim_job_charge_failed(struct reclaimer *r, struct reclaim_client *rc, uint32_t seq, uint32_t pages,
+                               uint32_t flags);
 void reclaim_job_over_high(struct reclaimer *r, struct reclaim_client *rc, uint32_t seq, uint32_t pages);
 void reclaim_job_answer(struct reclaimer *r, struct reclaim_client *rc, uint32_t seq, uint64_t pages);
 void reclaim_job_client_gone(struct reclaimer *r, struct reclaim_client *rc);

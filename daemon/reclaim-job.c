@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <event2/event.h>
 
@@ -38,6 +39,7 @@
 #include "reclaim-internal.h"
 #include "reclaim_plan.h"
 #include "tenant_state.h"
+#include "wire.h"
 
 static void job_continue(struct reclaim_job *j);
 static void job_free(struct reclaim_job *j);
@@ -69,26 +71,16 @@ static bool ptr_remove(void **v, size_t *n, const void *p) {
         return false;
 }
 
-static bool job_is_dry(const struct reclaim_job *j, uint64_t id) {
-        for (size_t i = 0; i < j->ndry; i++)
-                if (j->dry[i] == id)
-                        return true;
-        return false;
+static uint64_t job_now_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 }
 
-static void job_mark_dry(struct reclaim_job *j, uint64_t id) {
-        if (job_is_dry(j, id))
-                return;
-        if (j->ndry == j->dry_alloc) {
-                size_t a = MB_MAX(j->dry_alloc * 2, (size_t) 8);
-                uint64_t *p = realloc(j->dry, a * sizeof(*p));
-
-                if (!p)
-                        return; /* it will be asked again: harmless */
-                j->dry = p;
-                j->dry_alloc = a;
-        }
-        j->dry[j->ndry++] = id;
+/* Time spent since @j started. */
+static uint64_t job_elapsed_usec(const struct reclaim_job *j) {
+        return job_now_usec() - j->start_usec;
 }
 
 
@@ -139,13 +131,11 @@ static void req_resolve(struct reclaim_req *req, uint64_t pages) {
         if (j) {
                 (void) ptr_remove((void **) j->owned, &j->nowned, req);
                 j->round_got += pages;
-                /* One that gave part of what was asked is asked again next
-                 * round, as shrink_slab() calls every shrinker again on
-                 * each pass of memory_reclaim()/try_charge_memcg(): what it
-                 * freed may have freed more (an LRU emptying slabs).  One
-                 * that gave nothing has nothing to give. */
-                if (!req->drain && pages == 0)
-                        job_mark_dry(j, req->rc->client_id);
+                /* Whatever it gave, it is asked again next round, as
+                 * shrink_slab() calls every shrinker again on each pass of
+                 * memory_reclaim()/try_charge_memcg(): a shrinker that
+                 * freed nothing now may free later (an object unpinned, an
+                 * LRU emptying slabs). */
                 if (j->pending > 0 && --j->pending == 0)
                         reclaim_job_kick(j);
         }
@@ -202,15 +192,12 @@ static bool req_subscribe(struct reclaim_job *j, struct reclaim_req *req) {
 
 /* ---- planning a round (daemon/core/reclaim_plan.h) ---- */
 
-/* Whether @rc can be asked in this round: it holds pages, it did not give
- * nothing earlier in job @j (NULL: a drain, no such memory), and it is not
+/* Whether @rc can be asked in this round: it holds pages and it is not
  * stalled on a request it let time out (rc->outstanding: main thread). */
 static bool plan_client_usable(const struct reclaim_job *j, const struct reclaim_client *rc) {
         if (atomic_load_explicit(&rc->held, memory_order_relaxed) == 0 || atomic_load(&rc->gone))
                 return false;
-        if (rc->outstanding && rc->outstanding->timed_out)
-                return false;
-        return !j || !job_is_dry(j, rc->client_id);
+        return !(rc->outstanding && rc->outstanding->timed_out);
 }
 
 /* reclaim_plan_clients_cb: the usable clients of leaf @t, referenced (the
@@ -346,16 +333,29 @@ static bool job_start_drain(struct reclaim_job *j, struct tenant *root) {
  */
 static bool job_start_reclaim(struct reclaim_job *j, struct tenant *root, uint64_t goal, bool allow_low) {
         struct reclaim_plan p = plan_init(j, root, false);
+        unsigned shift;
         bool wait;
 
         if (goal == 0)
                 return false;
         p.allow_low = allow_low;
         p.low_first = j->use_low;
+        /* Every client is asked again each round, those that gave nothing
+         * too; so that a small tenant whose proportional share rounds down
+         * to nothing is reached all the same, each fruitless round asks
+         * twice as much as the one before (progress starts over), as
+         * do_try_to_free_pages() lowers sc->priority and scans a larger
+         * part of every lruvec (size >> priority) until everything is. */
+        shift = MB_MIN(j->fruitless_streak, RECLAIM_PRIORITY_SHIFT_MAX);
+        goal = goal > (UINT64_MAX >> shift) ? UINT64_MAX : goal << shift;
         if (reclaim_plan_build(&p, goal) < 0) {
                 plan_release(&p);
                 return false;
         }
+        /* shrink_node_memcgs(): every intermediate tenant the pass below
+         * low visited below its low counts `low`, once per visit. */
+        for (size_t i = 0; i < p.nlow_visited; i++)
+                reclaim_memory_event(j->r, p.low_visited[i], MB_EVENT_LOW);
         j->round_drain = false;
         j->round_low = p.low_pass;
         j->last_low_skipped = p.low_skipped;
@@ -403,12 +403,16 @@ static void round_finish(struct reclaim_job *j) {
         j->rounds++;
 
         if (!j->round_drain) {
+                j->reclaim_rounds++;
                 j->reclaimed += j->round_got;
                 j->last_got = j->round_got;
                 /* Nothing that way: the next round may go below low. */
                 j->use_low = j->round_got == 0 && j->last_low_skipped && !j->round_low;
-                if (j->round_got == 0 && !j->use_low)
+                if (j->round_got == 0 && !j->use_low) {
                         j->fruitless++;
+                        j->fruitless_streak++;
+                } else if (j->round_got > 0)
+                        j->fruitless_streak = 0;
         }
         job_continue(j);
 }
@@ -452,7 +456,9 @@ static bool step_charge(struct reclaim_job *j) {
         }
         usage = page_counter_read(&res.over->memory);
         max = page_counter_get_max(&res.over->memory);
-        retry = (struct tenant_charge_retry) { .drained = j->drained, .rounds = j->rounds, .fruitless = j->fruitless };
+        retry = (struct tenant_charge_retry) { .drained = j->drained, .elapsed_usec = job_elapsed_usec(j),
+                                              .fruitless = j->fruitless, .noretry = j->noretry,
+                                              .reclaim_rounds = j->reclaim_rounds };
         for (;;) {
                 switch (tenant_charge_next(&res, j->pages, &retry, &goal)) {
                 case TENANT_CHARGE_DRAIN:
@@ -471,55 +477,114 @@ static bool step_charge(struct reclaim_job *j) {
                 }
                 break;
         }
-        /* Still short: the OOM path (the `oom` event is in res). */
+        /* Still short: the OOM path (the `oom` event is in res), unless
+         * __GFP_NORETRY stopped before it. */
         for (size_t i = 0; i < res.nevents; i++)
                 reclaim_memory_event(r, res.events[i].tenant, res.events[i].event);
-        if (res.over->oom_policy == MB_OOM_KILL && reclaim_job_oom_kill(j, res.over))
+        if (!j->noretry && res.over->oom_policy == MB_OOM_KILL && reclaim_job_oom_kill(j, res.over))
                 return true;
         charge_fail(j, &res, usage, max);
         return false;
 }
 
-/* mem_cgroup_handle_over_high(): reclaim the overage of every level that
- * was over its high, then throttle each waiting charge. */
-static bool step_high(struct reclaim_job *j) {
-        struct reclaimer *r = j->r;
+/* The @depth-th ancestor of @t (0: @t itself), NULL past the root. */
+static struct tenant *tenant_up(struct tenant *t, size_t depth) {
+        while (t && depth-- > 0)
+                t = t->parent;
+        return t;
+}
 
-        while (j->level < j->nlevels) {
-                struct tenant *x = tenant_lookup(r->b->tree, j->levels[j->level]);
-                unsigned long usage, high;
-
-                if (x) {
-                        usage = page_counter_read(&x->memory);
-                        high = page_counter_get_high(&x->memory);
-                        if (usage > high && j->level_rounds < HIGH_MAX_ROUNDS_PER_LEVEL &&
-                            (j->level_rounds == 0 || j->last_got > 0 || j->use_low)) {
-                                j->level_rounds++;
-                                if (job_start_reclaim(j, x, usage - high, true))
-                                        return true;
-                        }
-                }
-                j->level++;
-                j->level_rounds = 0;
-                j->use_low = false;
-        }
-
+/* Release every waiting charge of @j, each after its throttle (0: at once). */
+static void high_release(struct reclaim_job *j, bool throttle) {
         for (size_t i = 0; i < j->nwaiters; i++) {
                 struct grant_waiter *gw = &j->waiters[i];
-                uint64_t delay;
+                uint64_t delay = 0;
 
                 if (atomic_load(&gw->rc->gone))
                         continue; /* its parked charge went with it */
-                delay = high_delay_throttle_usec(&gw->rc->tenant->memory, gw->pages);
-                reclaim_post_to_worker(r, RMSG_GRANT_LATER, gw->rc, gw->seq, gw->pages, delay, 0, NULL);
+                if (throttle)
+                        delay = high_delay_throttle_usec(&gw->rc->tenant->memory, gw->pages);
+                reclaim_post_to_worker(j->r, RMSG_GRANT_LATER, gw->rc, gw->seq, gw->pages, delay, 0, NULL);
         }
-        return false;
+}
+
+/*
+ * mem_cgroup_handle_over_high(): passes of reclaim_high() -- up from the
+ * charging tenant, every level above its high counts a `high` event and
+ * reclaims the pages charged (SWAP_CLUSTER_MAX in the retries) there --
+ * until the throttle the waiting charges would get is 10 ms or less (then
+ * nobody waits), or until a pass frees nothing after MAX_RECLAIM_RETRIES
+ * fruitless ones (then each charge waits for calculate_high_delay()).
+ * While reclaim makes progress it goes on rather than throttle, for at most
+ * RECLAIM_MAX_USEC.  The levels are read anew at every pass.
+ */
+static bool step_high(struct reclaim_job *j) {
+        struct reclaimer *r = j->r;
+        struct tenant *leaf = tenant_lookup(r->b->tree, j->path);
+        uint64_t sum = 0, delay;
+
+        for (size_t i = 0; i < j->nwaiters; i++)
+                if (!atomic_load(&j->waiters[i].rc->gone))
+                        sum += j->waiters[i].pages;
+        if (!leaf || sum == 0)
+                return false; /* the charges went with their clients */
+
+        for (;;) {
+                struct tenant *x;
+
+                if (j->level_round) {
+                        /* A round at this level ended; below low once more
+                         * when it found nothing above low (use_low). */
+                        j->level_round = false;
+                        j->pass_got += j->last_got;
+                        if (!j->use_low)
+                                j->level++;
+                }
+                x = tenant_up(leaf, j->level);
+                if (x) {
+                        if (page_counter_read(&x->memory) > page_counter_get_high(&x->memory)) {
+                                uint64_t goal = j->in_retry ? RECLAIM_CLUSTER_PAGES : sum;
+
+                                if (!j->use_low)
+                                        reclaim_memory_event(r, x, MB_EVENT_HIGH);
+                                j->level_round = true;
+                                if (job_start_reclaim(j, x, goal, true))
+                                        return true;
+                                j->level_round = false;
+                        }
+                        j->level++;
+                        j->use_low = false; /* a pass below low was for that level */
+                        continue;
+                }
+
+                /* The pass is over: the penalty of the largest charge
+                 * waiting (they share the overage). */
+                delay = 0;
+                for (size_t i = 0; i < j->nwaiters; i++)
+                        if (!atomic_load(&j->waiters[i].rc->gone))
+                                delay = MB_MAX(delay, high_delay_throttle_usec(&j->waiters[i].rc->tenant->memory,
+                                                                               j->waiters[i].pages));
+                if (delay == 0) {
+                        high_release(j, false);
+                        return false;
+                }
+                if ((j->pass_got > 0 || (j->high_retries > 0 && j->high_retries--)) &&
+                    job_elapsed_usec(j) < RECLAIM_MAX_USEC) {
+                        j->in_retry = true;
+                        j->level = 0;
+                        j->pass_got = 0;
+                        continue;
+                }
+                high_release(j, true);
+                return false;
+        }
 }
 
 static bool step_proactive(struct reclaim_job *j) {
         struct tenant *t = tenant_lookup(j->r->b->tree, j->path);
 
-        if (!t || j->reclaimed >= j->goal || j->fruitless >= MAX_RECLAIM_RETRIES || j->rounds >= RECLAIM_MAX_ROUNDS)
+        if (!t || j->reclaimed >= j->goal || j->fruitless >= MAX_RECLAIM_RETRIES ||
+            job_elapsed_usec(j) >= RECLAIM_MAX_USEC)
                 return false;
         return job_start_reclaim(j, t, j->goal - j->reclaimed, true);
 }
@@ -535,27 +600,54 @@ static bool step_limit(struct reclaim_job *j) {
         max = page_counter_get_max(&t->memory);
         high = page_counter_get_high(&t->memory);
 
+        if (usage <= max && usage <= high)
+                return false;
+        /* Both drain the stocks once first. */
+        if (!j->drained) {
+                j->drained = true;
+                if (job_start_drain(j, t))
+                        return true;
+        }
         if (usage > max) {
                 /* memory_max_write() */
-                if (!j->drained) {
-                        j->drained = true;
-                        if (job_start_drain(j, t))
-                                return true;
-                }
-                if (j->fruitless < MAX_RECLAIM_RETRIES && j->rounds < RECLAIM_MAX_ROUNDS &&
+                if (j->fruitless < MAX_RECLAIM_RETRIES && job_elapsed_usec(j) < RECLAIM_MAX_USEC &&
                     job_start_reclaim(j, t, usage - max, true))
                         return true;
                 reclaim_memory_event(r, t, MB_EVENT_OOM);
                 if (t->oom_policy == MB_OOM_KILL && reclaim_job_oom_kill(j, t))
                         return true;
-                log_warning("tenant %s: usage %lu pages stays above its max of %lu pages: nothing more to reclaim",
-                            t->path, usage, max);
                 return false;
         }
-        if (usage > high && j->fruitless < MAX_RECLAIM_RETRIES && j->rounds < RECLAIM_MAX_ROUNDS)
+        if (j->fruitless < MAX_RECLAIM_RETRIES && job_elapsed_usec(j) < RECLAIM_MAX_USEC)
                 /* memory_high_write() */
                 return job_start_reclaim(j, t, usage - high, true);
         return false;
+}
+
+/* A limit write's reclaim ended: log how it went (a reload learns it from
+ * the log) and tell the writers waiting. */
+static void limit_finish(struct reclaim_job *j) {
+        struct reclaimer *r = j->r;
+        struct tenant *t = r->shutting_down ? NULL : tenant_lookup(r->b->tree, j->path);
+        struct reclaim_limits_outcome o = { .gone = !t, .reclaimed = j->reclaimed };
+
+        if (t) {
+                o.usage = page_counter_read(&t->memory);
+                o.max = page_counter_get_max(&t->memory);
+                o.high = page_counter_get_high(&t->memory);
+                o.fits = o.usage <= o.max && o.usage <= o.high;
+                if (o.fits)
+                        log_info("tenant %s: usage %" PRIu64 " pages is under its limits (max %" PRIu64
+                                 ", high %" PRIu64 ") after reclaiming %" PRIu64 " pages",
+                                 t->path, o.usage, o.max, o.high, o.reclaimed);
+                else
+                        log_warning("tenant %s: usage %" PRIu64 " pages stays above its %s of %" PRIu64
+                                    " pages after reclaiming %" PRIu64 " pages: nothing more to reclaim",
+                                    t->path, o.usage, o.usage > o.max ? "max" : "high",
+                                    o.usage > o.max ? o.max : o.high, o.reclaimed);
+        }
+        for (size_t i = 0; i < j->nlwaiters; i++)
+                j->lwaiters[i].cb(&o, j->lwaiters[i].userdata);
 }
 
 /* Host pressure: a share of every tenant's usage above its effective low,
@@ -636,8 +728,12 @@ static void job_timer_cb(evutil_socket_t fd, short what, void *userdata) {
                 round_finish(j);
                 break;
         case JOB_WAIT_VICTIM:
-                log_warning("client %" PRIu64 " (pid %d) did not exit within %llu ms of SIGKILL",
-                            j->victim->client_id, (int) j->victim->pid, RECLAIM_OOM_WAIT_USEC / 1000);
+                /* The oom_reaper's MMF_OOM_SKIP: a victim that does not go
+                 * is not waited for again; the next OOM chooses another. */
+                if (!j->victim->oom_skip)
+                        log_warning("client %" PRIu64 " (pid %d) did not exit within %llu ms of SIGKILL",
+                                    j->victim->client_id, (int) j->victim->pid, RECLAIM_OOM_WAIT_USEC / 1000);
+                j->victim->oom_skip = true;
                 reclaim_client_unref(TAKE_PTR(j->victim));
                 j->state = JOB_IDLE;
                 job_continue(j);
@@ -654,6 +750,7 @@ static struct reclaim_job *job_new(struct reclaimer *r, enum job_kind kind) {
                 return NULL;
         j->r = r;
         j->kind = kind;
+        j->start_usec = job_now_usec();
         j->timer = evtimer_new(r->base, job_timer_cb, j);
         j->kick = event_new(r->base, -1, 0, job_kick_cb, j);
         if (!j->timer || !j->kick) {
@@ -690,6 +787,9 @@ static void job_free(struct reclaim_job *j) {
                 j->cb(MB_MIN(j->reclaimed, j->goal) * r->b->page_size, j->userdata);
         if (j->kind == JOB_PRESSURE)
                 r->pressure_running = false;
+        if (j->kind == JOB_LIMIT && j->path)
+                limit_finish(j);
+        free(j->lwaiters);
 
         event_free(j->timer);
         event_free(j->kick);
@@ -698,19 +798,16 @@ static void job_free(struct reclaim_job *j) {
         for (size_t i = 0; i < j->nwaiters; i++)
                 reclaim_client_unref(j->waiters[i].rc);
         free(j->waiters);
-        for (size_t i = 0; i < j->nlevels; i++)
-                free(j->levels[i]);
-        free(j->levels);
         free(j->owned);
         free(j->subs);
-        free(j->dry);
         free(j->path);
         free(j);
 }
 
 /* ---- messages from the workers (reclaim.c) ---- */
 
-void reclaim_job_charge_failed(struct reclaimer *r, struct reclaim_client *rc, uint32_t seq, uint32_t pages) {
+void reclaim_job_charge_failed(struct reclaimer *r, struct reclaim_client *rc, uint32_t seq, uint32_t pages,
+                               uint32_t flags) {
         struct reclaim_job *j;
 
         if (atomic_load(&rc->gone))
@@ -724,6 +821,7 @@ void reclaim_job_charge_failed(struct reclaimer *r, struct reclaim_client *rc, u
         j->charger = reclaim_client_ref(rc);
         j->seq = seq;
         j->pages = pages;
+        j->noretry = flags & WIRE_CHARGE_FLAG_NORETRY;
         reclaim_job_kick(j);
 }
 
@@ -745,19 +843,12 @@ void reclaim_job_over_high(struct reclaimer *r, struct reclaim_client *rc, uint3
                 if (!j)
                         goto grant_now;
                 j->leaf = rc->tenant;
-                for (struct tenant *x = rc->tenant; x; x = x->parent) {
-                        char **v;
-
-                        if (page_counter_read(&x->memory) <= page_counter_get_high(&x->memory))
-                                continue;
-                        v = realloc(j->levels, (j->nlevels + 1) * sizeof(char *));
-                        if (!v)
-                                break;
-                        j->levels = v;
-                        j->levels[j->nlevels] = strdup(x->path);
-                        if (j->levels[j->nlevels])
-                                j->nlevels++;
+                j->path = strdup(rc->tenant->path);
+                if (!j->path) {
+                        job_free(j);
+                        goto grant_now;
                 }
+                j->high_retries = MAX_RECLAIM_RETRIES;
                 reclaim_job_kick(j);
         }
         if (j->nwaiters == j->waiters_alloc) {
@@ -819,32 +910,62 @@ int reclaim_proactive(struct reclaimer *r, struct tenant *t, uint64_t pages, rec
         return 0;
 }
 
-void reclaim_enforce_limits(struct reclaimer *r, struct tenant *t) {
+/* The limit job of @t, started when there is none; NULL when the usage
+ * fits or out of memory (*ret_fits says which). */
+static struct reclaim_job *limit_job(struct reclaimer *r, struct tenant *t, bool *ret_fits) {
         struct reclaim_job *j;
 
-        if (!r || r->shutting_down)
-                return;
-        reclaim_assert_main_thread(r);
-        if (page_counter_read(&t->memory) <= MB_MIN(page_counter_get_max(&t->memory),
-                                                    page_counter_get_high(&t->memory)))
-                return;
+        *ret_fits = page_counter_read(&t->memory) <= MB_MIN(page_counter_get_max(&t->memory),
+                                                            page_counter_get_high(&t->memory));
+        if (*ret_fits)
+                return NULL;
         for (j = r->jobs; j; j = j->next)
                 if (j->kind == JOB_LIMIT && strcmp(j->path, t->path) == 0) {
                         /* It reads the limits anew at every step; a new
                          * limit gets a full set of retries. */
                         j->fruitless = 0;
                         j->drained = false;
-                        return;
+                        j->start_usec = job_now_usec();
+                        return j;
                 }
         j = job_new(r, JOB_LIMIT);
         if (!j)
-                return;
+                return NULL;
         j->path = strdup(t->path);
         if (!j->path) {
                 job_free(j);
-                return;
+                return NULL;
         }
         reclaim_job_kick(j);
+        return j;
+}
+
+void reclaim_enforce_limits(struct reclaimer *r, struct tenant *t) {
+        bool fits;
+
+        if (!r || r->shutting_down)
+                return;
+        reclaim_assert_main_thread(r);
+        (void) limit_job(r, t, &fits);
+}
+
+int reclaim_enforce_limits_wait(struct reclaimer *r, struct tenant *t, reclaim_limits_cb cb, void *userdata) {
+        struct reclaim_job *j;
+        struct limit_waiter *v;
+        bool fits;
+
+        if (!r || r->shutting_down)
+                return -ESHUTDOWN;
+        reclaim_assert_main_thread(r);
+        j = limit_job(r, t, &fits);
+        if (!j)
+                return fits ? 1 : -ENOMEM;
+        v = realloc(j->lwaiters, (j->nlwaiters + 1) * sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        j->lwaiters = v;
+        j->lwaiters[j->nlwaiters++] = (struct limit_waiter) { .cb = cb, .userdata = userdata };
+        return 0;
 }
 
 void reclaim_pressure(struct reclaimer *r) {

@@ -161,8 +161,8 @@ void reclaim_client_detach(struct reclaim_client *rc) {
         reclaim_client_unref(rc);
 }
 
-void reclaim_charge_failed(struct reclaim_client *rc, uint32_t seq, uint32_t pages) {
-        post_to_reclaimer(rc->r, RMSG_CHARGE_FAILED, rc, seq, pages, 0);
+void reclaim_charge_failed(struct reclaim_client *rc, uint32_t seq, uint32_t pages, uint32_t flags) {
+        post_to_reclaimer(rc->r, RMSG_CHARGE_FAILED, rc, seq, pages, flags);
 }
 
 void reclaim_charge_over_high(struct reclaim_client *rc, uint32_t seq, uint32_t pages) {
@@ -188,7 +188,7 @@ static void reclaimer_box_handle(void *userdata, void *p) {
                 goto done;
         switch (msg->type) {
         case RMSG_CHARGE_FAILED:
-                reclaim_job_charge_failed(r, msg->rc, msg->seq, msg->pages);
+                reclaim_job_charge_failed(r, msg->rc, msg->seq, msg->pages, (uint32_t) msg->value);
                 break;
         case RMSG_OVER_HIGH:
                 reclaim_job_over_high(r, msg->rc, msg->seq, msg->pages);

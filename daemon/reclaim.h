@@ -14,12 +14,16 @@
  *                               an ancestor's or the capacity) drains the
  *                               stocks of the failing level's subtree, then
  *                               reclaims what is missing there, retrying up
- *                               to MAX_RECLAIM_RETRIES fruitless rounds;
+ *                               to MAX_RECLAIM_RETRIES fruitless rounds
+ *                               (every client asked again each round) and
+ *                               at most RECLAIM_MAX_USEC;
  *                               still short: `oom`, and ENOMEM or (OOMPolicy=
  *                               kill) mem_cgroup_out_of_memory();
  *   mem_cgroup_handle_over_high()  a charge that leaves a level above
- *                               `high` waits while the overage is reclaimed,
- *                               then for calculate_high_delay();
+ *                               `high` waits for passes of reclaim_high()
+ *                               while they free something and the penalty
+ *                               is above 10 ms, then for
+ *                               calculate_high_delay();
  *   memory_reclaim()            proactive Reclaim(path, bytes);
  *   memory_max_write(),
  *   memory_high_write()         a lowered limit reclaims the excess;
@@ -101,6 +105,10 @@ struct reclaim_client {
         uint32_t next_seq;
         bool timeout_logged;
         bool killed;
+        /* An OOM victim that did not go within RECLAIM_OOM_WAIT_USEC of its
+         * SIGKILL: no longer waited for (the kernel's MMF_OOM_SKIP). */
+        bool oom_skip;
+        uint64_t killed_usec;   /* CLOCK_MONOTONIC of the kill */
         bool linked;
 };
 
@@ -168,9 +176,10 @@ static inline void reclaim_client_set_held(struct reclaim_client *rc, uint64_t h
         atomic_store_explicit(&rc->held, held, memory_order_relaxed);
 }
 
-/* A Charge of @pages (seq @seq) failed at a max: reclaim and retry
- * asynchronously; the result comes back as ops->charge_resume(). */
-void reclaim_charge_failed(struct reclaim_client *rc, uint32_t seq, uint32_t pages);
+/* A Charge of @pages (seq @seq, WIRE_CHARGE_FLAG_* @flags) failed at a
+ * max: reclaim and retry asynchronously; the result comes back as
+ * ops->charge_resume(). */
+void reclaim_charge_failed(struct reclaim_client *rc, uint32_t seq, uint32_t pages, uint32_t flags);
 /* A Charge of @pages, already charged, left some level above its high:
  * reclaim the overage; ops->charge_grant_later() says when to grant. */
 void reclaim_charge_over_high(struct reclaim_client *rc, uint32_t seq, uint32_t pages);
@@ -190,9 +199,22 @@ typedef void (*reclaim_done_cb)(uint64_t reclaimed_bytes, void *userdata);
 int reclaim_proactive(struct reclaimer *r, struct tenant *t, uint64_t pages, reclaim_done_cb cb, void *userdata);
 
 /* memory_max_write()/memory_high_write(): when @t's usage is above its max
- * or high, reclaim the excess (above max: drain, retries, then `oom` and
- * OOMPolicy=kill).  Asynchronous. */
+ * or high, drain the stocks once and reclaim the excess (above max, then
+ * `oom` and OOMPolicy=kill); the outcome is logged.  Asynchronous. */
 void reclaim_enforce_limits(struct reclaimer *r, struct tenant *t);
+/* reclaim_enforce_limits(), and when there is an excess to reclaim, @cb
+ * with the outcome once that reclaim ends (after this returns): 0.  1 when
+ * the usage fits (@cb is not called); -ENOMEM; -ESHUTDOWN. */
+/* What a limit write came to (memory_max_write() and memory_high_write()
+ * return once the usage fits, or when reclaim and OOM could do no more).
+ * Pages. */
+struct reclaim_limits_outcome {
+        bool fits;     /* usage at most max and high */
+        bool gone;     /* the tenant was removed meanwhile */
+        uint64_t usage, max, high, reclaimed;
+};
+typedef void (*reclaim_limits_cb)(const struct reclaim_limits_outcome *o, void *userdata);
+int reclaim_enforce_limits_wait(struct reclaimer *r, struct tenant *t, reclaim_limits_cb cb, void *userdata);
 
 /* Host memory pressure (daemon/pressure.c): one reclaim pass over the whole
  * tree, never below effective low.  Ignored while one is running. */

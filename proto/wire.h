@@ -18,6 +18,10 @@
 #define WIRE_HEADER_BYTES 4u
 #define WIRE_MAX_FRAME_BYTES MB_FRAME_MAX_BYTES /* payload cap, checked before allocating */
 #define WIRE_MAX_FDS 4
+/* Charge.flags: __GFP_NORETRY (one drain and one reclaim round at a max,
+ * then ENOMEM without `oom` nor OOM kill). */
+#define WIRE_CHARGE_FLAG_NORETRY 0x1u
+#define WIRE_CHARGE_FLAGS_KNOWN WIRE_CHARGE_FLAG_NORETRY
 
 /**
  * wire_frame_length - read the payload length of the frame starting at @buf

@@ -90,6 +90,21 @@ load_start() {
                 { cat "$MB_TMP/$name.err"; fail "membroker-load $name in $tenant did not get its pages"; }
 }
 
+# reclaim_call PATH BYTES : Manager.Reclaim; prints "t N" when all of it came
+# back, "again N" when it failed with memory.reclaim's EAGAIN
+# (org.membroker1.Error.Again) after N bytes
+reclaim_call() {
+        local out
+        if out=$(mgr_call Reclaim st "$1" "$2" 2>&1); then
+                echo "$out"
+                return 0
+        fi
+        out=$(sed -n "s/.*Reclaimed \([0-9]*\) of $2 bytes from '.*': nothing more could be reclaimed.*/again \1/p" \
+                <<<"$out")
+        [ -n "$out" ] || fail "Reclaim($1, $2) failed: $out"
+        echo "$out"
+}
+
 # load_stop NAME : SIGTERM, wait; the exit status goes to LOAD_RC (not a
 # $(...): a subshell cannot wait for its parent's children)
 LOAD_RC=

@@ -18,12 +18,15 @@ bus_tests = \
 	tests/test-bus-options.sh \
 	tests/test-bus-reconnect.sh \
 	tests/test-bus-stat-dirty.sh \
+	tests/test-bus-stat-weight.sh \
 	tests/test-ctl-status.sh \
 	tests/test-ctl-tree.sh \
 	tests/test-ctl-stat.sh \
 	tests/test-ctl-openmetrics.sh \
 	tests/test-ctl-events.sh \
 	tests/test-ctl-set.sh \
+	tests/test-ctl-set-wait.sh \
+	tests/test-ctl-reset-peak.sh \
 	tests/test-ctl-reclaim.sh \
 	tests/test-ctl-top.sh \
 	tests/test-ctl-usage.sh

@@ -17,8 +17,9 @@
  *        connect, then run the steps in order: "cycle:N" allocates N pages
  *        in one bulk call, writes them and frees them all; "wait:PATH"
  *        waits (up to 60 s) until PATH exists; "cpu:N" moves the thread to
- *        CPU N; "print" prints
- *        "batch=<mb_charge_batch()>" (stdout, flushed).
+ *        CPU N; "hold:N" allocates N pages in one bulk call, writes them
+ *        and keeps them until the end; "touch:PATH" creates PATH; "print"
+ *        prints "batch=<mb_charge_batch()>" (stdout, flushed).
  *        tests/test-client-batch-change.sh uses it.
  */
 #include <errno.h>
@@ -129,6 +130,25 @@ static int steps(const char *tenant, char **step, int nsteps) {
                                 return 2;
                         }
                         free(v);
+                } else if (strncmp(step[i], "hold:", 5) == 0) {
+                        size_t n = strtoul(step[i] + 5, NULL, 10);
+                        void **v = calloc(n ? n : 1, sizeof(void *));
+
+                        if (!v || mb_page_alloc_bulk(c, v, n) < 0) {
+                                fprintf(stderr, "%s: %s\n", step[i], mb_last_error());
+                                return 2;
+                        }
+                        for (size_t k = 0; k < n; k++)
+                                memset(v[k], 0x6c, mb_page_size(c));
+                        free(v); /* the pages stay held until mb_close() */
+                } else if (strncmp(step[i], "touch:", 6) == 0) {
+                        FILE *f = fopen(step[i] + 6, "w");
+
+                        if (!f) {
+                                perror(step[i]);
+                                return 2;
+                        }
+                        fclose(f);
                 } else if (strncmp(step[i], "wait:", 5) == 0) {
                         unsigned ms = 0;
 

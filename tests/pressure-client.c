@@ -3,12 +3,19 @@
  * pressure-client.c - a scriptable real client for the pressure tests.
  *
  *   pressure-client --socket PATH --tenant PATH [--no-thread] [--name NAME]
+ *                   [--exit-delay-ms MS] [--shrink-skip N] [--shrink-max N]
+ *                   [--cpu N]
  *
  * Reads one command per line from stdin (a FIFO the test writes to) and
  * answers one line per command on stdout:
  *
  *   alloc N     allocate N pages one by one and write a pattern into each
  *               -> "alloc ok N" | "alloc ENOMEM K <reason>" (K pages got)
+ *   allocnw N   the same with mb_page_alloc_flags(MB_ALLOC_NOWAIT)
+ *               -> "allocnw ok N" | "allocnw EAGAIN K <reason>"
+ *   allocnr N   the same with mb_page_alloc_flags(MB_ALLOC_NORETRY)
+ *   bulknw N    N pages in one mb_page_alloc_bulk_flags(MB_ALLOC_NOWAIT)
+ *               -> "bulknw ok N" | "bulknw EAGAIN 0 <reason>"
  *   free N      free N of the pages it holds -> "free ok N"
  *   cache N     put N more pages into its cache (a shrinker can free them)
  *               -> "cache ok N" | "cache ENOMEM K <reason>"
@@ -19,12 +26,22 @@
  *   quit        verify every page, close -> "bye verify=ok|FAILED"
  *
  * The cache is a list of pages behind a shrinker (count = cache size, scan =
- * free the oldest).  With --no-thread the client is built with
+ * free the oldest; with --shrink-skip N, its first N calls free nothing, like
+ * a shrinker whose objects are busy at first; with --shrink-max N, a call
+ * frees at most N pages, like a slow shrinker).  --cpu N pins the client to
+ * CPU N, so that one per-CPU stock serves every allocation.  With --no-thread the client is built with
  * MB_CONNECT_NO_THREAD and polls mb_get_fd() next to stdin, calling
  * mb_process(); otherwise the library's thread answers the daemon.
+ *
+ * With --exit-delay-ms the client exits slowly, like a process whose exit
+ * takes time to tear its memory down: a child traces it with
+ * PTRACE_O_TRACEEXIT and holds it in its exit stop (before its files and
+ * memory go) for MS milliseconds, even after SIGKILL.  The ready line says
+ * traced=1 when that works, traced=0 when ptrace is not permitted.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
@@ -32,7 +49,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "mb_internal.h"
@@ -54,6 +75,8 @@ static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct page *cache; /* oldest first */
 static size_t ncache, cache_alloc;
 static unsigned long scans, scanned, freed;
+static unsigned long shrink_skip; /* scan calls left that free nothing */
+static unsigned long shrink_max;  /* pages a scan call frees at most; 0: no cap */
 static unsigned long verify_errors;
 
 static pthread_mutex_t ev_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -106,6 +129,12 @@ static unsigned long cache_scan(void *userdata, unsigned long nr) {
         pthread_mutex_lock(&cache_lock);
         scans++;
         scanned += nr;
+        if (shrink_skip > 0) {
+                shrink_skip--;
+                nr = 0;
+        }
+        if (shrink_max > 0 && nr > shrink_max)
+                nr = shrink_max;
         while (done < nr && ncache > 0) {
                 check(&cache[0]);
                 if (mb_page_free(client, cache[0].p) < 0)
@@ -142,16 +171,18 @@ static int64_t stock_pages(void) {
         return sum;
 }
 
-/* Allocate @n pages into the app list or the cache. */
-static void cmd_alloc(unsigned long n, bool to_cache) {
-        const char *what = to_cache ? "cache" : "alloc";
+/* Allocate @n pages into the app list or the cache, with MB_ALLOC_*
+ * @flags (the command's name is @what). */
+static void cmd_alloc(const char *what, unsigned long n, bool to_cache, unsigned flags) {
         unsigned long got = 0;
 
         for (; got < n; got++) {
-                struct page pg = { .p = mb_page_alloc(client), .key = next_key++ };
+                struct page pg = { .p = flags ? mb_page_alloc_flags(client, flags) : mb_page_alloc(client),
+                                   .key = next_key++ };
 
                 if (!pg.p) {
-                        printf("%s %s %lu %s\n", what, errno == ENOMEM ? "ENOMEM" : strerror(errno), got,
+                        printf("%s %s %lu %s\n", what,
+                               errno == ENOMEM ? "ENOMEM" : errno == EAGAIN ? "EAGAIN" : strerror(errno), got,
                                mb_last_error());
                         return;
                 }
@@ -166,6 +197,29 @@ static void cmd_alloc(unsigned long n, bool to_cache) {
                         (void) push(&app, &napp, &app_alloc, pg);
         }
         printf("%s ok %lu\n", what, got);
+}
+
+static void cmd_bulk_nowait(unsigned long n) {
+        void **v = calloc(n ? n : 1, sizeof(void *));
+        int r;
+
+        if (!v) {
+                printf("bulknw ENOMEM 0 out of memory\n");
+                return;
+        }
+        r = mb_page_alloc_bulk_flags(client, v, n, MB_ALLOC_NOWAIT);
+        if (r < 0)
+                printf("bulknw %s 0 %s\n", r == -EAGAIN ? "EAGAIN" : strerror(-r), mb_last_error());
+        else {
+                for (unsigned long i = 0; i < n; i++) {
+                        struct page pg = { .p = v[i], .key = next_key++ };
+
+                        fill(&pg);
+                        (void) push(&app, &napp, &app_alloc, pg);
+                }
+                printf("bulknw ok %lu\n", n);
+        }
+        free(v);
 }
 
 static void cmd_free(unsigned long n) {
@@ -218,9 +272,15 @@ static bool handle_line(char *line) {
         if (sscanf(line, "%31s %lu", cmd, &n) < 1)
                 return true;
         if (strcmp(cmd, "alloc") == 0)
-                cmd_alloc(n, false);
+                cmd_alloc(cmd, n, false, 0);
+        else if (strcmp(cmd, "allocnw") == 0)
+                cmd_alloc(cmd, n, false, MB_ALLOC_NOWAIT);
+        else if (strcmp(cmd, "allocnr") == 0)
+                cmd_alloc(cmd, n, false, MB_ALLOC_NORETRY);
+        else if (strcmp(cmd, "bulknw") == 0)
+                cmd_bulk_nowait(n);
         else if (strcmp(cmd, "cache") == 0)
-                cmd_alloc(n, true);
+                cmd_alloc(cmd, n, true, 0);
         else if (strcmp(cmd, "free") == 0)
                 cmd_free(n);
         else if (strcmp(cmd, "report") == 0)
@@ -233,15 +293,72 @@ static bool handle_line(char *line) {
         return true;
 }
 
+/* The tracer: hold @parent in its exit stop for @delay_ms, pass every
+ * other signal on.  Never returns. */
+_Noreturn static void tracer_run(pid_t parent, unsigned delay_ms, int ready_fd) {
+        char ok = 1;
+
+        if (ptrace(PTRACE_SEIZE, parent, NULL, (void *) (long) PTRACE_O_TRACEEXIT) < 0)
+                ok = 0;
+        (void) !write(ready_fd, &ok, 1);
+        close(ready_fd);
+        if (!ok)
+                _exit(0);
+        for (;;) {
+                int st, sig = 0;
+
+                if (waitpid(parent, &st, __WALL) < 0 || WIFEXITED(st) || WIFSIGNALED(st))
+                        _exit(0);
+                if (!WIFSTOPPED(st))
+                        continue;
+                if ((st >> 16) == PTRACE_EVENT_EXIT) {
+                        usleep(delay_ms * 1000u);
+                        (void) ptrace(PTRACE_DETACH, parent, NULL, NULL);
+                        _exit(0);
+                }
+                if ((st >> 16) == 0)
+                        sig = WSTOPSIG(st); /* a signal-delivery-stop: deliver it */
+                (void) ptrace(PTRACE_CONT, parent, NULL, (void *) (long) sig);
+        }
+}
+
+/* Start the tracer of --exit-delay-ms; true when it traces us. */
+static bool exit_delay_start(unsigned delay_ms) {
+        pid_t parent = getpid(), pid;
+        int p[2];
+        char ok = 0;
+
+        if (pipe(p) < 0)
+                return false;
+        pid = fork();
+        if (pid < 0)
+                return false;
+        if (pid == 0) {
+                close(p[0]);
+                tracer_run(parent, delay_ms, p[1]);
+        }
+        close(p[1]);
+        (void) prctl(PR_SET_PTRACER, pid, 0, 0, 0); /* Yama, where present */
+        if (read(p[0], &ok, 1) != 1)
+                ok = 0;
+        close(p[0]);
+        return ok;
+}
+
 int main(int argc, char **argv) {
         static const struct option options[] = {
                 { "socket", required_argument, NULL, 's' },
                 { "tenant", required_argument, NULL, 't' },
                 { "no-thread", no_argument, NULL, 'n' },
+                { "exit-delay-ms", required_argument, NULL, 'd' },
+                { "shrink-skip", required_argument, NULL, 'k' },
+                { "shrink-max", required_argument, NULL, 'm' },
+                { "cpu", required_argument, NULL, 'c' },
                 {}
         };
         const char *socket_path = NULL, *tenant = NULL;
-        unsigned flags = 0;
+        unsigned flags = 0, exit_delay_ms = 0;
+        bool traced = false;
         char line[256];
         size_t len = 0;
         int c, r;
@@ -257,11 +374,33 @@ int main(int argc, char **argv) {
                 case 'n':
                         flags |= MB_CONNECT_NO_THREAD;
                         break;
+                case 'd':
+                        exit_delay_ms = (unsigned) strtoul(optarg, NULL, 10);
+                        break;
+                case 'k':
+                        shrink_skip = strtoul(optarg, NULL, 10);
+                        break;
+                case 'm':
+                        shrink_max = strtoul(optarg, NULL, 10);
+                        break;
+                case 'c': {
+                        cpu_set_t set;
+
+                        CPU_ZERO(&set);
+                        CPU_SET(atoi(optarg), &set);
+                        if (sched_setaffinity(0, sizeof(set), &set) < 0) {
+                                perror("pressure-client: sched_setaffinity");
+                                return 2;
+                        }
+                        break;
+                }
                 default:
                         return 2;
                 }
         }
         setvbuf(stdout, NULL, _IOLBF, 0);
+        if (exit_delay_ms > 0)
+                traced = exit_delay_start(exit_delay_ms);
 
         r = mb_connect_ex(socket_path, tenant, flags, &client);
         if (r < 0) {
@@ -273,7 +412,8 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "pressure-client: %s\n", mb_last_error());
                 return 2;
         }
-        printf("ready client=%" PRIu64 " batch=%u\n", mb_client_id(client), mb_charge_batch(client));
+        printf("ready client=%" PRIu64 " batch=%u traced=%d\n", mb_client_id(client), mb_charge_batch(client),
+               traced);
 
         for (;;) {
                 struct pollfd pfd[2] = {

@@ -15,8 +15,14 @@ PRESSURE_TESTS = \
 	%reldir%/test-pressure-capacity-reload.sh \
 	%reldir%/test-pressure-oom.sh \
 	%reldir%/test-pressure-oom-kill.sh \
+	%reldir%/test-pressure-oom-concurrent.sh \
+	%reldir%/test-pressure-oom-group.sh \
+	%reldir%/test-pressure-retry.sh \
+	%reldir%/test-pressure-alloc-flags.sh \
 	%reldir%/test-pressure-high.sh \
+	%reldir%/test-pressure-high-progress.sh \
 	%reldir%/test-pressure-protection.sh \
+	%reldir%/test-pressure-low-events.sh \
 	%reldir%/test-pressure-proactive.sh \
 	%reldir%/test-pressure-stopped.sh \
 	%reldir%/test-pressure-limit.sh \

@@ -11,7 +11,8 @@ mb_write_tenant a "Path=app/a" "MemoryMax=1M"
 mb_write_tenant b "Path=app/b"
 bus_run
 
-for k in low high max oom oom_kill overrun low.local high.local max.local oom.local oom_kill.local overrun.local; do
+for k in low high max oom oom_kill overrun oom_group_kill low.local high.local max.local oom.local oom_kill.local \
+        overrun.local oom_group_kill.local; do
         assert_eq 0 "$(events_value app/a "$k")" "$k of app/a before"
 done
 

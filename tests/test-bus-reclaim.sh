@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # Reclaim(path, bytes) answers asynchronously with the bytes reclaimed, never
-# more than asked, from the Manager and from the Tenant object; the bus keeps
-# serving other calls meanwhile.
+# more than asked, from the Manager and from the Tenant object, or with
+# org.membroker1.Error.Again naming the bytes got when it could not get all
+# (memory.reclaim's EAGAIN); the bus keeps serving other calls meanwhile.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/bus-lib.sh"
 
@@ -11,16 +12,17 @@ mb_write_tenant a "Path=app/a"
 bus_run
 load_start a app/a 2M
 
-out=$(mgr_call Reclaim st app/a $((1 << 20)))
-case "$out" in "t "[0-9]*) ;; *) fail "Reclaim reply: $out" ;; esac
-got=${out#t }
-[ "$got" -le $((1 << 20)) ] || fail "reclaimed $got > requested"
-pass "Manager.Reclaim -> $got bytes"
+# The client has no cache: its stock comes back, then EAGAIN.
+out=$(reclaim_call app/a $((1 << 20)))
+case "$out" in "again "[0-9]*) ;; *) fail "Reclaim reply: $out" ;; esac
+got=${out#again }
+[ "$got" -lt $((1 << 20)) ] || fail "reclaimed $got >= requested, yet EAGAIN"
+pass "Manager.Reclaim -> EAGAIN after $got bytes"
+assert_eq org.membroker1.Error.Again "$(error_name "${DSEND[@]}" "$(tenant_object app)" "$BUS_TENANT_IFACE.Reclaim" \
+        uint64:$((1 << 20)))" "Tenant.Reclaim of more than can be reclaimed"
 
-out=$(mb_busctl call "$BUS_DEST" "$(tenant_object app)" "$BUS_TENANT_IFACE" Reclaim t 4096)
-case "$out" in "t "[0-9]*) ;; *) fail "Tenant.Reclaim reply: $out" ;; esac
-[ "${out#t }" -le 4096 ] || fail "reclaimed ${out#t } > requested"
-pass "Tenant.Reclaim -> ${out#t } bytes"
+out=$(mb_busctl call "$BUS_DEST" "$(tenant_object app)" "$BUS_TENANT_IFACE" Reclaim t 0)
+assert_eq "t 0" "$out" "Tenant.Reclaim of nothing"
 
 # Many at once, interleaved with reads: every call gets its own answer.
 pids=()
@@ -30,9 +32,9 @@ for i in $(seq 1 10); do
         mgr_call GetStat s app/a >"$MB_TMP/s$i.out" 2>&1 &
         pids+=($!)
 done
-for p in "${pids[@]}"; do wait "$p" || fail "a concurrent call failed"; done
+for p in "${pids[@]}"; do wait "$p" || true; done
 for i in $(seq 1 10); do
-        grep -q '^t [0-9]' "$MB_TMP/r$i.out" || fail "Reclaim $i: $(cat "$MB_TMP/r$i.out")"
+        grep -q "^t [0-9]\|Reclaimed [0-9]* of 4096 bytes" "$MB_TMP/r$i.out" || fail "Reclaim $i: $(cat "$MB_TMP/r$i.out")"
         grep -q '^a(st) ' "$MB_TMP/s$i.out" || fail "GetStat $i: $(cat "$MB_TMP/s$i.out")"
 done
 pass "10 concurrent Reclaim calls and 10 reads answered"

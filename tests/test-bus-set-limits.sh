@@ -32,10 +32,12 @@ assert_eq 1 "$rc" "membroker-load over MemoryMax exits with 1 (a limit)"
 grep -q "held=1048576 " "$MB_TMP/over.out" || fail "the client did not get exactly 1M: $(cat "$MB_TMP/over.out")"
 pass "the client got exactly MemoryMax"
 
-# Lower it below what a client holds: the next charge fails (reclaim of the
-# excess is the pressure work's, memory_max_write()).
+# Lower it below what a client holds (nothing reclaimable): the limit
+# applies, the call says that the usage stays above it (memory_max_write()
+# returns once reclaim can do no more), and the next charge fails.
 load_start held app/a 512K
-mgr_call SetTenantLimits "sa{sv}b" app/a 1 MemoryMax t $((256 << 10)) true
+expect_fail "The limits apply, but the usage stays at" \
+        mgr_call SetTenantLimits "sa{sv}b" app/a 1 MemoryMax t $((256 << 10)) true
 assert_eq $((256 << 10)) "$(tenant_prop app/a MemoryMax)" "MemoryMax below usage"
 rc=0
 "$MEMBROKER_LOAD" --socket "$MB_SOCK" --tenant app/a --hold 64K --seconds 1 >"$MB_TMP/second.out" 2>&1 || rc=$?

@@ -383,6 +383,7 @@ START_TEST(test_tenant_sections) {
                    "ChargeBatch=32\n"
                    "OOMPolicy=kill\n"
                    "OverrunPolicy=kill\n"
+                   "OOMGroup=yes\n"
                    "AllowUsers=root 1234\n"
                    "AllowUsers=4321\n"
                    "AllowGroups=root 77\n"
@@ -414,6 +415,7 @@ START_TEST(test_tenant_sections) {
         ck_assert_uint_eq(t->charge_batch, 32);
         ck_assert_int_eq(t->oom_policy, MB_OOM_KILL);
         ck_assert_int_eq(t->overrun_policy, MB_OVERRUN_KILL);
+        ck_assert(t->oom_group);
         ck_assert_uint_eq(t->n_allow_users, 3);
         ck_assert_uint_eq(t->allow_users[0], 0);
         ck_assert_uint_eq(t->allow_users[1], 1234);
@@ -425,7 +427,7 @@ START_TEST(test_tenant_sections) {
 
         t = &c->tenants[1];
         ck_assert_str_eq(t->path, "db");
-        ck_assert_uint_eq(t->line, 16);
+        ck_assert_uint_eq(t->line, 17);
         ck_assert_uint_eq(t->min, 3 * GIB);
         ck_assert_uint_eq(t->max, GIB);
         ck_assert_uint_eq(t->high, MB_LIMIT_MAX);
@@ -433,6 +435,7 @@ START_TEST(test_tenant_sections) {
         ck_assert_uint_eq(t->charge_batch, 0);
         ck_assert_int_eq(t->oom_policy, MB_OOM_FAIL);
         ck_assert_int_eq(t->overrun_policy, MB_OVERRUN_PUNCH);
+        ck_assert(!t->oom_group);
         ck_assert_uint_eq(t->n_allow_users, 0);
         ck_assert_ptr_null(t->cgroup);
 
@@ -658,6 +661,8 @@ static const struct error_case errors[] = {
         { "tenants.d/a.conf", "[Tenant]\nPath=a\nOOMPolicy=panic\n", 3, "OOMPolicy= must be fail or kill, not 'panic'" },
         { "tenants.d/a.conf", "[Tenant]\nPath=a\nOverrunPolicy=fail\n", 3,
           "OverrunPolicy= must be punch or kill, not 'fail'" },
+        { "tenants.d/a.conf", "[Tenant]\nPath=a\nOOMGroup=maybe\n", 3,
+          "bad boolean 'maybe' for OOMGroup= (yes/no, true/false, on/off, 1/0)" },
         { "membroker.conf", "[Broker]\nArenaBacking=shm\n", 2,
           "ArenaBacking= must be auto, tmpfs or memfd, not 'shm'" },
         { "tenants.d/a.conf", "[Tenant]\nPath=a\nAllowUsers=root no_such_user_mbtest\n", 3,

@@ -17,7 +17,7 @@ oom=$(events_value app/a oom)
 out=$(mb_ctl events app)
 printf '%s\n' "$out"
 assert_eq "EVENT SUBTREE LOCAL" "$(printf '%s\n' "$out" | head -1 | tr -s ' ')" "header"
-assert_eq "$(printf '%s\n' low high max oom oom_kill overrun)" "$(printf '%s\n' "$out" | awk 'NR > 1 { print $1 }')" "event rows"
+assert_eq "$(printf '%s\n' low high max oom oom_kill overrun oom_group_kill)" "$(printf '%s\n' "$out" | awk 'NR > 1 { print $1 }')" "event rows"
 set -- $(printf '%s\n' "$out" | grep '^max ')
 assert_eq "max $max 0" "$*" "max row of app (subtree $max, local 0)"
 set -- $(mb_ctl events app/a | grep '^oom ')
@@ -28,8 +28,8 @@ python3 - "$json" "$max" <<'PY' || fail "events --json: $json"
 import json, sys
 e = json.loads(sys.argv[1])["app/a"]
 assert e["max"] == int(sys.argv[2]) and e["max.local"] == int(sys.argv[2]), e
-assert set(e) == {"low", "high", "max", "oom", "oom_kill", "overrun", "low.local", "high.local", "max.local",
-                  "oom.local", "oom_kill.local", "overrun.local"}, e
+assert set(e) == {"low", "high", "max", "oom", "oom_kill", "overrun", "oom_group_kill", "low.local", "high.local",
+                  "max.local", "oom.local", "oom_kill.local", "overrun.local", "oom_group_kill.local"}, e
 PY
 pass "events --json"
 expect_fail "No tenant 'nope'" mb_ctl events nope

@@ -93,7 +93,7 @@ START_TEST(test_stat_key_items) {
 END_TEST
 
 START_TEST(test_event_keys) {
-        static const char *const names[] = { "low", "high", "max", "oom", "oom_kill", "overrun" };
+        static const char *const names[] = { "low", "high", "max", "oom", "oom_kill", "overrun", "oom_group_kill" };
 
         ck_assert_uint_eq(sizeof(names) / sizeof(names[0]), MB_EVENT_KEY_NR);
         for (int i = 0; i < MB_EVENT_KEY_NR; i++) {

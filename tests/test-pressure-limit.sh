@@ -31,7 +31,9 @@ wait_for 20 usage_below 256 || fail "usage $(usage_of_l) stays above the new hig
 pass "MemoryHigh=1M: usage down to $(usage_of_l) pages"
 
 # Below what can be reclaimed: oom, nobody killed, charges fail.
-set_limit MemoryMax $((256 << 10))                   # 64 pages < the 96 in use
+# The write returns when nothing more can be reclaimed, and says so.
+expect_fail "the usage stays at $((96 * PAGE)) bytes, above the new MemoryMax of $((256 << 10)) bytes" \
+        set_limit MemoryMax $((256 << 10))             # 64 pages < the 96 in use
 wait_for 20 grep -q "tenant l: usage [0-9]* pages stays above its max of 64 pages" "$MB_TMP/daemon.log" ||
         fail "no report of the usage above max"
 assert_eq 0 "$(pc_field a cache)" "the cache is gone"

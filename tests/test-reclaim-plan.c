@@ -165,6 +165,50 @@ START_TEST(test_low_pass) {
 }
 END_TEST
 
+/* shrink_node_memcgs() counts MEMCG_LOW on every memcg it visits below its
+ * low in the pass below low, intermediate ones too: the plan lists them. */
+START_TEST(test_low_visited_intermediate) {
+        struct tenant *p_ = NULL, *m_ = NULL, *a, *b, *c;
+        struct reclaim_plan p;
+
+        ck_assert_int_eq(tenant_create(tree, "p", &p_), 0);
+        ck_assert_int_eq(page_counter_set_low(&p_->memory, 200), 0);
+        ck_assert_int_eq(tenant_create(tree, "m", &m_), 0);
+        ck_assert_int_eq(page_counter_set_min(&m_->memory, 200), 0);
+        ck_assert_int_eq(page_counter_set_low(&m_->memory, 200), 0);
+        a = leaf("p/a", 0, 100, (const uint64_t[]) { 50, 0 });
+        b = leaf("p/b", 0, 100, (const uint64_t[]) { 50, 0 });
+        c = leaf("m/c", 100, 100, (const uint64_t[]) { 50, 0 });
+
+        /* The pass that respects low: nothing listed, the skip noted. */
+        p = plan(tree->root);
+        p.allow_low = false;
+        ck_assert_int_eq(reclaim_plan_build(&p, 60), 0);
+        ck_assert(p.low_skipped);
+        ck_assert_uint_eq(p.nlow_visited, 0);
+        reclaim_plan_done(&p);
+
+        /* The pass below low: p (below low) is listed once, m (below min)
+         * is not; the leaves are targets marked low. */
+        p = plan(tree->root);
+        ck_assert_int_eq(reclaim_plan_build(&p, 60), 0);
+        ck_assert(p.low_pass);
+        ck_assert_uint_eq(p.nlow_visited, 1);
+        ck_assert_ptr_eq(p.low_visited[0], p_);
+        ck_assert_uint_eq(asked_of(&p, a, NULL) + asked_of(&p, b, NULL), 60);
+        ck_assert_uint_eq(asked_of(&p, c, NULL), 0);
+        reclaim_plan_done(&p);
+        ck_assert_uint_eq(p.nlow_visited, 0);
+        ck_assert_ptr_null(p.low_visited);
+
+        /* The reclaim root itself is never below low. */
+        p = plan(p_);
+        ck_assert_int_eq(reclaim_plan_build(&p, 60), 0);
+        ck_assert_uint_eq(p.nlow_visited, 0);
+        reclaim_plan_done(&p);
+}
+END_TEST
+
 START_TEST(test_low_pass_only_when_nothing_else) {
         struct tenant *a = leaf("a", 0, 100, (const uint64_t[]) { 50, 0 });
         struct tenant *b = leaf("b", 0, 0, (const uint64_t[]) { 50, 0 });
@@ -284,6 +328,7 @@ static Suite *reclaim_plan_suite(void) {
         tcase_add_test(tc, test_protection_respected);
         tcase_add_test(tc, test_proportional_split);
         tcase_add_test(tc, test_low_pass);
+        tcase_add_test(tc, test_low_visited_intermediate);
         tcase_add_test(tc, test_low_pass_only_when_nothing_else);
         tcase_add_test(tc, test_min_never_reclaimed);
         tcase_add_test(tc, test_per_client_split_with_rounding);

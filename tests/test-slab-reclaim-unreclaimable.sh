@@ -37,7 +37,7 @@ wait_for 10 stat_is slab_unreclaimable "${R0[u_bytes]}" ||
 before=$(usage_now)
 mb_dump_state
 steal0=$(mb_state app pgsteal)
-assert_eq "t $((R0[stock] * PAGE))" "$(mgr_call Reclaim st app $((100 << 20)))" "Reclaim(app, 100M) = the stock"
+assert_eq "again $((R0[stock] * PAGE))" "$(reclaim_call app $((100 << 20)))" "Reclaim(app, 100M) = the stock (then EAGAIN)"
 assert_eq "${R0[stock]}" $((before - $(usage_now))) "usage drop in pages"
 mb_dump_state
 assert_eq $((steal0 + R0[stock])) "$(mb_state app pgsteal)" "pgsteal"

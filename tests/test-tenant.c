@@ -462,7 +462,7 @@ START_TEST(test_set_allow) {
 END_TEST
 
 START_TEST(test_names) {
-        static const char *const events[] = { "low", "high", "max", "oom", "oom_kill", "overrun" };
+        static const char *const events[] = { "low", "high", "max", "oom", "oom_kill", "overrun", "oom_group_kill" };
         static const char *const items[] = {
                 "pages", "stock", "slab_reclaimable", "slab_unreclaimable", "pgalloc", "pgfree",
                 "charge_requests", "uncharge_requests", "pgscan", "pgsteal", "throttle_usec",

@@ -17,6 +17,9 @@
 #define CTL_MANAGER_PATH "/org/membroker1"
 #define CTL_MANAGER_IFACE "org.membroker1.Manager"
 #define CTL_TENANT_IFACE "org.membroker1.Tenant"
+/* memory.reclaim-like EAGAIN: not all of a reclaim or limit write could be
+ * done. */
+#define CTL_ERROR_AGAIN "org.membroker1.Error.Again"
 
 /* The Manager's properties (GetAll). */
 struct ctl_manager_info {

@@ -100,6 +100,12 @@ static int call_with_settings(sd_bus *bus, const char *member, const char *path,
                         return r;
         }
         r = sd_bus_call(bus, m, 0, &error, &reply);
+        if (r < 0 && sd_bus_error_has_name(&error, CTL_ERROR_AGAIN)) {
+                /* The limits apply; reclaim could not bring the usage
+                 * under them (memory_max_write() gave up). */
+                snprintf(what, sizeof what, "limits of '%s' set", path);
+                return ctl_bus_log_error(what, &error, r);
+        }
         if (r < 0) {
                 snprintf(what, sizeof what, "%s '%s'",
                          strcmp(member, "CreateTenant") == 0 ? "cannot create" : "cannot set limits of", path);
@@ -153,6 +159,19 @@ int ctl_write_reload(sd_bus *bus, int argc, char **argv) {
         return 0;
 }
 
+int ctl_write_reset_peak(sd_bus *bus, int argc, char **argv) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        char what[256];
+        int r;
+
+        r = ctl_bus_call_manager(bus, "ResetPeak", &error, NULL, "s", argv[1]);
+        if (r < 0) {
+                snprintf(what, sizeof what, "cannot reset the peak of '%s'", argv[1]);
+                return ctl_bus_log_error(what, &error, r);
+        }
+        return 0;
+}
+
 /* ---- reclaim ---- */
 
 int ctl_write_reclaim(sd_bus *bus, int argc, char **argv) {
@@ -168,6 +187,10 @@ int ctl_write_reclaim(sd_bus *bus, int argc, char **argv) {
                 return -EINVAL;
         }
         r = ctl_bus_call_manager(bus, "Reclaim", &error, &reply, "st", argv[1], bytes);
+        if (r < 0 && sd_bus_error_has_name(&error, CTL_ERROR_AGAIN))
+                /* memory.reclaim's EAGAIN: less than asked; the message
+                 * says how much came back. */
+                return ctl_bus_log_error("reclaim", &error, r);
         if (r < 0) {
                 snprintf(what, sizeof what, "cannot reclaim from '%s'", argv[1]);
                 return ctl_bus_log_error(what, &error, r);

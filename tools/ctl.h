@@ -10,7 +10,7 @@
  *   ctl-view.c         status, tree and top (read-only views)
  *   ctl-stat.c         stat and events (text and JSON)
  *   ctl-openmetrics.c  stat --format=openmetrics
- *   ctl-write.c        set, create, remove, reload, reclaim
+ *   ctl-write.c        set, create, remove, reload, reclaim, reset-peak
  *   ctl-util.c         pure helpers (no sd-bus; unit-tested alone)
  */
 #pragma once
@@ -72,3 +72,4 @@ int ctl_write_create(sd_bus *bus, int argc, char **argv);
 int ctl_write_remove(sd_bus *bus, int argc, char **argv);
 int ctl_write_reload(sd_bus *bus, int argc, char **argv);
 int ctl_write_reclaim(sd_bus *bus, int argc, char **argv);
+int ctl_write_reset_peak(sd_bus *bus, int argc, char **argv);

@@ -78,7 +78,8 @@ static const struct verb verbs[] = {
           "Show memory.events of a tenant",
           "Show memory.events of PATH: how often protection was breached (low), the tenant was\n"
           "throttled (high), a charge hit a hard limit (max), a charge failed (oom, oom_kill)\n"
-          "and a client backed arena pages it did not hold (overrun);\n"
+          "and a client backed arena pages it did not hold (overrun), OOMGroup= killed a whole\n"
+          "tenant (oom_group_kill);\n"
           "SUBTREE counts the tenant and its descendants, LOCAL the tenant alone.\n"
           "Options: --json." },
         { "set", 3, -1, ctl_write_set, "set PATH Key=Value...",
@@ -93,6 +94,10 @@ static const struct verb verbs[] = {
           "Ask the clients of PATH's subtree to give back SIZE bytes (K/M/G/T), like writing to\n"
           "memory.reclaim, and print how much was reclaimed.  Needs uid 0.\n"
           "Options: --json, --bytes." },
+        { "reset-peak", 2, 2, ctl_write_reset_peak, "reset-peak PATH",
+          "Reset MemoryPeak to the current usage",
+          "Start PATH's MemoryPeak over from its current usage, like writing to memory.peak.\n"
+          "Needs uid 0." },
         { "top", 1, 1, ctl_view_top, "top",
           "Show tenants ordered by usage, refreshing",
           "Show tenants ordered by usage, refreshed every -d SEC seconds, like systemd-cgtop.\n"

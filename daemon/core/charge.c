@@ -18,12 +18,14 @@ static void charge_add_event(struct tenant_charge *res, struct tenant *t, enum m
 }
 
 void tenant_charge_check_high(struct tenant *t, struct tenant_charge *ret) {
-        /* mem_cgroup_handle_over_high() / reclaim_high(): every level
-         * above its high, the charging tenant first. */
+        /* try_charge_memcg(): a level above its high makes the charging
+         * task handle the overage on its way out
+         * (memcg_nr_pages_over_high); the `high` events are counted there,
+         * by reclaim_high(), once per reclaim pass of every level over. */
         for (struct tenant *x = t; x; x = x->parent)
                 if (page_counter_read(&x->memory) > page_counter_get_high(&x->memory)) {
-                        charge_add_event(ret, x, MB_EVENT_HIGH);
                         ret->over_high = true;
+                        return;
                 }
 }
 
@@ -66,7 +68,11 @@ enum tenant_charge_action tenant_charge_next(struct tenant_charge *failed, unsig
         *ret_reclaim_pages = 0;
         if (!retry->drained)
                 return TENANT_CHARGE_DRAIN;
-        if (!retry->reclaim_exhausted && retry->fruitless < MAX_RECLAIM_RETRIES && retry->rounds < RECLAIM_MAX_ROUNDS) {
+        /* try_charge_memcg(): "if (gfp_mask & __GFP_NORETRY) goto nomem;"
+         * after the first reclaim, before the retries and the OOM path. */
+        if (retry->noretry && (retry->reclaim_rounds > 0 || retry->reclaim_exhausted))
+                return TENANT_CHARGE_NOMEM;
+        if (!retry->reclaim_exhausted && retry->fruitless < MAX_RECLAIM_RETRIES && retry->elapsed_usec < RECLAIM_MAX_USEC) {
                 usage = page_counter_read(&over->memory);
                 max = page_counter_get_max(&over->memory);
                 margin = max > usage ? max - usage : 0;

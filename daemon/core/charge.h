@@ -24,15 +24,18 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "tenant.h"
 
 /* try_charge_memcg(): reclaim rounds that free nothing before a charge
  * gives up (MAX_RECLAIM_RETRIES). */
 #define MAX_RECLAIM_RETRIES 16u
-/* Rounds of any kind one charge or proactive request may take at most
- * (rounds that make progress do not use up the retries above). */
-#define RECLAIM_MAX_ROUNDS 64u
+/* How long one charge or proactive request may keep reclaiming while its
+ * rounds make progress (they do not use up the retries above).  The kernel
+ * has no such bound (a task reclaims until it fits or a fatal signal comes);
+ * a client waiting for its Grant gets one. */
+#define RECLAIM_MAX_USEC (10ULL * 1000 * 1000)
 /* try_to_free_mem_cgroup_pages() asks for max(nr_pages, SWAP_CLUSTER_MAX):
  * a charge short of a page still reclaims a cluster, so that the next
  * charges find room and the split between tenants stays proportional. */
@@ -78,9 +81,11 @@ enum tenant_charge_flags {
  * would pass its max, and nothing stays charged anywhere.
  *
  * Events (in @ret->events, not counted here): on failure `max` at the
- * failing level (unless @flags has TENANT_CHARGE_RETRY); on success `high`
- * at every level, @t up to the root, left above its high
- * (mem_cgroup_handle_over_high() walks the hierarchy).
+ * failing level (unless @flags has TENANT_CHARGE_RETRY).  On success
+ * @ret->over_high says that some level, @t up to the root, is left above
+ * its high: the caller hands the charge to mem_cgroup_handle_over_high(),
+ * which counts `high` on every level over at each reclaim pass
+ * (reclaim_high()).
  *
  * The caller guarantees 1 <= @need <= @nr_pages and that @t stays alive.
  * Returns true when charged (@ret->charged pages: @nr_pages or @need).
@@ -90,10 +95,9 @@ bool tenant_try_charge(struct tenant *t, unsigned long nr_pages, unsigned long n
 
 /**
  * tenant_charge_check_high - the high half of the decision alone, for a
- * charge that was made elsewhere (the reclaimer's retry): append to @ret
- * (initialised by the caller, e.g. to all zeroes) a `high` event for every
- * level of @t, root included, above its high, and set @ret->over_high when
- * there is one.
+ * charge that was made elsewhere (the reclaimer's retry): set
+ * @ret->over_high (initialised by the caller, e.g. to all zeroes) when a
+ * level of @t, root included, is above its high.  No event.
  */
 void tenant_charge_check_high(struct tenant *t, struct tenant_charge *ret);
 
@@ -109,8 +113,10 @@ enum tenant_charge_action {
 struct tenant_charge_retry {
         bool drained;            /* the stocks were drained (or nobody had any) */
         bool reclaim_exhausted;  /* the last reclaim found nobody to ask */
-        unsigned rounds;         /* rounds run so far */
+        uint64_t elapsed_usec;   /* since the charge first failed */
         unsigned fruitless;      /* reclaim rounds that freed nothing */
+        bool noretry;            /* __GFP_NORETRY: one reclaim, no OOM */
+        unsigned reclaim_rounds; /* reclaim rounds run so far */
 };
 
 /**
@@ -118,11 +124,13 @@ struct tenant_charge_retry {
  * charge of @nr_pages: drain the stocks once, then reclaim (the amount in
  * *@ret_reclaim_pages: what is missing below the max, at least
  * RECLAIM_CLUSTER_PAGES) while fewer than MAX_RECLAIM_RETRIES rounds were
- * fruitless, fewer than RECLAIM_MAX_ROUNDS ran and the last reclaim found
+ * fruitless, less than RECLAIM_MAX_USEC passed and the last reclaim found
  * someone to ask, then out of memory: an `oom` event at the failing level
  * (appended to @failed->events, mem_cgroup_oom()) and OOM_KILL when that
- * level's OOMPolicy= is kill, else NOMEM.  @failed comes from a failed
- * tenant_try_charge().
+ * level's OOMPolicy= is kill, else NOMEM.  With @retry->noretry
+ * (__GFP_NORETRY) one reclaim round is all: then NOMEM, with no `oom`
+ * event, as try_charge_memcg() gives up before mem_cgroup_oom().  @failed
+ * comes from a failed tenant_try_charge().
  */
 enum tenant_charge_action tenant_charge_next(struct tenant_charge *failed, unsigned long nr_pages,
                                              const struct tenant_charge_retry *retry,

@@ -657,6 +657,8 @@ static int tenant_key(struct parse_ctx *ctx, const char *key, const char *value)
         if (strcmp(key, "OOMPolicy") == 0)
                 return set_choice(ctx, key, value, (const char *const[]) { "fail", "kill" }, 2,
                                   (int *) &tc->oom_policy);
+        if (strcmp(key, "OOMGroup") == 0)
+                return set_bool(ctx, key, value, &tc->oom_group);
         if (strcmp(key, "OverrunPolicy") == 0)
                 return set_choice(ctx, key, value, (const char *const[]) { "punch", "kill" }, 2,
                                   (int *) &tc->overrun_policy);
@@ -916,6 +918,7 @@ int mb_config_apply_tenant(const struct mb_config *c, const struct mb_tenant_con
 
         t->charge_batch = tc->charge_batch;
         t->oom_policy = tc->oom_policy;
+        t->oom_group = tc->oom_group;
         t->overrun_policy = tc->overrun_policy;
         t->from_config = true;
         return 0;

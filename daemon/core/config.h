@@ -83,6 +83,7 @@ struct mb_tenant_config {
         unsigned charge_batch;        /* 0 = inherit */
         enum mb_oom_policy oom_policy;
         enum mb_overrun_policy overrun_policy; /* OverrunPolicy=, default punch */
+        bool oom_group;               /* OOMGroup= (memory.oom.group), default no */
         uid_t *allow_users;
         size_t n_allow_users;
         gid_t *allow_groups;

@@ -60,6 +60,20 @@ int reclaim_plan_add_clients(struct reclaim_plan *p, struct tenant *t, uint64_t 
         return 0;
 }
 
+static int plan_low_visited(struct reclaim_plan *p, struct tenant *t) {
+        if (p->nlow_visited == p->low_visited_alloc) {
+                size_t a = MB_MAX(p->low_visited_alloc * 2, (size_t) 4);
+                struct tenant **v = realloc(p->low_visited, a * sizeof(*v));
+
+                if (!v)
+                        return -ENOMEM;
+                p->low_visited = v;
+                p->low_visited_alloc = a;
+        }
+        p->low_visited[p->nlow_visited++] = t;
+        return 0;
+}
+
 static int plan_walk_cb(struct tenant *t, void *userdata) {
         struct reclaim_plan *p = userdata;
         unsigned long usage, emin, elow, protection;
@@ -72,8 +86,18 @@ static int plan_walk_cb(struct tenant *t, void *userdata) {
          * children use it. */
         if (!p->drain)
                 page_counter_calculate_protection(&p->root->memory, &t->memory, p->recursive);
-        if (t->nchildren > 0)
-                return 0; /* pages live in leaves */
+        if (t->nchildren > 0) {
+                /* Pages live in leaves; but a visit below low in the pass
+                 * below low is a `low` event of this level too. */
+                if (page_counter_below_min(&p->root->memory, &t->memory) ||
+                    !page_counter_below_low(&p->root->memory, &t->memory))
+                        return 0;
+                if (!p->low_pass) {
+                        p->low_skipped = true;
+                        return 0;
+                }
+                return plan_low_visited(p, t);
+        }
         usage = page_counter_read(&t->memory);
         if (usage == 0)
                 return 0;
@@ -163,6 +187,9 @@ void reclaim_plan_done(struct reclaim_plan *p) {
         p->targets = NULL;
         p->ntargets = p->alloc = 0;
         p->total_cap = 0;
+        free(p->low_visited);
+        p->low_visited = NULL;
+        p->nlow_visited = p->low_visited_alloc = 0;
 }
 
 struct excess_walk {

@@ -80,6 +80,12 @@ struct reclaim_plan {
         struct reclaim_target *targets;
         size_t ntargets, alloc;
         uint64_t total_cap;
+        /* The pass below low visited these intermediate tenants below their
+         * effective low (shrink_node_memcgs() counts MEMCG_LOW on every
+         * memcg it visits below low, not only on those with pages of their
+         * own); the leaves' are in the targets (low). */
+        struct tenant **low_visited;
+        size_t nlow_visited, low_visited_alloc;
 };
 
 /**
@@ -109,7 +115,8 @@ int reclaim_plan_build(struct reclaim_plan *p, uint64_t goal);
  */
 void reclaim_plan_distribute(struct reclaim_plan *p, uint64_t goal);
 
-/* Free the targets (the handles are the caller's); the inputs stay. */
+/* Free the targets (the handles are the caller's) and low_visited; the
+ * inputs stay. */
 void reclaim_plan_done(struct reclaim_plan *p);
 
 /**

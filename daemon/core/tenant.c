@@ -18,7 +18,8 @@ _Static_assert((int) MB_EVENT_KEY_NR == (int) _MB_EVENT_NR && (int) MB_EVENT_KEY
                        (int) MB_EVENT_KEY_HIGH == (int) MB_EVENT_HIGH && (int) MB_EVENT_KEY_MAX == (int) MB_EVENT_MAX &&
                        (int) MB_EVENT_KEY_OOM == (int) MB_EVENT_OOM &&
                        (int) MB_EVENT_KEY_OOM_KILL == (int) MB_EVENT_OOM_KILL &&
-                       (int) MB_EVENT_KEY_OVERRUN == (int) MB_EVENT_OVERRUN,
+                       (int) MB_EVENT_KEY_OVERRUN == (int) MB_EVENT_OVERRUN &&
+                       (int) MB_EVENT_KEY_OOM_GROUP_KILL == (int) MB_EVENT_OOM_GROUP_KILL,
                "mb_event_keys[] follows enum mb_event");
 
 const char *mb_event_to_string(enum mb_event e) {

@@ -35,6 +35,7 @@ enum mb_event {
         MB_EVENT_OOM,
         MB_EVENT_OOM_KILL,
         MB_EVENT_OVERRUN, /* a client backed arena pages beyond its charge */
+        MB_EVENT_OOM_GROUP_KILL, /* MEMCG_OOM_GROUP_KILL: OOMGroup=yes killed the tenant's clients */
         _MB_EVENT_NR,
 };
 
@@ -50,8 +51,8 @@ enum mb_overrun_policy {
         MB_OVERRUN_KILL, /* SIGKILL every connected client of the tenant */
 };
 
-/* "low", "high", "max", "oom", "oom_kill", "overrun" (the memory.events
- * keys, overrun being membroker's own); NULL
+/* "low", "high", "max", "oom", "oom_kill", "overrun", "oom_group_kill"
+ * (the memory.events keys, overrun being membroker's own); NULL
  * when out of range. */
 const char *mb_event_to_string(enum mb_event e);
 /* "pages", "stock", "slab_reclaimable", "slab_unreclaimable", "pgalloc",
@@ -91,6 +92,7 @@ struct tenant {
         unsigned charge_batch; /* 0: inherit the broker's ChargeBatch */
         enum mb_oom_policy oom_policy;
         enum mb_overrun_policy overrun_policy;
+        bool oom_group; /* OOMGroup= (memory.oom.group) */
         uid_t *allow_users;
         size_t n_allow_users;
         gid_t *allow_groups;
