@@ -79,6 +79,16 @@ int bus_tenant_method_get_events(sd_bus_message *msg, struct manager *m, struct 
                                  sd_bus_error *error);
 int bus_tenant_method_set_limits(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error);
 int bus_tenant_method_reclaim(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error);
+int bus_tenant_method_revert_limits(sd_bus_message *msg, struct manager *m, struct tenant *t,
+                                    sd_bus_error *error);
+
+/**
+ * bus_check_limits - refuse, with InvalidArgs naming the key, the accepted
+ * range and the figures in bytes, a limit of @l (from bus_read_limits())
+ * that the tree cannot take: more pages than a page counter holds, a
+ * ChargeBatch outside 1..MB_CHARGE_MAX_PAGES.  0 or a negative errno.
+ */
+int bus_check_limits(struct manager *m, const struct mb_limits *l, sd_bus_error *error);
 
 /**
  * bus_read_limits - read an a{sv} of MemoryMax/MemoryHigh/MemoryLow/

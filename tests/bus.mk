@@ -24,6 +24,7 @@ bus_tests = \
 	tests/test-ctl-openmetrics.sh \
 	tests/test-ctl-events.sh \
 	tests/test-ctl-set.sh \
+	tests/test-ctl-revert.sh \
 	tests/test-ctl-reclaim.sh \
 	tests/test-ctl-top.sh \
 	tests/test-ctl-usage.sh

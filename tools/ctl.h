@@ -10,7 +10,7 @@
  *   ctl-view.c         status, tree and top (read-only views)
  *   ctl-stat.c         stat and events (text and JSON)
  *   ctl-openmetrics.c  stat --format=openmetrics
- *   ctl-write.c        set, create, remove, reload, reclaim
+ *   ctl-write.c        set, revert, create, remove, reload, reclaim
  *   ctl-util.c         pure helpers (no sd-bus; unit-tested alone)
  */
 #pragma once
@@ -68,6 +68,7 @@ int ctl_view_top(sd_bus *bus, int argc, char **argv);
 int ctl_stat_show(sd_bus *bus, int argc, char **argv);
 int ctl_stat_events(sd_bus *bus, int argc, char **argv);
 int ctl_write_set(sd_bus *bus, int argc, char **argv);
+int ctl_write_revert(sd_bus *bus, int argc, char **argv);
 int ctl_write_create(sd_bus *bus, int argc, char **argv);
 int ctl_write_remove(sd_bus *bus, int argc, char **argv);
 int ctl_write_reload(sd_bus *bus, int argc, char **argv);

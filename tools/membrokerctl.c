@@ -86,8 +86,14 @@ static const struct verb verbs[] = {
           "Change limits of PATH at once: MemoryMax=, MemoryHigh=, MemoryLow=, MemoryMin= take bytes\n"
           "with K/M/G/T (powers of 1024), N% of the capacity, or 'infinity'; ChargeBatch= takes pages.\n"
           "Without --runtime the change is persisted in the state directory and survives restarts;\n"
-          "with --runtime it lasts until the daemon stops.  Needs uid 0.\n"
+          "with --runtime it lasts until the daemon stops.  An empty value (MemoryMax=) resets the\n"
+          "key in that layer, so that what the configuration files say applies again.  Needs uid 0.\n"
           "Options: --runtime." },
+        { "revert", 2, -1, ctl_write_revert, "revert PATH [KEY...]",
+          "Undo set: back to the configuration files",
+          "Drop what set did to the keys given of PATH (default: every key), persisted and runtime\n"
+          "alike, as 'systemctl revert' does: the limits the configuration files give (or, for a\n"
+          "tenant made with create, no limit) apply again.  Needs uid 0." },
         { "reclaim", 3, 3, ctl_write_reclaim, "reclaim PATH SIZE",
           "Reclaim memory from a subtree",
           "Ask the clients of PATH's subtree to give back SIZE bytes (K/M/G/T), like writing to\n"
