@@ -21,6 +21,7 @@
 #include "guard.h"
 #include "log.h"
 #include "macros.h"
+#include "mb_size.h"
 #include "mailbox.h"
 #include "manager-service.h"
 #include "manager.h"
@@ -807,8 +808,15 @@ int manager_start(struct manager *m, char **ret_error) {
                         return log_error_errno(r, "cannot set up the D-Bus API: %m");
         }
 
-        log_info("membrokerd %s listening on %s: %u tenants, capacity %lu pages of %" PRIu64 " bytes, %u workers",
-                 PACKAGE_VERSION, m->socket_path, m->tree->ntenants, capacity_pages, m->page_size, m->nworkers);
+        {
+                char b[MB_SIZE_FORMAT_MAX];
+
+                log_info("membrokerd %s listening on %s: %u tenants, capacity %s of %" PRIu64 "-byte pages, "
+                         "%u workers",
+                         PACKAGE_VERSION, m->socket_path, m->tree->ntenants,
+                         mb_size_format_pages(b, sizeof(b), capacity_pages, m->page_size, UINT64_MAX), m->page_size,
+                         m->nworkers);
+        }
         return 0;
 }
 

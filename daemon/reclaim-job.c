@@ -35,6 +35,7 @@
 #include "high_delay.h"
 #include "log.h"
 #include "macros.h"
+#include "mb_size.h"
 #include "manager.h"
 #include "reclaim-internal.h"
 #include "reclaim_plan.h"
@@ -424,10 +425,16 @@ static bool job_charger_gone(const struct reclaim_job *j) {
 static void charge_fail(struct reclaim_job *j, const struct tenant_charge *res, unsigned long usage,
                         unsigned long max) {
         struct reclaim_client *rc = j->charger;
+        uint64_t page_size = j->r->m->page_size;
+        char b_charge[MB_SIZE_FORMAT_MAX], b_usage[MB_SIZE_FORMAT_MAX], b_max[MB_SIZE_FORMAT_MAX];
         char *reason = NULL;
 
-        if (asprintf(&reason, "charge of %u pages to %s failed: %s at max (usage %lu pages, max %lu pages)",
-                     j->pages, rc->tenant->path, res->over->path, usage, max) < 0)
+        /* Bytes, as MemoryMax= is written, with the pages in parentheses. */
+        if (asprintf(&reason, "charge of %s to %s failed: %s at max: usage %s, MemoryMax=%s",
+                     mb_size_format_pages(b_charge, sizeof(b_charge), j->pages, page_size, UINT64_MAX),
+                     rc->tenant->path, res->over->path,
+                     mb_size_format_pages(b_usage, sizeof(b_usage), usage, page_size, PAGE_COUNTER_MAX),
+                     mb_size_format_pages(b_max, sizeof(b_max), max, page_size, PAGE_COUNTER_MAX)) < 0)
                 reason = NULL;
         log_debug("client %" PRIu64 ": %s", rc->client_id, reason ? reason : "out of memory");
         reclaim_post_to_worker(j->r, RMSG_CHARGE_DONE, rc, j->seq, j->pages, 0, ENOMEM,
@@ -546,11 +553,14 @@ static bool step_limit(struct reclaim_job *j) {
                 if (j->fruitless < MAX_RECLAIM_RETRIES && j->rounds < RECLAIM_MAX_ROUNDS &&
                     job_start_reclaim(j, t, usage - max, true))
                         return true;
+                char b_usage[MB_SIZE_FORMAT_MAX], b_max[MB_SIZE_FORMAT_MAX];
+
                 reclaim_memory_event(r, t, MB_EVENT_OOM);
                 if (t->oom_policy == MB_OOM_KILL && reclaim_job_oom_kill(j, t))
                         return true;
-                log_warning("tenant %s: usage %lu pages stays above its max of %lu pages: nothing more to reclaim",
-                            t->path, usage, max);
+                log_warning("tenant %s: usage %s stays above its MemoryMax=%s: nothing more to reclaim", t->path,
+                            mb_size_format_pages(b_usage, sizeof(b_usage), usage, r->m->page_size, PAGE_COUNTER_MAX),
+                            mb_size_format_pages(b_max, sizeof(b_max), max, r->m->page_size, PAGE_COUNTER_MAX));
                 return false;
         }
         if (usage > high && j->fruitless < MAX_RECLAIM_RETRIES && j->rounds < RECLAIM_MAX_ROUNDS)

@@ -19,6 +19,7 @@
 
 #include "log.h"
 #include "macros.h"
+#include "mb_size.h"
 #include "reclaim-internal.h"
 #include "tenant_state.h"
 
@@ -56,6 +57,8 @@ bool reclaim_job_oom_kill(struct reclaim_job *j, struct tenant *oom) {
         struct victim_walk vw = {};
         struct timeval tv = { .tv_sec = RECLAIM_OOM_WAIT_USEC / 1000000,
                               .tv_usec = RECLAIM_OOM_WAIT_USEC % 1000000 };
+        char b_usage[MB_SIZE_FORMAT_MAX], b_max[MB_SIZE_FORMAT_MAX], b_held[MB_SIZE_FORMAT_MAX];
+        uint64_t page_size = r->m->page_size;
         int k;
 
         (void) tenant_walk(oom, victim_cb, &vw);
@@ -71,10 +74,15 @@ bool reclaim_job_oom_kill(struct reclaim_job *j, struct tenant *oom) {
                 reclaim_client_unref(vw.best);
                 return false;
         }
-        log_warning("tenant %s: out of memory (usage %lu pages, max %lu pages); killed client %" PRIu64
-                    " (%s, pid %d) of tenant %s holding %" PRIu64 " pages (OOMPolicy=kill)",
-                    oom->path, page_counter_read(&oom->memory), page_counter_get_max(&oom->memory),
-                    vw.best->client_id, vw.best->name, (int) vw.best->pid, vw.best->tenant->path, vw.best_held);
+        log_warning("tenant %s: out of memory (usage %s, MemoryMax=%s); killed client %" PRIu64
+                    " (%s, pid %d) of tenant %s holding %s (OOMPolicy=kill)",
+                    oom->path,
+                    mb_size_format_pages(b_usage, sizeof(b_usage), page_counter_read(&oom->memory), page_size,
+                                         PAGE_COUNTER_MAX),
+                    mb_size_format_pages(b_max, sizeof(b_max), page_counter_get_max(&oom->memory), page_size,
+                                         PAGE_COUNTER_MAX),
+                    vw.best->client_id, vw.best->name, (int) vw.best->pid, vw.best->tenant->path,
+                    mb_size_format_pages(b_held, sizeof(b_held), vw.best_held, page_size, UINT64_MAX));
         /* The kernel counts MEMCG_OOM_KILL on the victim's memcg. */
         reclaim_memory_event(r, vw.best->tenant, MB_EVENT_OOM_KILL);
         r->stats.oom_kills++;

@@ -40,7 +40,8 @@ t = {x["Path"]: x for x in json.loads(sys.argv[1])}
 assert list(t) == ["/", "db", "db/cache", "db/log", "web"], list(t)
 assert t["db/cache"]["MemoryCurrent"] == 1 << 20 and t["db/cache"]["NClients"] == 1, t["db/cache"]
 assert t["db/cache"]["MemoryMax"] == 16 << 20 and t["web"]["MemoryMax"] == 4 << 20, t
-assert t["db"]["MemoryMax"] == 2**64 - 1, t["db"]
+assert t["db"]["MemoryMax"] == "max" and t["db"]["MemoryHigh"] == "max", t["db"]  # no limit
+assert t["db"]["MemoryLow"] == 0, t["db"]
 PY
 pass "tree --json"
 

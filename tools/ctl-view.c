@@ -116,13 +116,20 @@ static size_t display_width(const char *s) {
 static void json_tenant(FILE *f, const struct ctl_tenant *t) {
         fputs("{\"Path\":", f);
         ctl_json_string(f, t->path);
-        fprintf(f,
-                ",\"MemoryCurrent\":%" PRIu64 ",\"MemoryPeak\":%" PRIu64 ",\"MemoryMax\":%" PRIu64
-                ",\"MemoryHigh\":%" PRIu64 ",\"MemoryLow\":%" PRIu64 ",\"MemoryMin\":%" PRIu64
-                ",\"EffectiveMemoryLow\":%" PRIu64 ",\"EffectiveMemoryMin\":%" PRIu64 ",\"ChargeBatch\":%" PRIu32
-                ",\"NClients\":%" PRIu32 "}",
-                t->current, t->peak, t->max, t->high, t->low, t->min, t->elow, t->emin, t->charge_batch,
-                t->nclients);
+        fprintf(f, ",\"MemoryCurrent\":%" PRIu64 ",\"MemoryPeak\":%" PRIu64, t->current, t->peak);
+        fputs(",\"MemoryMax\":", f);
+        ctl_json_limit(f, t->max);
+        fputs(",\"MemoryHigh\":", f);
+        ctl_json_limit(f, t->high);
+        fputs(",\"MemoryLow\":", f);
+        ctl_json_limit(f, t->low);
+        fputs(",\"MemoryMin\":", f);
+        ctl_json_limit(f, t->min);
+        fputs(",\"EffectiveMemoryLow\":", f);
+        ctl_json_limit(f, t->elow);
+        fputs(",\"EffectiveMemoryMin\":", f);
+        ctl_json_limit(f, t->emin);
+        fprintf(f, ",\"ChargeBatch\":%" PRIu32 ",\"NClients\":%" PRIu32 "}", t->charge_batch, t->nclients);
 }
 
 int ctl_view_tree(sd_bus *bus, int argc, char **argv) {
@@ -287,7 +294,7 @@ static int top_iteration(sd_bus *bus, struct top_prev *prev, bool tty, unsigned 
                 width = MB_MAX(width, strlen(s.t[i].path));
 
         if (ctl_arg.format == CTL_FORMAT_JSON) {
-                printf("{\"MemoryCurrent\":%" PRIu64 ",\"Capacity\":%" PRIu64 ",\"tenants\":[", mi.current,
+                printf("{\"MemoryCurrent\":%" PRIu64 ",\"Capacity\":%" PRIu64 ",\"Tenants\":[", mi.current,
                        mi.capacity);
                 for (size_t i = 0; i < s.n; i++) {
                         const struct top_sample *old = top_prev_find(prev, s.t[i].path);
@@ -295,12 +302,13 @@ static int top_iteration(sd_bus *bus, struct top_prev *prev, bool tty, unsigned 
                                 fputc(',', stdout);
                         fputs("{\"Path\":", stdout);
                         ctl_json_string(stdout, s.t[i].path);
-                        printf(",\"MemoryCurrent\":%" PRIu64 ",\"MemoryPeak\":%" PRIu64 ",\"MemoryMax\":%" PRIu64
-                               ",\"NClients\":%" PRIu32 ",\"pages\":%" PRIu64 ",\"stock\":%" PRIu64,
-                               s.t[i].current, s.t[i].peak, s.t[i].max, s.t[i].nclients, stat_get(&s.t[i], "pages"),
-                               stat_get(&s.t[i], "stock"));
+                        printf(",\"MemoryCurrent\":%" PRIu64 ",\"MemoryPeak\":%" PRIu64 ",\"MemoryMax\":",
+                               s.t[i].current, s.t[i].peak);
+                        ctl_json_limit(stdout, s.t[i].max);
+                        printf(",\"NClients\":%" PRIu32 ",\"Pages\":%" PRIu64 ",\"Stock\":%" PRIu64,
+                               s.t[i].nclients, stat_get(&s.t[i], "pages"), stat_get(&s.t[i], "stock"));
                         if (old && dt > 0)
-                                printf(",\"pgalloc_per_sec\":%.1f,\"pgfree_per_sec\":%.1f",
+                                printf(",\"PgallocPerSec\":%.1f,\"PgfreePerSec\":%.1f",
                                        (double) (stat_get(&s.t[i], "pgalloc") - old->pgalloc) / dt,
                                        (double) (stat_get(&s.t[i], "pgfree") - old->pgfree) / dt);
                         fputc('}', stdout);

@@ -229,7 +229,7 @@ int ctl_write_create(sd_bus *bus, int argc, char **argv) {
         if (r < 0)
                 return r;
         if (sd_bus_message_read(reply, "o", &object) >= 0 && ctl_arg.format == CTL_FORMAT_JSON) {
-                fputs("{\"object\":", stdout);
+                fputs("{\"Object\":", stdout);
                 ctl_json_string(stdout, object);
                 fputs("}\n", stdout);
         }
@@ -282,9 +282,9 @@ int ctl_write_reclaim(sd_bus *bus, int argc, char **argv) {
         if (r < 0)
                 return r;
         if (ctl_arg.format == CTL_FORMAT_JSON) {
-                fputs("{\"tenant\":", stdout);
+                fputs("{\"Path\":", stdout);
                 ctl_json_string(stdout, argv[1]);
-                printf(",\"requested\":%" PRIu64 ",\"reclaimed\":%" PRIu64 "}\n", bytes, reclaimed);
+                printf(",\"Requested\":%" PRIu64 ",\"Reclaimed\":%" PRIu64 "}\n", bytes, reclaimed);
         } else
                 printf("Reclaimed %s of %s from %s\n", ctl_size_str(b1, reclaimed), ctl_size_str(b2, bytes), argv[1]);
         return 0;
