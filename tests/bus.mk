@@ -22,6 +22,7 @@ bus_tests = \
 	tests/test-ctl-tree.sh \
 	tests/test-ctl-stat.sh \
 	tests/test-ctl-openmetrics.sh \
+	tests/test-ctl-prometheus.sh \
 	tests/test-ctl-events.sh \
 	tests/test-ctl-set.sh \
 	tests/test-ctl-revert.sh \

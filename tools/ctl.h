@@ -33,6 +33,7 @@ enum ctl_format {
         CTL_FORMAT_TEXT,
         CTL_FORMAT_JSON,
         CTL_FORMAT_OPENMETRICS,
+        CTL_FORMAT_PROMETHEUS,
 };
 
 struct ctl_options {
@@ -51,6 +52,11 @@ extern struct ctl_options ctl_arg;
 
 /* Print "membrokerctl: " and the message to stderr. */
 void ctl_log_error(const char *fmt, ...) _printf_(1, 2);
+
+/* --format=openmetrics or --format=prometheus. */
+static inline bool ctl_format_is_metrics(void) {
+        return ctl_arg.format == CTL_FORMAT_OPENMETRICS || ctl_arg.format == CTL_FORMAT_PROMETHEUS;
+}
 
 /* A size for a table: human ("1.5G") or, with --bytes, exact. */
 static inline const char *ctl_size_str(char *buf, uint64_t v) {

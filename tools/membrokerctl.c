@@ -73,7 +73,9 @@ static const struct verb verbs[] = {
           "pending; otherwise the figures are at most StatsFlushIntervalSec= old.\n"
           "Options: --bytes (exact numbers, the daemon's GetStatText), --json,\n"
           "         --format=openmetrics (usage, limits, memory.stat and memory.events of every\n"
-          "         tenant given, as OpenMetrics text for a node-exporter textfile collector)." },
+          "         tenant given, as OpenMetrics text),\n"
+          "         --format=prometheus (the same in the Prometheus text format, for node_exporter's\n"
+          "         textfile collector: membrokerctl stat --format=prometheus > DIR/membroker.prom)." },
         { "events", 2, 2, ctl_stat_events, "events PATH",
           "Show memory.events of a tenant",
           "Show memory.events of PATH: how often protection was breached (low), the tenant was\n"
@@ -133,7 +135,7 @@ static void help_common(void) {
                "     --address=ADDRESS Talk to membrokerd on the bus at ADDRESS\n"
                "\nOutput options:\n"
                "     --json            Output JSON (status, tree, stat, events, reclaim, top)\n"
-               "     --format=FORMAT   text (default), json, or openmetrics (stat only)\n"
+               "     --format=FORMAT   text (default), json, openmetrics or prometheus (stat only)\n"
                "     --bytes           Exact byte counts instead of human sizes\n"
                "  -h --help            Show this help, or the help of VERB\n"
                "     --version         Show the version\n");
@@ -218,8 +220,10 @@ static int parse_argv(int argc, char **argv) {
                                 ctl_arg.format = CTL_FORMAT_JSON;
                         else if (strcmp(optarg, "openmetrics") == 0)
                                 ctl_arg.format = CTL_FORMAT_OPENMETRICS;
+                        else if (strcmp(optarg, "prometheus") == 0)
+                                ctl_arg.format = CTL_FORMAT_PROMETHEUS;
                         else {
-                                ctl_log_error("unknown format '%s' (text, json, openmetrics)", optarg);
+                                ctl_log_error("unknown format '%s' (text, json, openmetrics, prometheus)", optarg);
                                 return -EINVAL;
                         }
                         break;
@@ -306,8 +310,9 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "Usage: %s %s\n", program, v->usage);
                 return EXIT_USAGE;
         }
-        if (ctl_arg.format == CTL_FORMAT_OPENMETRICS && v->run != ctl_stat_show) {
-                ctl_log_error("--format=openmetrics is only for stat");
+        if (ctl_format_is_metrics() && v->run != ctl_stat_show) {
+                ctl_log_error("--format=%s is only for stat",
+                              ctl_arg.format == CTL_FORMAT_PROMETHEUS ? "prometheus" : "openmetrics");
                 return EXIT_USAGE;
         }
         if (ctl_arg.bus_kind == CTL_BUS_ADDRESS && (!ctl_arg.address || !*ctl_arg.address)) {
