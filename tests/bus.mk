@@ -23,6 +23,8 @@ bus_tests = \
 	tests/test-ctl-stat.sh \
 	tests/test-ctl-openmetrics.sh \
 	tests/test-ctl-prometheus.sh \
+	tests/test-exporter.sh \
+	tests/test-exporter-prometheus.sh \
 	tests/test-ctl-events.sh \
 	tests/test-ctl-set.sh \
 	tests/test-ctl-revert.sh \

@@ -183,3 +183,23 @@ void ctl_metrics_write(FILE *f, enum ctl_metrics_format format, const struct ctl
                 fprintf(f, "# EOF\n");
 }
 
+
+int ctl_metrics_collect(sd_bus *bus, struct ctl_tenant_set *s) {
+        int r;
+
+        /* Every tenant: its properties, then DumpStats (one call), then
+         * memory.events one tenant at a time. */
+        r = ctl_bus_get_tenants(bus, s);
+        if (r < 0)
+                return r;
+        r = ctl_bus_get_all_stats(bus, s);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < s->n; i++) {
+                ctl_kvlist_done(&s->t[i].events);
+                r = ctl_bus_get_kvlist(bus, "GetEvents", s->t[i].path, &s->t[i].events);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}

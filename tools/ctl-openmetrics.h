@@ -25,3 +25,11 @@ enum ctl_metrics_format {
  */
 void ctl_metrics_write(FILE *f, enum ctl_metrics_format format, const struct ctl_tenant_set *s, const size_t *sel,
                        size_t nsel);
+
+/**
+ * ctl_metrics_collect - read what ctl_metrics_write() prints of every
+ * tenant into @s (empty; the caller frees it with ctl_tenant_set_done(),
+ * also on error): properties, memory.stat (DumpStats) and memory.events.
+ * 0 or a negative errno (logged).
+ */
+int ctl_metrics_collect(sd_bus *bus, struct ctl_tenant_set *s);
