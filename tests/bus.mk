@@ -4,6 +4,7 @@
 # busctl / dbus-send, real membroker-load clients and the real membrokerctl.
 bus_tests = \
 	tests/test-bus-introspect.sh \
+	tests/test-bus-interfaces-xml.sh \
 	tests/test-bus-properties.sh \
 	tests/test-bus-stat.sh \
 	tests/test-bus-flush.sh \

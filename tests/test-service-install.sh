@@ -15,7 +15,7 @@ submake -s -C "$top_builddir" install DESTDIR="$D" >"$MB_TMP/install.log" 2>&1 |
         { cat "$MB_TMP/install.log"; fail "make install DESTDIR=... failed"; }
 
 # The directories and tools of this build, as make sees them.
-vars=(prefix sbindir bindir libdir includedir sysconfdir mandir systemdsystemunitdir dbussystemconfdir
+vars=(prefix sbindir bindir libdir includedir sysconfdir mandir datadir systemdsystemunitdir dbussystemconfdir
       dbussystemservicedir pkgconfigdir CC MB_CFLAGS MB_LDFLAGS)
 eval "$(
         { printf 'mb-print-vars:\n'
@@ -47,6 +47,12 @@ check_file "$mk_sysconfdir/membroker/tenants.d/example.conf.example"
 check_file "$mk_mandir/man8/membrokerd.8"
 check_file "$mk_mandir/man1/membrokerctl.1"
 check_file "$mk_mandir/man1/membroker-exporter.1"
+check_file "$mk_mandir/man1/membroker-load.1"
+check_file "$mk_mandir/man3/libmembroker.3"
+check_file "$mk_mandir/man5/membroker.conf.5"
+check_file "$mk_mandir/man5/org.membroker1.5"
+check_file "$mk_datadir/dbus-1/interfaces/org.membroker1.Manager.xml"
+check_file "$mk_datadir/dbus-1/interfaces/org.membroker1.Tenant.xml"
 
 # The installed files name the installed paths.
 unit="$D$mk_systemdsystemunitdir/membroker.service"
