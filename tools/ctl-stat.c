@@ -136,7 +136,8 @@ int ctl_stat_events(sd_bus *bus, int argc, char **argv) {
                 json_kv_object(stdout, &l);
                 fputs("}\n", stdout);
         } else {
-                printf("%-10s %12s %12s\n", "EVENT", "SUBTREE", "LOCAL");
+                if (ctl_arg.legend)
+                        printf("%-10s %12s %12s\n", "EVENT", "SUBTREE", "LOCAL");
                 for (size_t i = 0; i < l.n; i++) {
                         char local_key[128];
                         const struct ctl_kv *local;

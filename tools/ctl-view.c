@@ -182,8 +182,9 @@ int ctl_view_tree(sd_bus *bus, int argc, char **argv) {
                 if (w > width)
                         width = w;
         }
-        printf("%-*s %10s %10s %10s %10s %10s %10s %7s\n", (int) width, "TENANT", "CURRENT", "PEAK", "MIN", "LOW",
-               "HIGH", "MAX", "CLIENTS");
+        if (ctl_arg.legend)
+                printf("%-*s %10s %10s %10s %10s %10s %10s %7s\n", (int) width, "TENANT", "CURRENT", "PEAK", "MIN",
+                       "LOW", "HIGH", "MAX", "CLIENTS");
         for (size_t i = first; i < end; i++) {
                 const struct ctl_tenant *t = &s.t[i];
                 char b[6][CTL_FORMAT_BYTES_MAX];
@@ -320,12 +321,14 @@ static int top_iteration(sd_bus *bus, struct top_prev *prev, bool tty, unsigned 
                                      : 0.0;
                 if (tty)
                         fputs("\033[H\033[2J", stdout);
-                printf("Capacity %s   Current %s (%.1f%%)   Tenants %" PRIu32 "   Clients %" PRIu32
-                       "   Stat flushes %" PRIu64 "\n\n",
-                       ctl_size_str(b[0], mi.capacity), ctl_size_str(b[1], mi.current), pct, mi.ntenants, mi.nclients,
-                       mi.flushes);
-                printf("%-*s %7s %10s %10s %10s %10s %10s %10s %10s\n", (int) width, "TENANT", "CLIENTS", "CURRENT",
-                       "PEAK", "MAX", "PAGES", "STOCK", "ALLOC/s", "FREE/s");
+                if (ctl_arg.legend) {
+                        printf("Capacity %s   Current %s (%.1f%%)   Tenants %" PRIu32 "   Clients %" PRIu32
+                               "   Stat flushes %" PRIu64 "\n\n",
+                               ctl_size_str(b[0], mi.capacity), ctl_size_str(b[1], mi.current), pct, mi.ntenants,
+                               mi.nclients, mi.flushes);
+                        printf("%-*s %7s %10s %10s %10s %10s %10s %10s %10s\n", (int) width, "TENANT", "CLIENTS",
+                               "CURRENT", "PEAK", "MAX", "PAGES", "STOCK", "ALLOC/s", "FREE/s");
+                }
                 shown = s.n;
                 if (tty && rows > 4 && shown > rows - 4)
                         shown = rows - 4;

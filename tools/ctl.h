@@ -45,6 +45,7 @@ struct ctl_options {
         uint64_t iterations; /* 0: forever */
         double delay_sec;
         bool help;
+        bool legend; /* column headings and summary lines (--no-legend: off) */
 };
 
 /* The options of this run (membrokerctl.c); read-only once a verb runs. */

@@ -29,6 +29,7 @@ struct ctl_options ctl_arg = {
         .bus_kind = CTL_BUS_SYSTEM,
         .format = CTL_FORMAT_TEXT,
         .delay_sec = TOP_DEFAULT_DELAY_SEC,
+        .legend = true,
 };
 
 static const char *program = "membrokerctl";
@@ -137,6 +138,8 @@ static void help_common(void) {
                "     --json            Output JSON (status, tree, stat, events, reclaim, top)\n"
                "     --format=FORMAT   text (default), json, openmetrics or prometheus (stat only)\n"
                "     --bytes           Exact byte counts instead of human sizes\n"
+               "     --no-legend       No column headings or summary lines (tree, top, events)\n"
+               "     --no-pager        Accepted as systemctl does; the output is never paged\n"
                "  -h --help            Show this help, or the help of VERB\n"
                "     --version         Show the version\n");
 }
@@ -175,8 +178,12 @@ static int parse_argv(int argc, char **argv) {
                 ARG_BYTES,
                 ARG_RUNTIME,
                 ARG_VERSION,
+                ARG_NO_PAGER,
+                ARG_NO_LEGEND,
         };
         static const struct option options[] = {
+                { "no-pager", no_argument, NULL, ARG_NO_PAGER },
+                { "no-legend", no_argument, NULL, ARG_NO_LEGEND },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 { "system", no_argument, NULL, ARG_SYSTEM },
@@ -229,6 +236,13 @@ static int parse_argv(int argc, char **argv) {
                         break;
                 case ARG_BYTES:
                         ctl_arg.bytes = true;
+                        break;
+                case ARG_NO_PAGER:
+                        /* As systemctl's: membrokerctl never pages, so there
+                         * is nothing to turn off (scripts may pass it). */
+                        break;
+                case ARG_NO_LEGEND:
+                        ctl_arg.legend = false;
                         break;
                 case ARG_RUNTIME:
                         ctl_arg.runtime = true;
