@@ -31,7 +31,8 @@ bus_tests = \
 	tests/test-ctl-revert.sh \
 	tests/test-ctl-reclaim.sh \
 	tests/test-ctl-top.sh \
-	tests/test-ctl-usage.sh
+	tests/test-ctl-usage.sh \
+	tests/test-ctl-completion.sh
 TESTS += $(bus_tests)
 dist_check_SCRIPTS += $(bus_tests)
 EXTRA_DIST += tests/bus-lib.sh
