@@ -90,12 +90,13 @@ static void audit_overrun(struct manager *m, struct tenant_state *ts, const stru
         if (now - ts->overrun_logged_usec >= AUDIT_LOG_INTERVAL_USEC || ts->overrun_logged_usec == 0) {
                 char b[MB_SIZE_FORMAT_MAX];
 
-                log_warning("tenant %s: overrun: %s of its arena were backed though no client "
-                            "held them%s; punched (%" PRIu64 " overrun events)",
-                            t->path, mb_size_format_pages(b, sizeof(b), ts->overrun_pages_unlogged, m->page_size,
-                                                          UINT64_MAX),
-                            res->size_restored ? ", and a client had resized the arena (size restored)" : "",
-                            tenant_event_count(t, MB_EVENT_OVERRUN, true));
+                log_struct(LOG_WARNING, LOG_MESSAGE_OVERRUN, t->path, 0,
+                           "tenant %s: overrun: %s of its arena were backed though no client held them%s; punched "
+                           "(%" PRIu64 " overrun events)",
+                           t->path,
+                           mb_size_format_pages(b, sizeof(b), ts->overrun_pages_unlogged, m->page_size, UINT64_MAX),
+                           res->size_restored ? ", and a client had resized the arena (size restored)" : "",
+                           tenant_event_count(t, MB_EVENT_OVERRUN, true));
                 ts->overrun_logged_usec = now;
                 ts->overrun_pages_unlogged = 0;
         }

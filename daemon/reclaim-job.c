@@ -558,9 +558,10 @@ static bool step_limit(struct reclaim_job *j) {
                 reclaim_memory_event(r, t, MB_EVENT_OOM);
                 if (t->oom_policy == MB_OOM_KILL && reclaim_job_oom_kill(j, t))
                         return true;
-                log_warning("tenant %s: usage %s stays above its MemoryMax=%s: nothing more to reclaim", t->path,
-                            mb_size_format_pages(b_usage, sizeof(b_usage), usage, r->m->page_size, PAGE_COUNTER_MAX),
-                            mb_size_format_pages(b_max, sizeof(b_max), max, r->m->page_size, PAGE_COUNTER_MAX));
+                log_struct(LOG_WARNING, LOG_MESSAGE_OOM, t->path, 0,
+                           "tenant %s: usage %s stays above its MemoryMax=%s: nothing more to reclaim", t->path,
+                           mb_size_format_pages(b_usage, sizeof(b_usage), usage, r->m->page_size, PAGE_COUNTER_MAX),
+                           mb_size_format_pages(b_max, sizeof(b_max), max, r->m->page_size, PAGE_COUNTER_MAX));
                 return false;
         }
         if (usage > high && j->fruitless < MAX_RECLAIM_RETRIES && j->rounds < RECLAIM_MAX_ROUNDS)

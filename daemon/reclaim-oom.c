@@ -63,7 +63,8 @@ bool reclaim_job_oom_kill(struct reclaim_job *j, struct tenant *oom) {
 
         (void) tenant_walk(oom, victim_cb, &vw);
         if (!vw.best) {
-                log_warning("tenant %s: out of memory and no client holds pages to kill", oom->path);
+                log_struct(LOG_WARNING, LOG_MESSAGE_OOM, oom->path, 0,
+                           "tenant %s: out of memory and no client holds pages to kill", oom->path);
                 return false;
         }
         k = r->ops->kill(vw.best);
@@ -74,15 +75,16 @@ bool reclaim_job_oom_kill(struct reclaim_job *j, struct tenant *oom) {
                 reclaim_client_unref(vw.best);
                 return false;
         }
-        log_warning("tenant %s: out of memory (usage %s, MemoryMax=%s); killed client %" PRIu64
-                    " (%s, pid %d) of tenant %s holding %s (OOMPolicy=kill)",
-                    oom->path,
-                    mb_size_format_pages(b_usage, sizeof(b_usage), page_counter_read(&oom->memory), page_size,
-                                         PAGE_COUNTER_MAX),
-                    mb_size_format_pages(b_max, sizeof(b_max), page_counter_get_max(&oom->memory), page_size,
-                                         PAGE_COUNTER_MAX),
-                    vw.best->client_id, vw.best->name, (int) vw.best->pid, vw.best->tenant->path,
-                    mb_size_format_pages(b_held, sizeof(b_held), vw.best_held, page_size, UINT64_MAX));
+        log_struct(LOG_WARNING, LOG_MESSAGE_OOM_KILL, vw.best->tenant->path, (int) vw.best->pid,
+                   "tenant %s: out of memory (usage %s, MemoryMax=%s); killed client %" PRIu64
+                   " (%s, pid %d) of tenant %s holding %s (OOMPolicy=kill)",
+                   oom->path,
+                   mb_size_format_pages(b_usage, sizeof(b_usage), page_counter_read(&oom->memory), page_size,
+                                        PAGE_COUNTER_MAX),
+                   mb_size_format_pages(b_max, sizeof(b_max), page_counter_get_max(&oom->memory), page_size,
+                                        PAGE_COUNTER_MAX),
+                   vw.best->client_id, vw.best->name, (int) vw.best->pid, vw.best->tenant->path,
+                   mb_size_format_pages(b_held, sizeof(b_held), vw.best_held, page_size, UINT64_MAX));
         /* The kernel counts MEMCG_OOM_KILL on the victim's memcg. */
         reclaim_memory_event(r, vw.best->tenant, MB_EVENT_OOM_KILL);
         r->stats.oom_kills++;

@@ -15,6 +15,7 @@ PRESSURE_TESTS = \
 	%reldir%/test-pressure-capacity-reload.sh \
 	%reldir%/test-pressure-oom.sh \
 	%reldir%/test-pressure-oom-kill.sh \
+	%reldir%/test-journal-fields.sh \
 	%reldir%/test-pressure-high.sh \
 	%reldir%/test-pressure-protection.sh \
 	%reldir%/test-pressure-proactive.sh \
