@@ -94,7 +94,7 @@ int bus_check_limits(struct manager *m, const struct mb_limits *l, sd_bus_error 
  * bus_read_limits - read an a{sv} of MemoryMax/MemoryHigh/MemoryLow/
  * MemoryMin (t, bytes, UINT64_MAX = "max") and ChargeBatch (t, pages) into
  * @ret (unset fields MB_LIMIT_UNSET).  InvalidArgs on an unknown or repeated
- * key, a wrong type or an out-of-range value.
+ * key, a wrong type or MB_LIMIT_UNSET; the ranges are bus_check_limits()'s.
  */
 int bus_read_limits(sd_bus_message *msg, struct mb_limits *ret, sd_bus_error *error);
 

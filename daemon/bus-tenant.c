@@ -206,10 +206,12 @@ int bus_read_limits(sd_bus_message *msg, struct mb_limits *ret, sd_bus_error *er
                         return r;
                 if (*field != MB_LIMIT_UNSET)
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s given twice", key);
-                if (!is_bytes && (value == 0 || value > MB_CHARGE_MAX_PAGES))
+                /* The range of each key: bus_check_limits(), which knows
+                 * the page size for the figures in bytes. */
+                if (value == MB_LIMIT_UNSET && !is_bytes)
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "ChargeBatch=%llu is out of range: 1 to %u pages", (unsigned long long) value,
-                                                 MB_CHARGE_MAX_PAGES);
+                                                 "ChargeBatch=%llu is out of range: 1 to %u pages",
+                                                 (unsigned long long) value, MB_CHARGE_MAX_PAGES);
                 if (value == MB_LIMIT_UNSET)
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                                  "%s=%llu is out of range: a number of bytes, or "

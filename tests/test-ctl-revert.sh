@@ -74,3 +74,9 @@ expect_fail "invalid value for ChargeBatch: 'x' (a number of pages, 1 to 16384" 
 expect_fail "MemoryMax=18446744073709551613 bytes is out of range: 0 to [0-9]* bytes ([0-9]* pages of 4096 bytes)" \
         mgr_call SetTenantLimits "sa{sv}b" app/a 1 MemoryMax t 18446744073709551613 true
 expect_fail "Unknown setting 'Foo'" mgr_call RevertTenantLimits sasb app/a 1 Foo true
+expect_fail "ChargeBatch=0 is out of range: 1 to 16384 pages (4096 to 67108864 bytes)" \
+        mgr_call SetTenantLimits "sa{sv}b" app/a 1 ChargeBatch t 0 true
+expect_fail "ChargeBatch=18446744073709551614 is out of range: 1 to 16384 pages" \
+        mgr_call SetTenantLimits "sa{sv}b" app/a 1 ChargeBatch t 18446744073709551614 true
+expect_fail "ChargeBatch=99999 is out of range: 1 to 16384 pages (4096 to 67108864 bytes)" \
+        mgr_call CreateTenant "sa{sv}" app/new 1 ChargeBatch t 99999
