@@ -643,7 +643,8 @@ int state_revert(struct state *s, const char *path, const struct mb_limits *fiel
         }
         if (memcmp(&saved_r, &e->runtime, sizeof(saved_r)) != 0)
                 s->runtime_dirty = true;
-        r = memcmp(&saved_p, &e->persisted, sizeof(saved_p)) != 0 || memcmp(&saved_r, &e->runtime, sizeof(saved_r)) != 0;
+        r = memcmp(&saved_p, &e->persisted, sizeof(saved_p)) != 0 ||
+            memcmp(&saved_r, &e->runtime, sizeof(saved_r)) != 0;
         entry_gc(s, e);
         return r;
 }
