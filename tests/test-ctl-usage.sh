@@ -7,10 +7,10 @@
 . "$top_srcdir/tests/bus-lib.sh"
 
 main=$("$MEMBROKERCTL" --help)
-for v in status tree stat events set reclaim top create remove reload help; do
+for v in status tree stat events set revert reclaim top create remove reload help; do
         printf '%s\n' "$main" | grep -q "^  $v" || fail "--help does not list $v"
 done
-for v in status tree stat events set reclaim top create remove reload; do
+for v in status tree stat events set revert reclaim top create remove reload; do
         h=$("$MEMBROKERCTL" help "$v")
         assert_eq "$h" "$("$MEMBROKERCTL" "$v" --help)" "help $v = $v --help"
         printf '%s\n' "$h" | head -1 | grep -q "^membrokerctl \[OPTIONS...\] $v" || fail "help $v: $(printf '%s\n' "$h" | head -1)"
