@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysinfo.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -342,6 +343,7 @@ static void usage(FILE *f) {
                 "                         (default: until SIGTERM or SIGINT)\n"
                 "  --quiet                no progress messages on stderr\n"
                 "  --help                 this text\n"
+                "  --version              the version\n"
                 "\n"
                 "SIZE takes K, M, G, T (powers of 1024).  SIGUSR1 prints the result line\n"
                 "without stopping.  At exit prints:\n"
@@ -365,8 +367,38 @@ static int parse_unsigned(const char *s, unsigned long long max, unsigned long l
         return 0;
 }
 
+/* Every held page is written, so what is held must fit in the machine's
+ * memory and swap: refuse more at once, with the figures, rather than fail
+ * later to track or write the pages. */
+static int check_sizes(const struct load *l) {
+        char b_want[MB_SIZE_FORMAT_MAX];
+        struct sysinfo si;
+        uint64_t have, want = l->hold_bytes + l->cache_bytes;
+
+        if (want < l->hold_bytes || sysinfo(&si) < 0)
+                return want < l->hold_bytes ? -ERANGE : 0;
+        have = ((uint64_t) si.totalram + si.totalswap) * si.mem_unit;
+        if (want <= have)
+                return 0;
+        fprintf(stderr, "membroker-load: --hold%s asks for %s, more than this machine's memory and swap "
+                "(%.1f GiB)\n",
+                l->cache_bytes ? " and --cache" : "", mb_size_format(b_want, sizeof(b_want), want),
+                (double) have / (1024.0 * 1024.0 * 1024.0));
+        return -E2BIG;
+}
+
 static int parse_args(int argc, char **argv, struct load *l) {
-        enum { ARG_SOCKET = 0x100, ARG_TENANT, ARG_HOLD, ARG_CACHE, ARG_CHURN, ARG_THREADS, ARG_SECONDS, ARG_QUIET };
+        enum {
+                ARG_SOCKET = 0x100,
+                ARG_TENANT,
+                ARG_HOLD,
+                ARG_CACHE,
+                ARG_CHURN,
+                ARG_THREADS,
+                ARG_SECONDS,
+                ARG_QUIET,
+                ARG_VERSION,
+        };
         static const struct option options[] = {
                 { "socket", required_argument, NULL, ARG_SOCKET },
                 { "tenant", required_argument, NULL, ARG_TENANT },
@@ -377,6 +409,7 @@ static int parse_args(int argc, char **argv, struct load *l) {
                 { "seconds", required_argument, NULL, ARG_SECONDS },
                 { "quiet", no_argument, NULL, ARG_QUIET },
                 { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
                 {}
         };
         unsigned long long v;
@@ -427,6 +460,9 @@ static int parse_args(int argc, char **argv, struct load *l) {
                 case 'h':
                         usage(stdout);
                         return 1;
+                case ARG_VERSION:
+                        printf("membroker-load %s\n", PACKAGE_VERSION);
+                        return 1;
                 default:
                         usage(stderr);
                         return -EINVAL;
@@ -436,7 +472,7 @@ static int parse_args(int argc, char **argv, struct load *l) {
                 fprintf(stderr, "membroker-load: unexpected argument '%s'\n", argv[optind]);
                 return -EINVAL;
         }
-        return 0;
+        return check_sizes(l);
 }
 
 /* Wait for the end (deadline or SIGTERM/SIGINT), printing on SIGUSR1 and
@@ -538,8 +574,16 @@ int main(int argc, char **argv) {
                 w->rate = (double) l.churn_per_sec / l.nthreads;
                 w->rng = splitmix64(l.seed + i);
                 w->pages = calloc(w->want ? w->want : 1, sizeof(*w->pages));
-                if (!w->pages || pthread_create(&w->thread, NULL, worker_run, w) != 0) {
-                        fprintf(stderr, "membroker-load: cannot start thread %u\n", i);
+                if (!w->pages) {
+                        fprintf(stderr, "membroker-load: cannot allocate the table of %" PRIu64 " pages of "
+                                "thread %u (--hold %" PRIu64 " bytes): out of memory\n",
+                                (uint64_t) w->want, i, l.hold_bytes);
+                        atomic_store(&l.other_error, true);
+                        atomic_store(&l.stop, true);
+                        break;
+                }
+                if ((r = pthread_create(&w->thread, NULL, worker_run, w)) != 0) {
+                        fprintf(stderr, "membroker-load: cannot start thread %u: %s\n", i, strerror(r));
                         atomic_store(&l.other_error, true);
                         atomic_store(&l.stop, true);
                         free(w->pages);

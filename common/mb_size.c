@@ -5,7 +5,9 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "mb_limits.h"
@@ -89,4 +91,39 @@ int mb_size_parse(const char *s, uint64_t percent_base, unsigned flags, uint64_t
                 return -ERANGE;
         *ret = (uint64_t) v;
         return 0;
+}
+
+const char *mb_size_format(char *buf, size_t size, uint64_t bytes) {
+        static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+        size_t i = 0;
+
+        if (bytes == MB_LIMIT_MAX) {
+                snprintf(buf, size, "max");
+                return buf;
+        }
+        if (bytes == 0 || bytes % 1024 != 0) {
+                snprintf(buf, size, "%" PRIu64 " bytes", bytes);
+                return buf;
+        }
+        /* The largest unit that divides exactly: never rounded. */
+        bytes /= 1024;
+        while (i + 1 < sizeof(units) / sizeof(units[0]) && bytes % 1024 == 0) {
+                bytes /= 1024;
+                i++;
+        }
+        snprintf(buf, size, "%" PRIu64 " %s", bytes, units[i]);
+        return buf;
+}
+
+const char *mb_size_format_pages(char *buf, size_t size, uint64_t pages, uint64_t page_size, uint64_t max_pages) {
+        char b[MB_SIZE_FORMAT_MAX];
+
+        if (pages >= max_pages)
+                snprintf(buf, size, "max");
+        else if (page_size != 0 && pages > MB_LIMIT_MAX / page_size)
+                snprintf(buf, size, "%" PRIu64 " pages", pages);
+        else
+                snprintf(buf, size, "%s (%" PRIu64 " page%s)", mb_size_format(b, sizeof(b), pages * page_size),
+                         pages, pages == 1 ? "" : "s");
+        return buf;
 }

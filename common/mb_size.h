@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* What a caller accepts beyond "digits[.digits][K|M|G|T]". */
@@ -28,3 +29,22 @@ enum mb_size_flags {
  * (which only the words spell).  *@ret is untouched on error.
  */
 int mb_size_parse(const char *s, uint64_t percent_base, unsigned flags, uint64_t *ret);
+
+/* Room for what mb_size_format() and mb_size_format_pages() write. */
+#define MB_SIZE_FORMAT_MAX 64
+
+/**
+ * mb_size_format - @bytes for people, exactly: in the largest of KiB, MiB,
+ * GiB ... that divides it ("64 MiB", "12 KiB"), else "N bytes"; "max" for
+ * MB_LIMIT_MAX.  Writes at most @size bytes (MB_SIZE_FORMAT_MAX is enough)
+ * to @buf and returns @buf.
+ */
+const char *mb_size_format(char *buf, size_t size, uint64_t bytes);
+
+/**
+ * mb_size_format_pages - @pages of @page_size bytes for messages and logs:
+ * the bytes first, the pages in parentheses ("64 MiB (16384 pages)"); "max"
+ * when @pages is at least @max_pages (the page counter's "no limit").
+ * Returns @buf.
+ */
+const char *mb_size_format_pages(char *buf, size_t size, uint64_t pages, uint64_t page_size, uint64_t max_pages);

@@ -12,6 +12,7 @@
 #include "audit.h"
 #include "log.h"
 #include "macros.h"
+#include "mb_size.h"
 #include "reclaim.h"
 #include "tenant_state.h"
 
@@ -91,11 +92,15 @@ static void audit_overrun(struct broker *b, struct tenant_state *ts, const struc
         audit_count(b, t);
         ts->overrun_pages_unlogged += res->overrun_pages;
         if (now - ts->overrun_logged_usec >= AUDIT_LOG_INTERVAL_USEC || ts->overrun_logged_usec == 0) {
-                log_warning("tenant %s: overrun: %" PRIu64 " pages of its arena were backed though no client "
-                            "held them%s; punched (%" PRIu64 " overrun events)",
-                            t->path, ts->overrun_pages_unlogged,
-                            res->size_restored ? ", and a client had resized the arena (size restored)" : "",
-                            tenant_event_count(t, MB_EVENT_OVERRUN, true));
+                char buf[MB_SIZE_FORMAT_MAX];
+
+                log_struct(LOG_WARNING, LOG_MESSAGE_OVERRUN, t->path, 0,
+                           "tenant %s: overrun: %s of its arena were backed though no client held them%s; punched "
+                           "(%" PRIu64 " overrun events)",
+                           t->path,
+                           mb_size_format_pages(buf, sizeof(buf), ts->overrun_pages_unlogged, b->page_size, UINT64_MAX),
+                           res->size_restored ? ", and a client had resized the arena (size restored)" : "",
+                           tenant_event_count(t, MB_EVENT_OVERRUN, true));
                 ts->overrun_logged_usec = now;
                 ts->overrun_pages_unlogged = 0;
         }

@@ -103,12 +103,22 @@ int bus_tenant_method_reclaim(sd_bus_message *msg, struct manager *m, struct ten
 /* ResetPeak(): MemoryPeak starts over from the current usage (a write to
  * memory.peak; page_counter_reset_watermark()).  uid 0. */
 int bus_tenant_method_reset_peak(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error);
+int bus_tenant_method_revert_limits(sd_bus_message *msg, struct manager *m, struct tenant *t,
+                                    sd_bus_error *error);
+
+/**
+ * bus_check_limits - refuse, with InvalidArgs naming the key, the accepted
+ * range and the figures in bytes, a limit of @l (from bus_read_limits())
+ * that the tree cannot take: more pages than a page counter holds, a
+ * ChargeBatch outside 1..MB_CHARGE_MAX_PAGES.  0 or a negative errno.
+ */
+int bus_check_limits(struct manager *m, const struct mb_limits *l, sd_bus_error *error);
 
 /**
  * bus_read_limits - read an a{sv} of MemoryMax/MemoryHigh/MemoryLow/
  * MemoryMin (t, bytes, UINT64_MAX = "max") and ChargeBatch (t, pages) into
  * @ret (unset fields MB_LIMIT_UNSET).  InvalidArgs on an unknown or repeated
- * key, a wrong type or an out-of-range value.
+ * key, a wrong type or MB_LIMIT_UNSET; the ranges are bus_check_limits()'s.
  */
 int bus_read_limits(sd_bus_message *msg, struct mb_limits *ret, sd_bus_error *error);
 

@@ -183,6 +183,9 @@ static int method_create_tenant(sd_bus_message *msg, void *userdata, sd_bus_erro
         r = bus_read_limits(msg, &limits, error);
         if (r < 0)
                 return r;
+        r = bus_check_limits(m, &limits, error);
+        if (r < 0)
+                return r;
 
         r = manager_tenant_create(m, norm, &limits, &t);
         if (r == -EBUSY)
@@ -253,6 +256,7 @@ DEFINE_TENANT_METHOD(get_stat_text, get_stat_text)
 DEFINE_TENANT_METHOD(get_events, get_events)
 DEFINE_TENANT_METHOD(reclaim, reclaim)
 DEFINE_TENANT_METHOD(reset_peak, reset_peak)
+DEFINE_TENANT_METHOD(revert_tenant_limits, revert_limits)
 
 struct dump_ctx {
         struct manager *manager;
@@ -358,6 +362,8 @@ const sd_bus_vtable bus_manager_vtable[] = {
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("SetTenantLimits", SD_BUS_ARGS("s", path, "a{sv}", limits, "b", runtime),
                                 SD_BUS_NO_RESULT, method_set_tenant_limits, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("RevertTenantLimits", SD_BUS_ARGS("s", path, "as", keys, "b", runtime),
+                                SD_BUS_NO_RESULT, method_revert_tenant_limits, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetStat", SD_BUS_ARGS("s", path), SD_BUS_RESULT("a(st)", stat), method_get_stat,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetStatText", SD_BUS_ARGS("s", path), SD_BUS_RESULT("s", text),

@@ -15,6 +15,7 @@
 
 #include "bus-internal.h"
 #include "bus.h"
+#include "manager-service.h"
 
 /* ---- names ---- */
 
@@ -205,9 +206,17 @@ int bus_read_limits(sd_bus_message *msg, struct mb_limits *ret, sd_bus_error *er
                         return r;
                 if (*field != MB_LIMIT_UNSET)
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s given twice", key);
-                if (value == MB_LIMIT_UNSET || (!is_bytes && (value == 0 || value > UINT32_MAX)))
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s=%llu is out of range", key,
-                                                 (unsigned long long) value);
+                /* The range of each key: bus_check_limits(), which knows
+                 * the page size for the figures in bytes. */
+                if (value == MB_LIMIT_UNSET && !is_bytes)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "ChargeBatch=%llu is out of range: 1 to %u pages",
+                                                 (unsigned long long) value, MB_CHARGE_MAX_PAGES);
+                if (value == MB_LIMIT_UNSET)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "%s=%llu is out of range: a number of bytes, or "
+                                                 "18446744073709551615 for no limit (RevertTenantLimits resets it)",
+                                                 key, (unsigned long long) value);
                 *field = value;
 
                 r = sd_bus_message_exit_container(msg);
@@ -223,7 +232,106 @@ int bus_read_limits(sd_bus_message *msg, struct mb_limits *ret, sd_bus_error *er
         return 0;
 }
 
+int bus_check_limits(struct manager *m, const struct mb_limits *l, sd_bus_error *error) {
+        static const char *const names[] = { "MemoryMax", "MemoryHigh", "MemoryLow", "MemoryMin" };
+        const uint64_t values[] = { l->max, l->high, l->low, l->min };
+        uint64_t most_pages = (uint64_t) PAGE_COUNTER_MAX;
+
+        for (size_t i = 0; i < ELEMENTSOF(values); i++) {
+                if (values[i] == MB_LIMIT_UNSET || values[i] == MB_LIMIT_MAX)
+                        continue;
+                /* page_counter_memparse(): bytes round down to pages, at
+                 * most PAGE_COUNTER_MAX of them. */
+                if (values[i] / m->b.page_size > most_pages)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "%s=%llu bytes is out of range: 0 to %llu bytes (%llu pages of %llu "
+                                                 "bytes), or 18446744073709551615 for no limit",
+                                                 names[i], (unsigned long long) values[i],
+                                                 (unsigned long long) (most_pages * m->b.page_size + m->b.page_size - 1),
+                                                 (unsigned long long) most_pages, (unsigned long long) m->b.page_size);
+        }
+        if (l->charge_batch != MB_LIMIT_UNSET && (l->charge_batch == 0 || l->charge_batch > MB_CHARGE_MAX_PAGES))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "ChargeBatch=%llu is out of range: 1 to %u pages (%llu to %llu bytes)",
+                                         (unsigned long long) l->charge_batch, MB_CHARGE_MAX_PAGES,
+                                         (unsigned long long) m->b.page_size,
+                                         (unsigned long long) MB_CHARGE_MAX_PAGES * m->b.page_size);
+        return 0;
+}
+
+/* Which fields an "as" of setting names marks (an empty array: all of them). */
+static int read_limit_keys(sd_bus_message *msg, struct mb_limits *ret, sd_bus_error *error) {
+        struct mb_limits l = {
+                .max = MB_LIMIT_UNSET, .high = MB_LIMIT_UNSET, .low = MB_LIMIT_UNSET, .min = MB_LIMIT_UNSET,
+                .charge_batch = MB_LIMIT_UNSET,
+        };
+        const char *key;
+        bool any = false;
+        int r;
+
+        r = sd_bus_message_enter_container(msg, 'a', "s");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_read(msg, "s", &key)) > 0) {
+                if (strcmp(key, "MemoryMax") == 0)
+                        l.max = 0;
+                else if (strcmp(key, "MemoryHigh") == 0)
+                        l.high = 0;
+                else if (strcmp(key, "MemoryLow") == 0)
+                        l.low = 0;
+                else if (strcmp(key, "MemoryMin") == 0)
+                        l.min = 0;
+                else if (strcmp(key, "ChargeBatch") == 0)
+                        l.charge_batch = 0;
+                else
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "Unknown setting '%s' (known: MemoryMax, MemoryHigh, MemoryLow, "
+                                                 "MemoryMin, ChargeBatch)",
+                                                 key);
+                any = true;
+        }
+        if (r < 0)
+                return r;
+        r = sd_bus_message_exit_container(msg);
+        if (r < 0)
+                return r;
+        if (!any)
+                l = (struct mb_limits) { 0, 0, 0, 0, 0 };
+        *ret = l;
+        return 0;
+}
+
 /* ---- operations shared with the Manager ---- */
+
+int bus_tenant_method_revert_limits(sd_bus_message *msg, struct manager *m, struct tenant *t,
+                                    sd_bus_error *error) {
+        struct mb_limits fields;
+        int runtime, r;
+
+        r = bus_verify_root(msg, "Reverting tenant limits", error);
+        if (r < 0)
+                return r;
+        r = read_limit_keys(msg, &fields, error);
+        if (r < 0)
+                return r;
+        /* runtime=true drops the runtime layer's values only; false drops
+         * the persisted ones as well (daemon/state.h). */
+        r = sd_bus_message_read(msg, "b", &runtime);
+        if (r < 0)
+                return r;
+
+        r = manager_tenant_revert_limits(m, t, &fields, runtime);
+        if (r == -EROFS)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_NOT_SUPPORTED,
+                                         "Cannot revert the limits of '%s': the broker runs without a state "
+                                         "directory",
+                                         t->path);
+        if (r < 0)
+                return bus_error_from_errno(error, r, "Cannot revert the limits of", t->path);
+        if (r > 0 && fields.charge_batch != MB_LIMIT_UNSET)
+                bus_emit_charge_batch_changed(m, t);
+        return sd_bus_reply_method_return(msg, NULL);
+}
 
 int bus_tenant_method_get_stat(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
@@ -329,6 +437,9 @@ int bus_tenant_method_set_limits(sd_bus_message *msg, struct manager *m, struct 
         if (r < 0)
                 return r;
         r = bus_read_limits(msg, &l, error);
+        if (r < 0)
+                return r;
+        r = bus_check_limits(m, &l, error);
         if (r < 0)
                 return r;
         /* runtime=false persists the change under the state directory,
@@ -562,6 +673,11 @@ static int method_set_limits(sd_bus_message *msg, void *userdata, sd_bus_error *
         return bus_tenant_method_set_limits(msg, userdata, t, error);
 }
 
+static int method_revert_limits(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        TENANT_OR_RETURN(t, userdata, sd_bus_message_get_path(msg), error);
+        return bus_tenant_method_revert_limits(msg, userdata, t, error);
+}
+
 static int method_reclaim(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         TENANT_OR_RETURN(t, userdata, sd_bus_message_get_path(msg), error);
         return bus_tenant_method_reclaim(msg, userdata, t, error);
@@ -595,6 +711,8 @@ const sd_bus_vtable bus_tenant_vtable[] = {
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("SetLimits", SD_BUS_ARGS("a{sv}", limits, "b", runtime), SD_BUS_NO_RESULT,
                                 method_set_limits, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("RevertLimits", SD_BUS_ARGS("as", keys, "b", runtime), SD_BUS_NO_RESULT,
+                                method_revert_limits, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Reclaim", SD_BUS_ARGS("t", bytes), SD_BUS_RESULT("t", reclaimed), method_reclaim,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ResetPeak", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_reset_peak,

@@ -346,11 +346,25 @@ int mb_config_load(const char *dir, struct mb_config **ret, char **ret_error) {
         _cleanup_(mb_config_freep) struct mb_config *c = NULL;
         _cleanup_(freep) char *path = NULL, *tdir = NULL, *buf = NULL;
         struct mb_config_env env;
+        struct stat st;
         size_t size = 0;
         int r;
 
         *ret_error = NULL;
         mb_config_env_system(&env);
+
+        /* A mistyped --config-dir must not start a broker on defaults: the
+         * directory has to exist (an empty one means the defaults). */
+        if (stat(dir, &st) < 0) {
+                r = -errno;
+                set_error(ret_error, "%s: cannot use the configuration directory: %s", dir, strerror(-r));
+                goto fail;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+                r = -ENOTDIR;
+                set_error(ret_error, "%s: the configuration directory is not a directory", dir);
+                goto fail;
+        }
 
         r = mb_config_new(&env, &c);
         if (r < 0)

@@ -160,3 +160,34 @@ int manager_tenant_set_limits_layer(struct manager *m, struct tenant *t, const s
         restart_state_changed(m->restart);
         return 0;
 }
+
+int manager_tenant_revert_limits(struct manager *m, struct tenant *t, const struct mb_limits *fields,
+                                 bool runtime_only) {
+        const struct mb_tenant_config *tc;
+        struct mb_limits l, layers;
+        int r;
+
+        if (!m->state)
+                return -EROFS;
+        r = state_revert(m->state, t->path, fields, runtime_only);
+        if (r <= 0)
+                return r;
+        restart_state_changed(m->restart);
+
+        /* What applies now: the files (or a run-time tenant's defaults),
+         * with what the layers still set over them. */
+        tc = mb_config_find_normalized(m->b.config, t->path);
+        l = (struct mb_limits) {
+                .max = tc ? tc->max : MB_LIMIT_MAX,
+                .high = tc ? tc->high : MB_LIMIT_MAX,
+                .low = tc ? tc->low : 0,
+                .min = tc ? tc->min : 0,
+                .charge_batch = tc ? tc->charge_batch : 0,
+        };
+        if (state_overlay(m->state, t->path, &layers))
+                state_limits_merge(&l, &layers);
+        r = manager_tenant_set_limits(m, t, &l);
+        if (r < 0)
+                return log_error_errno(r, "tenant %s: cannot apply the limits after a revert: %m", t->path);
+        return 1;
+}

@@ -35,3 +35,16 @@ void manager_update_status(struct manager *m);
 /* Around a reload: RELOADING=1, then READY=1 with STATUS=. */
 void manager_notify_reloading(struct manager *m);
 void manager_notify_reloaded(struct manager *m, bool ok);
+
+/**
+ * manager_tenant_revert_limits - RevertTenantLimits: drop the fields that
+ * @fields marks (any value but MB_LIMIT_UNSET) from the runtime layer of
+ * @t, and with !@runtime_only from the persisted layer too, then apply what
+ * the files (or, for a tenant made at run time, the defaults) and the
+ * remaining layers say.  Main thread, tree lock not held.  Returns 1 when
+ * something was reverted, 0 when no layer set those fields, -EROFS without
+ * a state directory, or the error writing the persisted layer (then nothing
+ * changed).
+ */
+int manager_tenant_revert_limits(struct manager *m, struct tenant *t, const struct mb_limits *fields,
+                                 bool runtime_only);

@@ -21,6 +21,7 @@
 #include "guard.h"
 #include "log.h"
 #include "macros.h"
+#include "mb_size.h"
 #include "mailbox.h"
 #include "manager-service.h"
 #include "manager.h"
@@ -899,8 +900,15 @@ int manager_start(struct manager *m, char **ret_error) {
         if (r < 0)
                 return r;
 
-        log_info("membrokerd %s listening on %s: %u tenants, capacity %lu pages of %" PRIu64 " bytes, %u workers",
-                 PACKAGE_VERSION, m->socket_path, m->b.tree->ntenants, capacity_pages, m->b.page_size, m->b.nworkers);
+        {
+                char b[MB_SIZE_FORMAT_MAX];
+
+                log_info("membrokerd %s listening on %s: %u tenants, capacity %s of %" PRIu64 "-byte pages, "
+                         "%u workers",
+                         PACKAGE_VERSION, m->socket_path, m->b.tree->ntenants,
+                         mb_size_format_pages(b, sizeof(b), capacity_pages, m->b.page_size, UINT64_MAX),
+                         m->b.page_size, m->b.nworkers);
+        }
         return 0;
 }
 

@@ -36,6 +36,7 @@
 #include "high_delay.h"
 #include "log.h"
 #include "macros.h"
+#include "mb_size.h"
 #include "reclaim-internal.h"
 #include "reclaim_plan.h"
 #include "tenant_state.h"
@@ -427,10 +428,16 @@ static bool job_charger_gone(const struct reclaim_job *j) {
 static void charge_fail(struct reclaim_job *j, const struct tenant_charge *res, unsigned long usage,
                         unsigned long max) {
         struct reclaim_client *rc = j->charger;
+        uint64_t page_size = j->r->b->page_size;
+        char b_charge[MB_SIZE_FORMAT_MAX], b_usage[MB_SIZE_FORMAT_MAX], b_max[MB_SIZE_FORMAT_MAX];
         char *reason = NULL;
 
-        if (asprintf(&reason, "charge of %u pages to %s failed: %s at max (usage %lu pages, max %lu pages)",
-                     j->pages, rc->tenant->path, res->over->path, usage, max) < 0)
+        /* Bytes, as MemoryMax= is written, with the pages in parentheses. */
+        if (asprintf(&reason, "charge of %s to %s failed: %s at max: usage %s, MemoryMax=%s",
+                     mb_size_format_pages(b_charge, sizeof(b_charge), j->pages, page_size, UINT64_MAX),
+                     rc->tenant->path, res->over->path,
+                     mb_size_format_pages(b_usage, sizeof(b_usage), usage, page_size, PAGE_COUNTER_MAX),
+                     mb_size_format_pages(b_max, sizeof(b_max), max, page_size, PAGE_COUNTER_MAX)) < 0)
                 reason = NULL;
         log_debug("client %" PRIu64 ": %s", rc->client_id, reason ? reason : "out of memory");
         reclaim_post_to_worker(j->r, RMSG_CHARGE_DONE, rc, j->seq, j->pages, 0, ENOMEM,
@@ -636,15 +643,23 @@ static void limit_finish(struct reclaim_job *j) {
                 o.max = page_counter_get_max(&t->memory);
                 o.high = page_counter_get_high(&t->memory);
                 o.fits = o.usage <= o.max && o.usage <= o.high;
+                char b_usage[MB_SIZE_FORMAT_MAX], b_limit[MB_SIZE_FORMAT_MAX], b_got[MB_SIZE_FORMAT_MAX];
+                uint64_t ps = r->b->page_size;
+
+                mb_size_format_pages(b_usage, sizeof(b_usage), o.usage, ps, PAGE_COUNTER_MAX);
+                mb_size_format_pages(b_got, sizeof(b_got), o.reclaimed, ps, UINT64_MAX);
                 if (o.fits)
-                        log_info("tenant %s: usage %" PRIu64 " pages is under its limits (max %" PRIu64
-                                 ", high %" PRIu64 ") after reclaiming %" PRIu64 " pages",
-                                 t->path, o.usage, o.max, o.high, o.reclaimed);
+                        log_info("tenant %s: usage %s is under its limits (MemoryMax=%s) after reclaiming %s",
+                                 t->path, b_usage,
+                                 mb_size_format_pages(b_limit, sizeof(b_limit), o.max, ps, PAGE_COUNTER_MAX), b_got);
                 else
-                        log_warning("tenant %s: usage %" PRIu64 " pages stays above its %s of %" PRIu64
-                                    " pages after reclaiming %" PRIu64 " pages: nothing more to reclaim",
-                                    t->path, o.usage, o.usage > o.max ? "max" : "high",
-                                    o.usage > o.max ? o.max : o.high, o.reclaimed);
+                        log_struct(LOG_WARNING, LOG_MESSAGE_OOM, t->path, 0,
+                                   "tenant %s: usage %s stays above its %s=%s after reclaiming %s: nothing more to "
+                                   "reclaim",
+                                   t->path, b_usage, o.usage > o.max ? "MemoryMax" : "MemoryHigh",
+                                   mb_size_format_pages(b_limit, sizeof(b_limit), o.usage > o.max ? o.max : o.high,
+                                                        ps, PAGE_COUNTER_MAX),
+                                   b_got);
         }
         for (size_t i = 0; i < j->nlwaiters; i++)
                 j->lwaiters[i].cb(&o, j->lwaiters[i].userdata);

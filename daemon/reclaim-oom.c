@@ -22,6 +22,7 @@
 
 #include "log.h"
 #include "macros.h"
+#include "mb_size.h"
 #include "reclaim-internal.h"
 #include "tenant_state.h"
 
@@ -145,10 +146,23 @@ static bool oom_kill_one(struct reclaimer *r, struct tenant *oom, struct reclaim
                 rc->oom_skip = true; /* nothing to wait for */
                 return false;
         }
-        log_warning("tenant %s: out of memory (usage %lu pages, max %lu pages); killed client %" PRIu64
-                    " (%s, pid %d) of tenant %s holding %" PRIu64 " pages (%s)",
-                    oom->path, page_counter_read(&oom->memory), page_counter_get_max(&oom->memory), rc->client_id,
-                    rc->name, (int) rc->pid, rc->tenant->path, atomic_load(&rc->held), why);
+        {
+                char b_usage[MB_SIZE_FORMAT_MAX], b_max[MB_SIZE_FORMAT_MAX], b_held[MB_SIZE_FORMAT_MAX];
+                uint64_t page_size = r->b->page_size;
+
+                log_struct(LOG_WARNING, LOG_MESSAGE_OOM_KILL, rc->tenant->path, (int) rc->pid,
+                           "tenant %s: out of memory (usage %s, MemoryMax=%s); killed client %" PRIu64
+                           " (%s, pid %d) of tenant %s holding %s (%s)",
+                           oom->path,
+                           mb_size_format_pages(b_usage, sizeof(b_usage), page_counter_read(&oom->memory),
+                                                page_size, PAGE_COUNTER_MAX),
+                           mb_size_format_pages(b_max, sizeof(b_max), page_counter_get_max(&oom->memory),
+                                                page_size, PAGE_COUNTER_MAX),
+                           rc->client_id, rc->name, (int) rc->pid, rc->tenant->path,
+                           mb_size_format_pages(b_held, sizeof(b_held), atomic_load(&rc->held), page_size,
+                                                UINT64_MAX),
+                           why);
+        }
         /* The kernel counts MEMCG_OOM_KILL on each killed task's memcg. */
         reclaim_memory_event(r, rc->tenant, MB_EVENT_OOM_KILL);
         r->stats.oom_kills++;
@@ -201,7 +215,8 @@ bool reclaim_job_oom_kill(struct reclaim_job *j, struct tenant *oom) {
                 return true;
         }
         if (!vw.best) {
-                log_warning("tenant %s: out of memory and no client holds pages to kill", oom->path);
+                log_struct(LOG_WARNING, LOG_MESSAGE_OOM, oom->path, 0,
+                           "tenant %s: out of memory and no client holds pages to kill", oom->path);
                 return false;
         }
         if (!oom_kill_one(r, oom, vw.best, "OOMPolicy=kill")) {

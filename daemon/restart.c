@@ -16,6 +16,7 @@
 
 #include "log.h"
 #include "macros.h"
+#include "mb_size.h"
 #include "restart.h"
 #include "service.h"
 #include "state.h"
@@ -389,9 +390,13 @@ int restart_claim(struct restart *r, struct tenant_state *ts, uint64_t token, ui
                         o->ts = NULL;
                 }
                 owners_remove_released_locked(r);
-                if (left > 0)
-                        log_info("tenant %s: %" PRIu64 " pages the reconnected client no longer holds were returned",
-                                 ts->tenant->path, left);
+                if (left > 0) {
+                        char b[MB_SIZE_FORMAT_MAX];
+
+                        log_info("tenant %s: %s the reconnected client no longer holds were returned",
+                                 ts->tenant->path,
+                                 mb_size_format_pages(b, sizeof(b), left, r->p.page_size, UINT64_MAX));
+                }
         }
         pthread_mutex_unlock(&r->lock);
         *ret_pages = total;
@@ -401,6 +406,7 @@ int restart_claim(struct restart *r, struct tenant_state *ts, uint64_t token, ui
 static void grace_cb(evutil_socket_t fd, short what, void *userdata) {
         struct restart *r = userdata;
         uint64_t pages = 0, clients = 0;
+        char b[MB_SIZE_FORMAT_MAX];
 
         pthread_mutex_lock(&r->lock);
         for (size_t i = 0; i < r->nowners; i++) {
@@ -409,15 +415,16 @@ static void grace_cb(evutil_socket_t fd, short what, void *userdata) {
                 pages += o->pages;
                 clients++;
                 log_notice("tenant %s: a client of the previous membrokerd (token %016" PRIx64 ") did not come "
-                           "back within the grace period; its %" PRIu64 " pages are returned",
-                           o->ts->tenant->path, o->token, o->pages);
+                           "back within the grace period; its %s are returned",
+                           o->ts->tenant->path, o->token,
+                           mb_size_format_pages(b, sizeof(b), o->pages, r->p.page_size, UINT64_MAX));
                 owner_release_locked(r, o);
         }
         r->nowners = 0;
         pthread_mutex_unlock(&r->lock);
         if (clients > 0)
-                log_info("restart grace period over: %" PRIu64 " pages of %" PRIu64 " clients returned", pages,
-                         clients);
+                log_info("restart grace period over: %s of %" PRIu64 " clients returned",
+                         mb_size_format_pages(b, sizeof(b), pages, r->p.page_size, UINT64_MAX), clients);
         r->ops->grace_over(r->userdata);
 }
 
@@ -744,8 +751,12 @@ static int restore_arena(struct restart *r, struct service_fd *afd, struct servi
         /* The pages were charged before the restart; they still are. */
         if (arena_used(a) > 0)
                 page_counter_charge(&t->memory, (unsigned long) arena_used(a));
-        log_info("tenant %s: arena restored from the fd store, %" PRIu64 " pages held by %zu clients", t->path,
-                 arena_used(a), nrec);
+        {
+                char b[MB_SIZE_FORMAT_MAX];
+
+                log_info("tenant %s: arena restored from the fd store, %s held by %zu clients", t->path,
+                         mb_size_format_pages(b, sizeof(b), arena_used(a), r->p.page_size, UINT64_MAX), nrec);
+        }
         return 0;
 }
 
@@ -853,9 +864,13 @@ int restart_restore(struct restart *r, char **ret_error) {
         service_fds_free(fds, nfds);
         atomic_store(&r->next_store_id, max_id + 1);
 
-        if (r->nowners > 0)
-                log_info("restart: %" PRIu64 " pages of %" PRIu64 " clients restored; they have %u s to reconnect",
-                         r->restored_pages, r->restored_clients, r->p.grace_sec);
+        if (r->nowners > 0) {
+                char b[MB_SIZE_FORMAT_MAX];
+
+                log_info("restart: %s of %" PRIu64 " clients restored; they have %u s to reconnect",
+                         mb_size_format_pages(b, sizeof(b), r->restored_pages, r->p.page_size, UINT64_MAX),
+                         r->restored_clients, r->p.grace_sec);
+        }
         (void) ret_error;
         return 0;
 }

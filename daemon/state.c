@@ -615,6 +615,40 @@ int state_set_limits(struct state *s, const char *path, const struct mb_limits *
         return 0;
 }
 
+int state_revert(struct state *s, const char *path, const struct mb_limits *fields, bool runtime_only) {
+        struct state_entry *e = *entry_slot(s, path);
+        struct mb_limits saved_p, saved_r;
+        int r;
+
+        if (!e)
+                return 0;
+        saved_p = e->persisted;
+        saved_r = e->runtime;
+        limits_drop(&e->runtime, fields);
+        if (!runtime_only) {
+                limits_drop(&e->persisted, fields);
+                if (memcmp(&saved_p, &e->persisted, sizeof(saved_p)) != 0) {
+                        if (!s->dir) {
+                                e->persisted = saved_p;
+                                e->runtime = saved_r;
+                                return -EROFS;
+                        }
+                        r = save_persisted(s);
+                        if (r < 0) {
+                                e->persisted = saved_p;
+                                e->runtime = saved_r;
+                                return r;
+                        }
+                }
+        }
+        if (memcmp(&saved_r, &e->runtime, sizeof(saved_r)) != 0)
+                s->runtime_dirty = true;
+        r = memcmp(&saved_p, &e->persisted, sizeof(saved_p)) != 0 ||
+            memcmp(&saved_r, &e->runtime, sizeof(saved_r)) != 0;
+        entry_gc(s, e);
+        return r;
+}
+
 int state_set_created(struct state *s, const char *path, bool created) {
         struct state_entry *e;
         int r;

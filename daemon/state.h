@@ -78,6 +78,17 @@ int state_load_persisted(struct state *s, char **ret_error);
  */
 int state_set_limits(struct state *s, const char *path, const struct mb_limits *l, bool runtime);
 
+/**
+ * state_revert - drop the fields of @path that @fields sets (any value but
+ * MB_LIMIT_UNSET marks a field) from the runtime layer, and with
+ * !@runtime_only from the persisted layer too (written to disk at once), so
+ * that what the lower layers say applies again, as "systemctl revert" drops
+ * drop-ins.  Returns 1 when a layer changed, 0 when neither set those
+ * fields, or the write error (-EROFS without a state directory); on an
+ * error nothing changes.
+ */
+int state_revert(struct state *s, const char *path, const struct mb_limits *fields, bool runtime_only);
+
 /* Mark @path as made at run time (CreateTenant), or not.  -ENOMEM. */
 int state_set_created(struct state *s, const char *path, bool created);
 

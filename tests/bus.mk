@@ -4,6 +4,7 @@
 # busctl / dbus-send, real membroker-load clients and the real membrokerctl.
 bus_tests = \
 	tests/test-bus-introspect.sh \
+	tests/test-bus-interfaces-xml.sh \
 	tests/test-bus-properties.sh \
 	tests/test-bus-stat.sh \
 	tests/test-bus-flush.sh \
@@ -23,13 +24,18 @@ bus_tests = \
 	tests/test-ctl-tree.sh \
 	tests/test-ctl-stat.sh \
 	tests/test-ctl-openmetrics.sh \
+	tests/test-ctl-prometheus.sh \
+	tests/test-exporter.sh \
+	tests/test-exporter-prometheus.sh \
 	tests/test-ctl-events.sh \
 	tests/test-ctl-set.sh \
 	tests/test-ctl-set-wait.sh \
 	tests/test-ctl-reset-peak.sh \
+	tests/test-ctl-revert.sh \
 	tests/test-ctl-reclaim.sh \
 	tests/test-ctl-top.sh \
-	tests/test-ctl-usage.sh
+	tests/test-ctl-usage.sh \
+	tests/test-ctl-completion.sh
 TESTS += $(bus_tests)
 dist_check_SCRIPTS += $(bus_tests)
 EXTRA_DIST += tests/bus-lib.sh

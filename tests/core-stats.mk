@@ -14,5 +14,5 @@ tests_test_tenant_LDADD = daemon/core/libmbcore.la $(TESTS_LIBS)
 tests_test_config_SOURCES = %reldir%/test-config.c daemon/config-files.c daemon/config-files.h daemon/log.c \
 	daemon/log.h
 tests_test_config_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/daemon
-tests_test_config_CFLAGS = $(TESTS_CFLAGS)
-tests_test_config_LDADD = daemon/core/libmbcore.la $(TESTS_LIBS)
+tests_test_config_CFLAGS = $(TESTS_CFLAGS) $(SYSTEMD_CFLAGS)
+tests_test_config_LDADD = daemon/core/libmbcore.la $(TESTS_LIBS) $(SYSTEMD_LIBS)

@@ -19,6 +19,7 @@ PRESSURE_TESTS = \
 	%reldir%/test-pressure-oom-group.sh \
 	%reldir%/test-pressure-retry.sh \
 	%reldir%/test-pressure-alloc-flags.sh \
+	%reldir%/test-journal-fields.sh \
 	%reldir%/test-pressure-high.sh \
 	%reldir%/test-pressure-high-progress.sh \
 	%reldir%/test-pressure-protection.sh \

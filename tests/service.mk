@@ -15,6 +15,7 @@ tests_test_state_LDADD = daemon/core/libmbcore.la $(TESTS_LIBS)
 
 SERVICE_TESTS = \
 	tests/test-service-install.sh \
+	tests/test-man-pages.sh \
 	tests/test-service-dbus-policy.sh \
 	tests/test-service-syscalls.sh \
 	tests/test-service-notify.sh \

@@ -42,7 +42,7 @@ as_nobody_bg "$MB_TMP/c.out" hello a charge 64 expect-ok write-pages 0x33 check-
 pc=$MB_BG_PID
 wait_for 20 grep -q '^ready$' "$MB_TMP/c.out" || { cat "$MB_TMP/c.out"; fail "client"; }
 grep -q '^pages ok$' "$MB_TMP/c.out" || fail "the client's pages do not hold what it wrote"
-wait_for 20 grep -q 'tenant a: overrun: 8 pages' "$MB_TMP/daemon.log" ||
+wait_for 20 grep -q 'tenant a: overrun: 32 KiB (8 pages)' "$MB_TMP/daemon.log" ||
         { cat "$MB_TMP/daemon.log"; fail "the audit did not punch what a client wrote beyond its charge"; }
 pass "memfd fallback: the broker works and the audit bounds the arena"
 kill -TERM "$pc"

@@ -21,14 +21,14 @@ grep -q '^held=60$' "$MB_TMP/a.out" || fail "p/a's client does not hold 60 pages
 
 out=$(wire hello p/b charge 30 expect-ok charge 20 expect-error ENOMEM charge 10 expect-ok print-held)
 echo "$out"
-grep -q '^error code=ENOMEM reason=charge of 20 pages to p/b failed: p at max (usage 90 pages, max 100 pages)$' \
+grep -q '^error code=ENOMEM reason=charge of 80 KiB (20 pages) to p/b failed: p at max: usage 360 KiB (90 pages), MemoryMax=400 KiB (100 pages)$' \
         <<<"$out" || fail "the ENOMEM reason does not name p at max"
 grep -q '^held=40$' <<<"$out" || fail "p/b's successful charges were not granted"
 
 # p/a holds 60 pages: its own limit.  Reasons name p/a.
 wire_bg "$MB_TMP/a2.out" hello p/a charge 1 expect-error ENOMEM touch "$MB_TMP/a2.done" hold
 wait_for 20 test -e "$MB_TMP/a2.done" || { cat "$MB_TMP/a2.out"; fail "p/a was not at max"; }
-grep -q 'reason=charge of 1 pages to p/a failed: p/a at max (usage 60 pages, max 60 pages)' "$MB_TMP/a2.out" ||
+grep -q 'reason=charge of 4 KiB (1 page) to p/a failed: p/a at max: usage 240 KiB (60 pages), MemoryMax=240 KiB (60 pages)' "$MB_TMP/a2.out" ||
         { cat "$MB_TMP/a2.out"; fail "the ENOMEM reason does not name p/a at max"; }
 
 mb_dump_state

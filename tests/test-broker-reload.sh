@@ -48,7 +48,7 @@ grep -q 'reload: tenant gone removed' "$MB_TMP/daemon.log" || fail "the removal 
 touch "$MB_TMP/a.go"
 wait "$a" || { cat "$MB_TMP/a.out"; fail "the client of a failed"; }
 cat "$MB_TMP/a.out"
-grep -q 'reason=charge of 1 pages to a failed: a at max (usage 50 pages, max 40 pages)' "$MB_TMP/a.out" ||
+grep -q 'reason=charge of 4 KiB (1 page) to a failed: a at max: usage 200 KiB (50 pages), MemoryMax=160 KiB (40 pages)' "$MB_TMP/a.out" ||
         fail "the lowered max did not apply to the next charge"
 grep -q '^held=40$' "$MB_TMP/a.out" || fail "charges under the new max did not succeed"
 

@@ -46,7 +46,7 @@ wire_bg "$MB_TMP/c2.out" hello app charge 4 write-pages 0x11 uncharge-all expect
         touch "$MB_TMP/dirty" hold
 c2=$MB_BG_PID
 wait_for 20 test -e "$MB_TMP/dirty" || fail "client did not write"
-wait_for 20 sh -c "grep -q 'tenant app: overrun: 4 pages of its arena were backed though no client held them' '$MB_TMP/daemon.log'" ||
+wait_for 20 sh -c "grep -q 'tenant app: overrun: 16 KiB (4 pages) of its arena were backed though no client held them' '$MB_TMP/daemon.log'" ||
         fail "the audit did not log the overrun"
 mb_dump_state
 assert_eq 0 "$(mb_state app usage)" "usage of app (nothing charged)"

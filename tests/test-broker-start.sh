@@ -12,6 +12,18 @@
 rc=0; "$MEMBROKERD" --no-such-option 2>/dev/null || rc=$?
 assert_eq 2 "$rc" "exit code of an unknown option"
 
+# A configuration directory that does not exist (a typo) stops start-up
+# with a message that names it; an empty one is the defaults.
+rc=0
+timeout -s KILL 30 "$MEMBROKERD" --no-bus --config-dir "$MB_TMP/no-such-dir" --socket "$MB_SOCK" --state-dir "$MB_STATE" \
+        2>"$MB_TMP/nodir.err" || rc=$?
+cat "$MB_TMP/nodir.err"
+assert_eq 1 "$rc" "exit code with a missing configuration directory"
+grep -q "no-such-dir: cannot use the configuration directory: No such file or directory" "$MB_TMP/nodir.err" ||
+        fail "the error does not name the missing directory"
+[ ! -e "$MB_SOCK" ] || fail "a socket was created although the configuration directory is missing"
+pass "a missing --config-dir is an error"
+
 # A bad file: exit 1 with file:line and the reason, on stderr.
 mb_write_broker_conf "Capacity=64M"
 mb_write_tenant bad "Path=bad" "MemoryMax=lots"

@@ -41,7 +41,7 @@ expect_fail "MemoryHigh must be a number of type 't'.*got type 'i'" set_limits a
 expect_fail "MemoryLow given twice" set_limits app/a 2 MemoryLow t 1 MemoryLow t 2 true
 expect_fail "ChargeBatch=0 is out of range" set_limits app/a 1 ChargeBatch t 0 true
 expect_fail "MemoryMax=18446744073709551614 is out of range" set_limits app/a 1 MemoryMax t 18446744073709551614 true
-expect_fail "invalid or out-of-range value" set_limits app/a 1 MemoryMax t 18446744073709551613 true
+expect_fail "MemoryMax=18446744073709551613 bytes is out of range: 0 to" set_limits app/a 1 MemoryMax t 18446744073709551613 true
 expect_fail "No tenant 'nope'" set_limits nope 1 MemoryMax t 1 true
 expect_fail "Invalid tenant path" set_limits "/../" 1 MemoryMax t 1 true
 expect_fail "exists already" mgr_call CreateTenant "sa{sv}" app/a 0

@@ -44,7 +44,7 @@ assert_eq "${old_address%%,guid=*}" "${MB_BUS_ADDRESS%%,guid=*}" "the bus came b
 [ "$old_address" != "$MB_BUS_ADDRESS" ] || fail "the new bus daemon kept the old guid: the test proves nothing about it"
 wait_for 40 "$BUSCTL" --address="$MB_BUS_ADDRESS" status org.membroker1 ||
         { cat "$MB_TMP/daemon.log"; fail "membrokerd did not take org.membroker1 again"; }
-grep -q "reconnected to" "$MB_TMP/daemon.log" || fail "the reconnection is not logged"
+wait_for 20 grep -q "reconnected to" "$MB_TMP/daemon.log" || fail "the reconnection is not logged"
 pass "membrokerd reconnected and owns org.membroker1 again"
 
 # The API after the reconnection: the holder's pages, a limit change, an

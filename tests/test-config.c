@@ -204,10 +204,18 @@ START_TEST(test_defaults_without_files) {
         ck_assert_uint_eq(c->ntenants, 0);
         mb_config_free(c);
 
-        /* A directory that does not exist at all: defaults too. */
-        ck_assert_int_eq(mb_config_load(path_of("nonexistent"), &c, &error), 0);
-        assert_defaults(&c->broker);
-        mb_config_free(c);
+        /* A directory that does not exist at all is an error that names it
+         * (a mistyped --config-dir), and so is a file in its place. */
+        ck_assert_int_eq(mb_config_load(path_of("nonexistent"), &c, &error), -ENOENT);
+        ck_assert_ptr_nonnull(strstr(error, "nonexistent: cannot use the configuration directory"));
+        free(error);
+        error = NULL;
+        write_file("plain", "");
+        ck_assert_int_eq(mb_config_load(path_of("plain"), &c, &error), -ENOTDIR);
+        ck_assert_ptr_nonnull(strstr(error, "plain: the configuration directory is not a directory"));
+        free(error);
+        error = NULL;
+        unlink(path_of("plain"));
 
         /* An empty membroker.conf and an empty tenants.d/. */
         write_file("membroker.conf", "");

@@ -18,7 +18,7 @@ json=$(mb_ctl --json reclaim app 4K)
 python3 - "$json" <<'PY' || fail "reclaim --json: $json"
 import json, sys
 r = json.loads(sys.argv[1])
-assert r["tenant"] == "app" and r["requested"] == 4096 and 0 <= r["reclaimed"] <= 4096, r
+assert r["Path"] == "app" and r["Requested"] == 4096 and 0 <= r["Reclaimed"] <= 4096, r
 PY
 pass "reclaim output"
 rc=0

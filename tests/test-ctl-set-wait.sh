@@ -50,7 +50,7 @@ pc_start rc r
 assert_eq "cache ok 200" "$(pc rc cache 200)" "a cache of 200 pages in r"
 mb_write_tenant r "Path=r" "MemoryMax=256K"
 mgr_call Reload >/dev/null
-wait_for 20 grep -q "tenant r: usage [0-9]* pages is under its limits (max 64," "$MB_TMP/daemon.log" ||
+wait_for 20 grep -q "tenant r: usage .* is under its limits (MemoryMax=256 KiB (64 pages))" "$MB_TMP/daemon.log" ||
         fail "no outcome of the reload's reclaim in the log"
 pass "the reload's reclaim logged its outcome"
 pc_quit cache

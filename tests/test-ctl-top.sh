@@ -32,9 +32,10 @@ python3 - "$json" <<'PY' || fail "top --json: $json"
 import json, sys
 docs = [json.loads(l) for l in sys.argv[1].splitlines()]
 assert len(docs) == 2, docs
-ts = docs[1]["tenants"]
+ts = docs[1]["Tenants"]
 assert [t["Path"] for t in ts][:3] == ["/", "app", "app/b"], ts
-assert "pgalloc_per_sec" in ts[0] and "pgalloc_per_sec" not in docs[0]["tenants"][0], ts
+assert "PgallocPerSec" in ts[0] and "PgallocPerSec" not in docs[0]["Tenants"][0], ts
+assert ts[1]["MemoryMax"] == "max" and "Pages" in ts[1] and "Stock" in ts[1], ts[1]
 PY
 pass "top --json"
 

@@ -27,6 +27,14 @@ assert_eq '`-web 0B 0B 0B 0B max 4.0M 0' "$*" "web line"
 set -- $(printf '%s\n' "$out" | sed -n 2p)
 assert_eq "/ 1.0M 1.0M 0B 0B max 64.0M 0" "$*" "root line"
 
+# --no-legend: the same lines without the heading (for scripts); --no-pager
+# changes nothing.
+assert_eq "$(printf '%s\n' "$out" | tail -n +2)" "$(mb_ctl --no-legend --no-pager tree)" "tree --no-legend"
+mb_ctl --no-legend events db/cache | grep -q '^EVENT' && fail "events --no-legend printed its heading"
+[ "$(mb_ctl --no-legend events db/cache | wc -l)" -ge 6 ] || fail "events --no-legend lost lines"
+mb_ctl --no-legend top -n 1 | grep -q 'TENANT\|^Capacity' && fail "top --no-legend printed its heading"
+pass "--no-legend"
+
 sub=$(mb_ctl tree db)
 assert_eq "$(printf '%s\n' db '|-cache' '`-log')" "$(printf '%s\n' "$sub" | awk 'NR > 1 { NF -= 7; print }')" "tree db"
 
@@ -40,7 +48,8 @@ t = {x["Path"]: x for x in json.loads(sys.argv[1])}
 assert list(t) == ["/", "db", "db/cache", "db/log", "web"], list(t)
 assert t["db/cache"]["MemoryCurrent"] == 1 << 20 and t["db/cache"]["NClients"] == 1, t["db/cache"]
 assert t["db/cache"]["MemoryMax"] == 16 << 20 and t["web"]["MemoryMax"] == 4 << 20, t
-assert t["db"]["MemoryMax"] == 2**64 - 1, t["db"]
+assert t["db"]["MemoryMax"] == "max" and t["db"]["MemoryHigh"] == "max", t["db"]  # no limit
+assert t["db"]["MemoryLow"] == 0, t["db"]
 PY
 pass "tree --json"
 

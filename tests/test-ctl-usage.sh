@@ -7,10 +7,10 @@
 . "$top_srcdir/tests/bus-lib.sh"
 
 main=$("$MEMBROKERCTL" --help)
-for v in status tree stat events set reclaim reset-peak top create remove reload help; do
+for v in status tree stat events set revert reclaim reset-peak top create remove reload help; do
         printf '%s\n' "$main" | grep -q "^  $v" || fail "--help does not list $v"
 done
-for v in status tree stat events set reclaim reset-peak top create remove reload; do
+for v in status tree stat events set revert reclaim reset-peak top create remove reload; do
         h=$("$MEMBROKERCTL" help "$v")
         assert_eq "$h" "$("$MEMBROKERCTL" "$v" --help)" "help $v = $v --help"
         printf '%s\n' "$h" | head -1 | grep -q "^membrokerctl \[OPTIONS...\] $v" || fail "help $v: $(printf '%s\n' "$h" | head -1)"
@@ -46,3 +46,21 @@ rc=0
 out=$("$MEMBROKERCTL" --address=unix:path="$MB_TMP/nonexistent" status 2>&1) || rc=$?
 assert_eq 1 "$rc" "exit status without a bus"
 case "$out" in *"cannot connect to unix:path="*) ;; *) fail "message without a bus: $out" ;; esac
+
+# --user without a session bus: says why and what to do instead.
+rc=0
+out=$(env -u DBUS_SESSION_BUS_ADDRESS -u XDG_RUNTIME_DIR "$MEMBROKERCTL" --user status 2>&1) || rc=$?
+assert_eq 1 "$rc" "exit status of --user without a session bus"
+case "$out" in *"not a login session (neither \$DBUS_SESSION_BUS_ADDRESS nor \$XDG_RUNTIME_DIR is set)"*"drop --user"*) ;;
+*) fail "message of --user without a session bus: $out" ;; esac
+rc=0
+out=$(env -u DBUS_SESSION_BUS_ADDRESS XDG_RUNTIME_DIR="$MB_TMP/no-runtime-dir" "$MEMBROKERCTL" --user status 2>&1) || rc=$?
+assert_eq 1 "$rc" "exit status of --user without a bus in XDG_RUNTIME_DIR"
+case "$out" in *"no session bus listens on $MB_TMP/no-runtime-dir/bus"*) ;;
+*) fail "message of --user without a bus socket: $out" ;; esac
+pass "--user without a session bus: $out"
+
+# --no-pager is accepted (as systemctl's), --version works.
+"$MEMBROKERCTL" --no-pager --no-legend --help >/dev/null || fail "--no-pager --no-legend"
+"$MEMBROKERCTL" --version | grep -q '^membrokerctl [0-9]' || fail "--version"
+pass "--no-pager and --version"

@@ -130,12 +130,29 @@ START_TEST(test_size_parse_null) {
 }
 END_TEST
 
+START_TEST(test_size_format) {
+        char b[MB_SIZE_FORMAT_MAX];
+
+        ck_assert_str_eq(mb_size_format(b, sizeof(b), 64u << 20), "64 MiB");
+        ck_assert_str_eq(mb_size_format(b, sizeof(b), 4096), "4 KiB");
+        ck_assert_str_eq(mb_size_format(b, sizeof(b), (64u << 20) + 4096), "65540 KiB");
+        ck_assert_str_eq(mb_size_format(b, sizeof(b), 1000), "1000 bytes");
+        ck_assert_str_eq(mb_size_format(b, sizeof(b), 0), "0 bytes");
+        ck_assert_str_eq(mb_size_format(b, sizeof(b), 1ull << 60), "1 EiB");
+        ck_assert_str_eq(mb_size_format(b, sizeof(b), MB_LIMIT_MAX), "max");
+        ck_assert_str_eq(mb_size_format_pages(b, sizeof(b), 16384, 4096, UINT64_MAX), "64 MiB (16384 pages)");
+        ck_assert_str_eq(mb_size_format_pages(b, sizeof(b), 1, 4096, UINT64_MAX), "4 KiB (1 page)");
+        ck_assert_str_eq(mb_size_format_pages(b, sizeof(b), 500, 4096, 500), "max");
+}
+END_TEST
+
 static Suite *size_suite(void) {
         Suite *s = suite_create("mb-size");
         TCase *tc = tcase_create("parse");
 
         tcase_add_loop_test(tc, test_size_parse, 0, sizeof(sizes) / sizeof(sizes[0]));
         tcase_add_test(tc, test_size_parse_null);
+        tcase_add_test(tc, test_size_format);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -9,10 +9,18 @@ LINE_RE='^held=[0-9]+ cache=[0-9]+ allocs=[0-9]+ frees=[0-9]+ errors=[0-9]+ veri
 field() { sed -n "s/.*\<$1=\([0-9a-zA-Z]*\).*/\1/p" <<<"$2"; }
 
 out=$("$MEMBROKER_LOAD" --help) || fail "--help exits non-zero"
-for opt in --socket --tenant --hold --cache --churn --threads --seconds --quiet --help; do
+for opt in --socket --tenant --hold --cache --churn --threads --seconds --quiet --help --version; do
         grep -q -- "$opt" <<<"$out" || fail "--help does not mention $opt"
 done
 pass "--help lists every option"
+
+"$MEMBROKER_LOAD" --version | grep -q '^membroker-load [0-9]' || fail "--version"
+# More than the machine has: a clear refusal before anything starts.
+rc=0; "$MEMBROKER_LOAD" --tenant app --hold 4096T --seconds 0 2>"$MB_TMP/err" || rc=$?
+assert_eq 2 "$rc" "exit code of --hold 4096T"
+grep -q "membroker-load: --hold asks for 4 PiB, more than this machine's memory and swap (" "$MB_TMP/err" ||
+        fail "no clear error for --hold 4096T: $(cat "$MB_TMP/err")"
+pass "--hold 4096T: $(cat "$MB_TMP/err")"
 
 for bad in "--hold 12X" "--hold -1" "--threads 0" "--churn fast" "--seconds" "--bogus" "extra"; do
         rc=0; "$MEMBROKER_LOAD" $bad >/dev/null 2>&1 || rc=$?

@@ -21,7 +21,7 @@ case "$out" in
 "alloc ENOMEM "*) ;;
 *) fail "alloc past max: $out" ;;
 esac
-grep -q 'charge of [0-9]* pages to small failed: small at max (usage [0-9]* pages, max 256 pages)' <<<"$out" ||
+grep -q 'charge of [0-9]* KiB ([0-9]* pages\?) to small failed: small at max: usage [0-9]* [KM]iB ([0-9]* pages), MemoryMax=1 MiB (256 pages)' <<<"$out" ||
         fail "the reason does not name small at max: $out"
 got=$(awk '{ print $3 }' <<<"$out")
 [ $((200 + got)) -le 256 ] || fail "A holds $((200 + got)) pages in a 256-page tenant"

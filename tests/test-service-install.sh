@@ -15,7 +15,7 @@ submake -s -C "$top_builddir" install DESTDIR="$D" >"$MB_TMP/install.log" 2>&1 |
         { cat "$MB_TMP/install.log"; fail "make install DESTDIR=... failed"; }
 
 # The directories and tools of this build, as make sees them.
-vars=(prefix sbindir bindir libdir includedir sysconfdir mandir systemdsystemunitdir dbussystemconfdir
+vars=(prefix sbindir bindir libdir includedir sysconfdir mandir datadir systemdsystemunitdir dbussystemconfdir
       dbussystemservicedir pkgconfigdir CC MB_CFLAGS MB_LDFLAGS)
 eval "$(
         { printf 'mb-print-vars:\n'
@@ -33,16 +33,26 @@ check_file "$mk_sbindir/membrokerd"
 [ -x "$D$mk_sbindir/membrokerd" ] || fail "membrokerd is not executable"
 check_file "$mk_bindir/membrokerctl"
 check_file "$mk_bindir/membroker-load"
+check_file "$mk_bindir/membroker-exporter"
 check_file "$mk_libdir/libmembroker.so.0"
 check_file "$mk_includedir/membroker.h"
 check_file "$mk_pkgconfigdir/membroker.pc"
 check_file "$mk_systemdsystemunitdir/membroker.service"
+check_file "$mk_systemdsystemunitdir/membroker-exporter.service"
+check_file "$mk_systemdsystemunitdir/membroker-exporter.socket"
 check_file "$mk_dbussystemconfdir/org.membroker1.conf"
 check_file "$mk_dbussystemservicedir/org.membroker1.service"
 check_file "$mk_sysconfdir/membroker/membroker.conf"
 check_file "$mk_sysconfdir/membroker/tenants.d/example.conf.example"
 check_file "$mk_mandir/man8/membrokerd.8"
 check_file "$mk_mandir/man1/membrokerctl.1"
+check_file "$mk_mandir/man1/membroker-exporter.1"
+check_file "$mk_mandir/man1/membroker-load.1"
+check_file "$mk_mandir/man3/libmembroker.3"
+check_file "$mk_mandir/man5/membroker.conf.5"
+check_file "$mk_mandir/man5/org.membroker1.5"
+check_file "$mk_datadir/dbus-1/interfaces/org.membroker1.Manager.xml"
+check_file "$mk_datadir/dbus-1/interfaces/org.membroker1.Tenant.xml"
 
 # The installed files name the installed paths.
 unit="$D$mk_systemdsystemunitdir/membroker.service"
@@ -80,5 +90,14 @@ rc=0
 out=$(MANPATH="$D$mk_mandir" systemd-analyze verify "$MB_TMP/membroker.service" 2>&1) || rc=$?
 [ $rc -eq 0 ] && [ -z "$out" ] || fail "systemd-analyze verify (rc $rc): $out"
 pass "systemd-analyze verify: no complaint"
+eunit="$D$mk_systemdsystemunitdir/membroker-exporter.service"
+grep -qx "ExecStart=$mk_bindir/membroker-exporter --system" "$eunit" || fail "ExecStart= of the exporter: $(grep ExecStart= "$eunit")"
+sed "s|^ExecStart=$mk_bindir/|ExecStart=$D$mk_bindir/|" "$eunit" >"$MB_TMP/membroker-exporter.service"
+cp "$D$mk_systemdsystemunitdir/membroker-exporter.socket" "$MB_TMP/"
+rc=0
+out=$(MANPATH="$D$mk_mandir" systemd-analyze verify "$MB_TMP/membroker-exporter.socket" \
+        "$MB_TMP/membroker-exporter.service" 2>&1) || rc=$?
+[ $rc -eq 0 ] && [ -z "$out" ] || fail "systemd-analyze verify of the exporter's units (rc $rc): $out"
+pass "systemd-analyze verify of the exporter's socket and service: no complaint"
 out=$(systemd-analyze security --offline=yes "$MB_TMP/membroker.service" 2>&1 | tail -1) || true
 echo "$out"

@@ -111,6 +111,49 @@ START_TEST(test_precedence) {
 }
 END_TEST
 
+START_TEST(test_revert) {
+        struct state *s = NULL;
+        struct mb_limits l = unset(), o, fields = unset();
+
+        ck_assert_int_eq(state_new(dir, &s), 0);
+        l.max = 8192;
+        l.low = 4096;
+        ck_assert_int_eq(state_set_limits(s, "a", &l, false), 0);
+        l = unset();
+        l.max = 16384;
+        ck_assert_int_eq(state_set_limits(s, "a", &l, true), 0);
+
+        /* Runtime only: the persisted max shows through again. */
+        fields.max = 0;
+        ck_assert_int_eq(state_revert(s, "a", &fields, true), 1);
+        ck_assert(state_overlay(s, "a", &o));
+        ck_assert_uint_eq(o.max, 8192);
+        ck_assert(state_runtime_dirty(s));
+        ck_assert_int_eq(state_revert(s, "a", &fields, true), 0); /* nothing left to drop */
+
+        /* Both layers, on disk too: only low is left. */
+        ck_assert_int_eq(state_revert(s, "a", &fields, false), 1);
+        ck_assert(state_overlay(s, "a", &o));
+        ck_assert_uint_eq(o.max, MB_LIMIT_UNSET);
+        ck_assert_uint_eq(o.low, 4096);
+        ck_assert_int_eq(state_load_persisted(s, NULL), 0);
+        ck_assert_uint_eq(state_get(s, "a")->persisted.max, MB_LIMIT_UNSET);
+        ck_assert_uint_eq(state_get(s, "a")->persisted.low, 4096);
+
+        /* Every field: the entry goes. */
+        fields = (struct mb_limits) { 0, 0, 0, 0, 0 };
+        ck_assert_int_eq(state_revert(s, "a", &fields, false), 1);
+        ck_assert_ptr_null(state_get(s, "a"));
+        ck_assert_int_eq(state_revert(s, "nope", &fields, false), 0);
+        state_free(s);
+
+        /* Without a state directory the persisted layer cannot change. */
+        ck_assert_int_eq(state_new(NULL, &s), 0);
+        ck_assert_int_eq(state_revert(s, "a", &fields, false), 0);
+        state_free(s);
+}
+END_TEST
+
 START_TEST(test_runtime_roundtrip) {
         struct state *s = NULL, *s2 = NULL;
         struct mb_limits l = unset(), o;
@@ -238,6 +281,7 @@ static Suite *state_suite(void) {
         tcase_add_test(tc, test_persisted_survives_reload);
         tcase_add_test(tc, test_runtime_not_on_disk);
         tcase_add_test(tc, test_precedence);
+        tcase_add_test(tc, test_revert);
         tcase_add_test(tc, test_runtime_roundtrip);
         tcase_add_test(tc, test_persist_without_dir);
         tcase_add_test(tc, test_bad_file_names_line);

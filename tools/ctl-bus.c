@@ -62,6 +62,24 @@ int ctl_bus_open(sd_bus **ret) {
                         break;
                 r = sd_bus_start(bus);
         }
+        if (r < 0 && ctl_arg.bus_kind == CTL_BUS_USER && (r == -ENOMEDIUM || r == -ENOENT || r == -ECONNREFUSED)) {
+                /* sd_bus_open_user() finds no session bus: say where it
+                 * looked and what else there is, not "No medium found". */
+                const char *addr = getenv("DBUS_SESSION_BUS_ADDRESS"), *rt = getenv("XDG_RUNTIME_DIR");
+
+                if (addr && *addr)
+                        ctl_log_error("cannot connect to the user bus at $DBUS_SESSION_BUS_ADDRESS (%s): %s", addr,
+                                      strerror(-r));
+                else if (rt && *rt)
+                        ctl_log_error("cannot connect to the user bus: no session bus listens on %s/bus (%s)", rt,
+                                      strerror(-r));
+                else
+                        ctl_log_error("cannot connect to the user bus: this is not a login session (neither "
+                                      "$DBUS_SESSION_BUS_ADDRESS nor $XDG_RUNTIME_DIR is set)");
+                ctl_log_error("membrokerd serves the system bus unless started with --user: drop --user, or "
+                              "name the bus with --address=ADDRESS");
+                return r;
+        }
         if (r < 0) {
                 ctl_log_error("cannot connect to %s: %s", ctl_bus_description(), strerror(-r));
                 return r;

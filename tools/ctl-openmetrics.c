@@ -6,6 +6,11 @@
  * # HELP lines name it exactly as its samples do, a counter's name ending
  * in "_total", as the Prometheus text format wants (promtool check
  * metrics); "# EOF" ends the text for OpenMetrics readers.
+ *
+ * The Prometheus text format (version 0.0.4, what node_exporter's textfile
+ * collector and a /metrics scrape read) is the same families with # HELP
+ * before # TYPE, no # UNIT (the unit is in the name: _bytes, _seconds) and
+ * no "# EOF".
  */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -70,29 +75,36 @@ static void om_family_of_key(const char *key, struct om_family *ret) {
                                 : ": the tenant and its descendants");
 }
 
-static void om_header(const char *name, const char *type, const char *unit, const char *help) {
-        printf("# TYPE %s %s\n", name, type);
+static void om_header(FILE *f, enum ctl_metrics_format format, const char *name, const char *type,
+                      const char *unit, const char *help) {
+        if (format == CTL_METRICS_PROMETHEUS) {
+                fprintf(f, "# HELP %s %s\n", name, help);
+                fprintf(f, "# TYPE %s %s\n", name, type);
+                return;
+        }
+        fprintf(f, "# TYPE %s %s\n", name, type);
         if (unit)
-                printf("# UNIT %s %s\n", name, unit);
-        printf("# HELP %s %s\n", name, help);
+                fprintf(f, "# UNIT %s %s\n", name, unit);
+        fprintf(f, "# HELP %s %s\n", name, help);
 }
 
 /* One sample of family @name (its full name) for @tenant. */
-static void om_sample_u64(const char *name, const char *tenant, const char *extra_label, const char *extra_value,
-                          uint64_t v, bool limit) {
-        printf("%s{tenant=", name);
-        ctl_openmetrics_label(stdout, tenant);
+static void om_sample_u64(FILE *f, const char *name, const char *tenant, const char *extra_label,
+                          const char *extra_value, uint64_t v, bool limit) {
+        fprintf(f, "%s{tenant=", name);
+        ctl_openmetrics_label(f, tenant);
         if (extra_label) {
-                printf(",%s=", extra_label);
-                ctl_openmetrics_label(stdout, extra_value);
+                fprintf(f, ",%s=", extra_label);
+                ctl_openmetrics_label(f, extra_value);
         }
         if (limit && v == MB_LIMIT_MAX)
-                printf("} +Inf\n");
+                fprintf(f, "} +Inf\n");
         else
-                printf("} %" PRIu64 "\n", v);
+                fprintf(f, "} %" PRIu64 "\n", v);
 }
 
-void ctl_openmetrics_print(const struct ctl_tenant_set *s, const size_t *sel, size_t nsel) {
+void ctl_metrics_write(FILE *f, enum ctl_metrics_format format, const struct ctl_tenant_set *s, const size_t *sel,
+                       size_t nsel) {
         static const struct {
                 const char *name, *help;
                 size_t offset;
@@ -114,16 +126,16 @@ void ctl_openmetrics_print(const struct ctl_tenant_set *s, const size_t *sel, si
         const struct ctl_kvlist *keys = NULL;
 
         for (size_t g = 0; g < ELEMENTSOF(gauges); g++) {
-                om_header(gauges[g].name, "gauge", "bytes", gauges[g].help);
+                om_header(f, format, gauges[g].name, "gauge", "bytes", gauges[g].help);
                 for (size_t i = 0; i < nsel; i++) {
                         const struct ctl_tenant *t = &s->t[sel[i]];
-                        om_sample_u64(gauges[g].name, t->path, NULL, NULL,
+                        om_sample_u64(f, gauges[g].name, t->path, NULL, NULL,
                                       *(const uint64_t *) ((const char *) t + gauges[g].offset), gauges[g].limit);
                 }
         }
-        om_header("membroker_clients", "gauge", NULL, "Clients attached to the tenant.");
+        om_header(f, format, "membroker_clients", "gauge", NULL, "Clients attached to the tenant.");
         for (size_t i = 0; i < nsel; i++)
-                om_sample_u64("membroker_clients", s->t[sel[i]].path, NULL, NULL, s->t[sel[i]].nclients, false);
+                om_sample_u64(f, "membroker_clients", s->t[sel[i]].path, NULL, NULL, s->t[sel[i]].nclients, false);
 
         /* memory.stat: the key set of the first tenant (all share it). */
         for (size_t i = 0; i < nsel && !keys; i++)
@@ -131,27 +143,27 @@ void ctl_openmetrics_print(const struct ctl_tenant_set *s, const size_t *sel, si
                         keys = &s->t[sel[i]].stat;
         for (size_t k = 0; keys && k < keys->n; k++) {
                 const char *key = keys->v[k].key;
-                struct om_family f;
+                struct om_family fam;
 
-                om_family_of_key(key, &f);
-                om_header(f.name, f.type, f.unit, f.help);
+                om_family_of_key(key, &fam);
+                om_header(f, format, fam.name, fam.type, fam.unit, fam.help);
                 for (size_t i = 0; i < nsel; i++) {
                         const struct ctl_tenant *t = &s->t[sel[i]];
                         const struct ctl_kv *e = ctl_kvlist_find(&t->stat, key);
                         if (!e)
                                 continue;
-                        printf("%s{tenant=", f.name);
-                        ctl_openmetrics_label(stdout, t->path);
-                        if (f.usec)
-                                printf("} %" PRIu64 ".%06" PRIu64 "\n", e->value / 1000000, e->value % 1000000);
+                        fprintf(f, "%s{tenant=", fam.name);
+                        ctl_openmetrics_label(f, t->path);
+                        if (fam.usec)
+                                fprintf(f, "} %" PRIu64 ".%06" PRIu64 "\n", e->value / 1000000, e->value % 1000000);
                         else
-                                printf("} %" PRIu64 "\n", e->value);
+                                fprintf(f, "} %" PRIu64 "\n", e->value);
                 }
         }
 
         for (int local = 0; local < 2; local++) {
                 const char *name = local ? "membroker_memory_events_local_total" : "membroker_memory_events_total";
-                om_header(name, "counter", NULL,
+                om_header(f, format, name, "counter", NULL,
                           local ? "memory.events.local: events of the tenant itself."
                                 : "memory.events: events of the tenant and its descendants.");
                 for (size_t i = 0; i < nsel; i++) {
@@ -163,10 +175,31 @@ void ctl_openmetrics_print(const struct ctl_tenant_set *s, const size_t *sel, si
                                 if ((dot != NULL) != (local != 0))
                                         continue;
                                 snprintf(ev, sizeof ev, "%.*s", dot ? (int) (dot - key) : (int) strlen(key), key);
-                                om_sample_u64(name, t->path, "event", ev, t->events.v[k].value, false);
+                                om_sample_u64(f, name, t->path, "event", ev, t->events.v[k].value, false);
                         }
                 }
         }
-        printf("# EOF\n");
+        if (format == CTL_METRICS_OPENMETRICS)
+                fprintf(f, "# EOF\n");
 }
 
+
+int ctl_metrics_collect(sd_bus *bus, struct ctl_tenant_set *s) {
+        int r;
+
+        /* Every tenant: its properties, then DumpStats (one call), then
+         * memory.events one tenant at a time. */
+        r = ctl_bus_get_tenants(bus, s);
+        if (r < 0)
+                return r;
+        r = ctl_bus_get_all_stats(bus, s);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < s->n; i++) {
+                ctl_kvlist_done(&s->t[i].events);
+                r = ctl_bus_get_kvlist(bus, "GetEvents", s->t[i].path, &s->t[i].events);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}

@@ -56,7 +56,7 @@ int ctl_stat_show(sd_bus *bus, int argc, char **argv) {
                 if (!s.t)
                         return -ENOMEM;
                 for (int a = 1; a < argc; a++) {
-                        r = ctl_bus_get_one_tenant(bus, argv[a], ctl_arg.format == CTL_FORMAT_OPENMETRICS, &s.t[s.n]);
+                        r = ctl_bus_get_one_tenant(bus, argv[a], ctl_format_is_metrics(), &s.t[s.n]);
                         if (r < 0)
                                 return r;
                         s.n++;
@@ -71,7 +71,7 @@ int ctl_stat_show(sd_bus *bus, int argc, char **argv) {
         for (size_t i = 0; i < s.n; i++)
                 sel[nsel++] = i;
 
-        if (ctl_arg.format == CTL_FORMAT_OPENMETRICS) {
+        if (ctl_format_is_metrics()) {
                 for (size_t i = 0; i < nsel; i++) {
                         struct ctl_tenant *t = &s.t[sel[i]];
                         ctl_kvlist_done(&t->events);
@@ -79,7 +79,10 @@ int ctl_stat_show(sd_bus *bus, int argc, char **argv) {
                         if (r < 0)
                                 return r;
                 }
-                ctl_openmetrics_print(&s, sel, nsel);
+                ctl_metrics_write(stdout,
+                                  ctl_arg.format == CTL_FORMAT_PROMETHEUS ? CTL_METRICS_PROMETHEUS
+                                                                          : CTL_METRICS_OPENMETRICS,
+                                  &s, sel, nsel);
                 return 0;
         }
 
@@ -133,7 +136,8 @@ int ctl_stat_events(sd_bus *bus, int argc, char **argv) {
                 json_kv_object(stdout, &l);
                 fputs("}\n", stdout);
         } else {
-                printf("%-10s %12s %12s\n", "EVENT", "SUBTREE", "LOCAL");
+                if (ctl_arg.legend)
+                        printf("%-10s %12s %12s\n", "EVENT", "SUBTREE", "LOCAL");
                 for (size_t i = 0; i < l.n; i++) {
                         char local_key[128];
                         const struct ctl_kv *local;

@@ -49,6 +49,13 @@ const char *ctl_format_bytes(char *buf, uint64_t bytes, bool exact) {
         return buf;
 }
 
+void ctl_json_limit(FILE *f, uint64_t v) {
+        if (v == MB_LIMIT_MAX)
+                fputs("\"max\"", f);
+        else
+                fprintf(f, "%" PRIu64, v);
+}
+
 void ctl_json_string(FILE *f, const char *s) {
         fputc('"', f);
         for (; *s; s++) {

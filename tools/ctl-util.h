@@ -27,6 +27,10 @@ int ctl_parse_u64(const char *s, uint64_t *ret);
 const char *ctl_format_bytes(char *buf, uint64_t bytes, bool exact);
 
 /* Write @s as a JSON string literal (quoted, escaped) to @f. */
+/* A limit as a JSON value: the string "max" for MB_LIMIT_MAX (no limit),
+ * else the number of bytes. */
+void ctl_json_limit(FILE *f, uint64_t v);
+
 void ctl_json_string(FILE *f, const char *s);
 
 /* Write @s as an OpenMetrics label value (quoted; \\, \" and \n escaped). */

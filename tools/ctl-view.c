@@ -116,13 +116,20 @@ static size_t display_width(const char *s) {
 static void json_tenant(FILE *f, const struct ctl_tenant *t) {
         fputs("{\"Path\":", f);
         ctl_json_string(f, t->path);
-        fprintf(f,
-                ",\"MemoryCurrent\":%" PRIu64 ",\"MemoryPeak\":%" PRIu64 ",\"MemoryMax\":%" PRIu64
-                ",\"MemoryHigh\":%" PRIu64 ",\"MemoryLow\":%" PRIu64 ",\"MemoryMin\":%" PRIu64
-                ",\"EffectiveMemoryLow\":%" PRIu64 ",\"EffectiveMemoryMin\":%" PRIu64 ",\"ChargeBatch\":%" PRIu32
-                ",\"NClients\":%" PRIu32 "}",
-                t->current, t->peak, t->max, t->high, t->low, t->min, t->elow, t->emin, t->charge_batch,
-                t->nclients);
+        fprintf(f, ",\"MemoryCurrent\":%" PRIu64 ",\"MemoryPeak\":%" PRIu64, t->current, t->peak);
+        fputs(",\"MemoryMax\":", f);
+        ctl_json_limit(f, t->max);
+        fputs(",\"MemoryHigh\":", f);
+        ctl_json_limit(f, t->high);
+        fputs(",\"MemoryLow\":", f);
+        ctl_json_limit(f, t->low);
+        fputs(",\"MemoryMin\":", f);
+        ctl_json_limit(f, t->min);
+        fputs(",\"EffectiveMemoryLow\":", f);
+        ctl_json_limit(f, t->elow);
+        fputs(",\"EffectiveMemoryMin\":", f);
+        ctl_json_limit(f, t->emin);
+        fprintf(f, ",\"ChargeBatch\":%" PRIu32 ",\"NClients\":%" PRIu32 "}", t->charge_batch, t->nclients);
 }
 
 int ctl_view_tree(sd_bus *bus, int argc, char **argv) {
@@ -175,8 +182,9 @@ int ctl_view_tree(sd_bus *bus, int argc, char **argv) {
                 if (w > width)
                         width = w;
         }
-        printf("%-*s %10s %10s %10s %10s %10s %10s %7s\n", (int) width, "TENANT", "CURRENT", "PEAK", "MIN", "LOW",
-               "HIGH", "MAX", "CLIENTS");
+        if (ctl_arg.legend)
+                printf("%-*s %10s %10s %10s %10s %10s %10s %7s\n", (int) width, "TENANT", "CURRENT", "PEAK", "MIN",
+                       "LOW", "HIGH", "MAX", "CLIENTS");
         for (size_t i = first; i < end; i++) {
                 const struct ctl_tenant *t = &s.t[i];
                 char b[6][CTL_FORMAT_BYTES_MAX];
@@ -287,7 +295,7 @@ static int top_iteration(sd_bus *bus, struct top_prev *prev, bool tty, unsigned 
                 width = MB_MAX(width, strlen(s.t[i].path));
 
         if (ctl_arg.format == CTL_FORMAT_JSON) {
-                printf("{\"MemoryCurrent\":%" PRIu64 ",\"Capacity\":%" PRIu64 ",\"tenants\":[", mi.current,
+                printf("{\"MemoryCurrent\":%" PRIu64 ",\"Capacity\":%" PRIu64 ",\"Tenants\":[", mi.current,
                        mi.capacity);
                 for (size_t i = 0; i < s.n; i++) {
                         const struct top_sample *old = top_prev_find(prev, s.t[i].path);
@@ -295,12 +303,13 @@ static int top_iteration(sd_bus *bus, struct top_prev *prev, bool tty, unsigned 
                                 fputc(',', stdout);
                         fputs("{\"Path\":", stdout);
                         ctl_json_string(stdout, s.t[i].path);
-                        printf(",\"MemoryCurrent\":%" PRIu64 ",\"MemoryPeak\":%" PRIu64 ",\"MemoryMax\":%" PRIu64
-                               ",\"NClients\":%" PRIu32 ",\"pages\":%" PRIu64 ",\"stock\":%" PRIu64,
-                               s.t[i].current, s.t[i].peak, s.t[i].max, s.t[i].nclients, stat_get(&s.t[i], "pages"),
-                               stat_get(&s.t[i], "stock"));
+                        printf(",\"MemoryCurrent\":%" PRIu64 ",\"MemoryPeak\":%" PRIu64 ",\"MemoryMax\":",
+                               s.t[i].current, s.t[i].peak);
+                        ctl_json_limit(stdout, s.t[i].max);
+                        printf(",\"NClients\":%" PRIu32 ",\"Pages\":%" PRIu64 ",\"Stock\":%" PRIu64,
+                               s.t[i].nclients, stat_get(&s.t[i], "pages"), stat_get(&s.t[i], "stock"));
                         if (old && dt > 0)
-                                printf(",\"pgalloc_per_sec\":%.1f,\"pgfree_per_sec\":%.1f",
+                                printf(",\"PgallocPerSec\":%.1f,\"PgfreePerSec\":%.1f",
                                        (double) (stat_get(&s.t[i], "pgalloc") - old->pgalloc) / dt,
                                        (double) (stat_get(&s.t[i], "pgfree") - old->pgfree) / dt);
                         fputc('}', stdout);
@@ -312,12 +321,14 @@ static int top_iteration(sd_bus *bus, struct top_prev *prev, bool tty, unsigned 
                                      : 0.0;
                 if (tty)
                         fputs("\033[H\033[2J", stdout);
-                printf("Capacity %s   Current %s (%.1f%%)   Tenants %" PRIu32 "   Clients %" PRIu32
-                       "   Stat flushes %" PRIu64 "\n\n",
-                       ctl_size_str(b[0], mi.capacity), ctl_size_str(b[1], mi.current), pct, mi.ntenants, mi.nclients,
-                       mi.flushes);
-                printf("%-*s %7s %10s %10s %10s %10s %10s %10s %10s\n", (int) width, "TENANT", "CLIENTS", "CURRENT",
-                       "PEAK", "MAX", "PAGES", "STOCK", "ALLOC/s", "FREE/s");
+                if (ctl_arg.legend) {
+                        printf("Capacity %s   Current %s (%.1f%%)   Tenants %" PRIu32 "   Clients %" PRIu32
+                               "   Stat flushes %" PRIu64 "\n\n",
+                               ctl_size_str(b[0], mi.capacity), ctl_size_str(b[1], mi.current), pct, mi.ntenants,
+                               mi.nclients, mi.flushes);
+                        printf("%-*s %7s %10s %10s %10s %10s %10s %10s %10s\n", (int) width, "TENANT", "CLIENTS",
+                               "CURRENT", "PEAK", "MAX", "PAGES", "STOCK", "ALLOC/s", "FREE/s");
+                }
                 shown = s.n;
                 if (tty && rows > 4 && shown > rows - 4)
                         shown = rows - 4;

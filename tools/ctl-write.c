@@ -65,10 +65,14 @@ static int append_settings(sd_bus *bus, sd_bus_message *m, int n, char **assignm
                                 r = -ERANGE; /* the API's "unchanged", refused */
                 }
                 if (r < 0) {
-                        ctl_log_error("invalid value for %s: '%s' (%s)", key, value,
-                                  strcmp(key, "ChargeBatch") == 0 ? "a number of pages"
-                                                                 : "bytes with K/M/G/T, N% of the capacity, "
-                                                                   "or infinity");
+                        if (strcmp(key, "ChargeBatch") == 0)
+                                ctl_log_error("invalid value for ChargeBatch: '%s' (a number of pages, 1 to %u; "
+                                              "empty to reset)",
+                                              value, MB_CHARGE_MAX_PAGES);
+                        else
+                                ctl_log_error("invalid value for %s: '%s' (bytes with K/M/G/T, N%% of the "
+                                              "capacity, or infinity; empty to reset)",
+                                              key, value);
                         return -EINVAL;
                 }
                 r = sd_bus_message_append(m, "{sv}", key, "t", v);
@@ -116,8 +120,110 @@ static int call_with_settings(sd_bus *bus, const char *member, const char *path,
         return 0;
 }
 
+/* The key of a "Key=" assignment (an empty value), or NULL. */
+static const char *reset_key(const char *assignment, char *buf, size_t size) {
+        const char *eq = strchr(assignment, '=');
+
+        if (!eq || eq == assignment || eq[1] != '\0' || (size_t) (eq - assignment) >= size)
+                return NULL;
+        memcpy(buf, assignment, (size_t) (eq - assignment));
+        buf[eq - assignment] = '\0';
+        return buf;
+}
+
+static bool known_key(const char *key) {
+        for (size_t k = 0; k < ELEMENTSOF(limit_keys); k++)
+                if (strcmp(key, limit_keys[k]) == 0)
+                        return true;
+        return false;
+}
+
+/* RevertTenantLimits(@path, @keys, @runtime); @nkeys 0: every key. */
+static int call_revert(sd_bus *bus, const char *path, char **keys, bool runtime) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        char what[256];
+        int r;
+
+        r = sd_bus_message_new_method_call(bus, &m, CTL_BUS_NAME, CTL_MANAGER_PATH, CTL_MANAGER_IFACE,
+                                           "RevertTenantLimits");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(m, "s", path);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append_strv(m, keys);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(m, "b", runtime);
+        if (r < 0)
+                return r;
+        r = sd_bus_call(bus, m, 0, &error, NULL);
+        if (r < 0) {
+                snprintf(what, sizeof what, "cannot revert limits of '%s'", path);
+                return ctl_bus_log_error(what, &error, r);
+        }
+        return 0;
+}
+
+/*
+ * set PATH Key=Value...: values go to SetTenantLimits; "Key=" (empty)
+ * resets the key in the layer set writes (runtime with --runtime, else the
+ * persisted layer and the runtime one over it), so that what is below
+ * applies again.
+ */
 int ctl_write_set(sd_bus *bus, int argc, char **argv) {
-        return call_with_settings(bus, "SetTenantLimits", argv[1], argc - 2, argv + 2, true, NULL);
+        _cleanup_(freep) char **values = NULL, **resets = NULL, *keybuf = NULL;
+        int nvalues = 0, nresets = 0, r;
+        const size_t key_max = 64;
+
+        values = calloc((size_t) argc, sizeof(*values));
+        resets = calloc((size_t) argc, sizeof(*resets));
+        keybuf = malloc((size_t) argc * key_max);
+        if (!values || !resets || !keybuf)
+                return -ENOMEM;
+        for (int i = 2; i < argc; i++) {
+                char *key = keybuf + (size_t) i * key_max;
+
+                if (reset_key(argv[i], key, key_max)) {
+                        if (!known_key(key)) {
+                                ctl_log_error("unknown setting '%s' (known: MemoryMax, MemoryHigh, MemoryLow, "
+                                              "MemoryMin, ChargeBatch)",
+                                              key);
+                                return -EINVAL;
+                        }
+                        resets[nresets++] = key;
+                } else
+                        values[nvalues++] = argv[i];
+        }
+        if (nvalues > 0) {
+                r = call_with_settings(bus, "SetTenantLimits", argv[1], nvalues, values, true, NULL);
+                if (r < 0)
+                        return r;
+        }
+        if (nresets > 0)
+                return call_revert(bus, argv[1], resets, ctl_arg.runtime);
+        return 0;
+}
+
+/* revert PATH [KEY...]: drop what set (with or without --runtime) made of
+ * these keys (default: all), as "systemctl revert" drops drop-ins. */
+int ctl_write_revert(sd_bus *bus, int argc, char **argv) {
+        _cleanup_(freep) char **keys = NULL;
+
+        keys = calloc((size_t) argc, sizeof(*keys));
+        if (!keys)
+                return -ENOMEM;
+        for (int i = 2; i < argc; i++) {
+                if (!known_key(argv[i])) {
+                        ctl_log_error("unknown setting '%s' (known: MemoryMax, MemoryHigh, MemoryLow, MemoryMin, "
+                                      "ChargeBatch)",
+                                      argv[i]);
+                        return -EINVAL;
+                }
+                keys[i - 2] = argv[i];
+        }
+        return call_revert(bus, argv[1], keys, false);
 }
 
 int ctl_write_create(sd_bus *bus, int argc, char **argv) {
@@ -129,7 +235,7 @@ int ctl_write_create(sd_bus *bus, int argc, char **argv) {
         if (r < 0)
                 return r;
         if (sd_bus_message_read(reply, "o", &object) >= 0 && ctl_arg.format == CTL_FORMAT_JSON) {
-                fputs("{\"object\":", stdout);
+                fputs("{\"Object\":", stdout);
                 ctl_json_string(stdout, object);
                 fputs("}\n", stdout);
         }
@@ -199,9 +305,9 @@ int ctl_write_reclaim(sd_bus *bus, int argc, char **argv) {
         if (r < 0)
                 return r;
         if (ctl_arg.format == CTL_FORMAT_JSON) {
-                fputs("{\"tenant\":", stdout);
+                fputs("{\"Path\":", stdout);
                 ctl_json_string(stdout, argv[1]);
-                printf(",\"requested\":%" PRIu64 ",\"reclaimed\":%" PRIu64 "}\n", bytes, reclaimed);
+                printf(",\"Requested\":%" PRIu64 ",\"Reclaimed\":%" PRIu64 "}\n", bytes, reclaimed);
         } else
                 printf("Reclaimed %s of %s from %s\n", ctl_size_str(b1, reclaimed), ctl_size_str(b2, bytes), argv[1]);
         return 0;

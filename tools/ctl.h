@@ -10,7 +10,7 @@
  *   ctl-view.c         status, tree and top (read-only views)
  *   ctl-stat.c         stat and events (text and JSON)
  *   ctl-openmetrics.c  stat --format=openmetrics
- *   ctl-write.c        set, create, remove, reload, reclaim, reset-peak
+ *   ctl-write.c        set, revert, create, remove, reload, reclaim, reset-peak
  *   ctl-util.c         pure helpers (no sd-bus; unit-tested alone)
  */
 #pragma once
@@ -33,6 +33,7 @@ enum ctl_format {
         CTL_FORMAT_TEXT,
         CTL_FORMAT_JSON,
         CTL_FORMAT_OPENMETRICS,
+        CTL_FORMAT_PROMETHEUS,
 };
 
 struct ctl_options {
@@ -44,6 +45,7 @@ struct ctl_options {
         uint64_t iterations; /* 0: forever */
         double delay_sec;
         bool help;
+        bool legend; /* column headings and summary lines (--no-legend: off) */
 };
 
 /* The options of this run (membrokerctl.c); read-only once a verb runs. */
@@ -51,6 +53,11 @@ extern struct ctl_options ctl_arg;
 
 /* Print "membrokerctl: " and the message to stderr. */
 void ctl_log_error(const char *fmt, ...) _printf_(1, 2);
+
+/* --format=openmetrics or --format=prometheus. */
+static inline bool ctl_format_is_metrics(void) {
+        return ctl_arg.format == CTL_FORMAT_OPENMETRICS || ctl_arg.format == CTL_FORMAT_PROMETHEUS;
+}
 
 /* A size for a table: human ("1.5G") or, with --bytes, exact. */
 static inline const char *ctl_size_str(char *buf, uint64_t v) {
@@ -68,6 +75,7 @@ int ctl_view_top(sd_bus *bus, int argc, char **argv);
 int ctl_stat_show(sd_bus *bus, int argc, char **argv);
 int ctl_stat_events(sd_bus *bus, int argc, char **argv);
 int ctl_write_set(sd_bus *bus, int argc, char **argv);
+int ctl_write_revert(sd_bus *bus, int argc, char **argv);
 int ctl_write_create(sd_bus *bus, int argc, char **argv);
 int ctl_write_remove(sd_bus *bus, int argc, char **argv);
 int ctl_write_reload(sd_bus *bus, int argc, char **argv);

@@ -29,6 +29,7 @@ struct ctl_options ctl_arg = {
         .bus_kind = CTL_BUS_SYSTEM,
         .format = CTL_FORMAT_TEXT,
         .delay_sec = TOP_DEFAULT_DELAY_SEC,
+        .legend = true,
 };
 
 static const char *program = "membrokerctl";
@@ -73,7 +74,9 @@ static const struct verb verbs[] = {
           "pending; otherwise the figures are at most StatsFlushIntervalSec= old.\n"
           "Options: --bytes (exact numbers, the daemon's GetStatText), --json,\n"
           "         --format=openmetrics (usage, limits, memory.stat and memory.events of every\n"
-          "         tenant given, as OpenMetrics text for a node-exporter textfile collector)." },
+          "         tenant given, as OpenMetrics text),\n"
+          "         --format=prometheus (the same in the Prometheus text format, for node_exporter's\n"
+          "         textfile collector: membrokerctl stat --format=prometheus > DIR/membroker.prom)." },
         { "events", 2, 2, ctl_stat_events, "events PATH",
           "Show memory.events of a tenant",
           "Show memory.events of PATH: how often protection was breached (low), the tenant was\n"
@@ -87,8 +90,14 @@ static const struct verb verbs[] = {
           "Change limits of PATH at once: MemoryMax=, MemoryHigh=, MemoryLow=, MemoryMin= take bytes\n"
           "with K/M/G/T (powers of 1024), N% of the capacity, or 'infinity'; ChargeBatch= takes pages.\n"
           "Without --runtime the change is persisted in the state directory and survives restarts;\n"
-          "with --runtime it lasts until the daemon stops.  Needs uid 0.\n"
+          "with --runtime it lasts until the daemon stops.  An empty value (MemoryMax=) resets the\n"
+          "key in that layer, so that what the configuration files say applies again.  Needs uid 0.\n"
           "Options: --runtime." },
+        { "revert", 2, -1, ctl_write_revert, "revert PATH [KEY...]",
+          "Undo set: back to the configuration files",
+          "Drop what set did to the keys given of PATH (default: every key), persisted and runtime\n"
+          "alike, as 'systemctl revert' does: the limits the configuration files give (or, for a\n"
+          "tenant made with create, no limit) apply again.  Needs uid 0." },
         { "reclaim", 3, 3, ctl_write_reclaim, "reclaim PATH SIZE",
           "Reclaim memory from a subtree",
           "Ask the clients of PATH's subtree to give back SIZE bytes (K/M/G/T), like writing to\n"
@@ -132,8 +141,10 @@ static void help_common(void) {
                "     --address=ADDRESS Talk to membrokerd on the bus at ADDRESS\n"
                "\nOutput options:\n"
                "     --json            Output JSON (status, tree, stat, events, reclaim, top)\n"
-               "     --format=FORMAT   text (default), json, or openmetrics (stat only)\n"
+               "     --format=FORMAT   text (default), json, openmetrics or prometheus (stat only)\n"
                "     --bytes           Exact byte counts instead of human sizes\n"
+               "     --no-legend       No column headings or summary lines (tree, top, events)\n"
+               "     --no-pager        Accepted as systemctl does; the output is never paged\n"
                "  -h --help            Show this help, or the help of VERB\n"
                "     --version         Show the version\n");
 }
@@ -172,8 +183,12 @@ static int parse_argv(int argc, char **argv) {
                 ARG_BYTES,
                 ARG_RUNTIME,
                 ARG_VERSION,
+                ARG_NO_PAGER,
+                ARG_NO_LEGEND,
         };
         static const struct option options[] = {
+                { "no-pager", no_argument, NULL, ARG_NO_PAGER },
+                { "no-legend", no_argument, NULL, ARG_NO_LEGEND },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 { "system", no_argument, NULL, ARG_SYSTEM },
@@ -217,13 +232,22 @@ static int parse_argv(int argc, char **argv) {
                                 ctl_arg.format = CTL_FORMAT_JSON;
                         else if (strcmp(optarg, "openmetrics") == 0)
                                 ctl_arg.format = CTL_FORMAT_OPENMETRICS;
+                        else if (strcmp(optarg, "prometheus") == 0)
+                                ctl_arg.format = CTL_FORMAT_PROMETHEUS;
                         else {
-                                ctl_log_error("unknown format '%s' (text, json, openmetrics)", optarg);
+                                ctl_log_error("unknown format '%s' (text, json, openmetrics, prometheus)", optarg);
                                 return -EINVAL;
                         }
                         break;
                 case ARG_BYTES:
                         ctl_arg.bytes = true;
+                        break;
+                case ARG_NO_PAGER:
+                        /* As systemctl's: membrokerctl never pages, so there
+                         * is nothing to turn off (scripts may pass it). */
+                        break;
+                case ARG_NO_LEGEND:
+                        ctl_arg.legend = false;
                         break;
                 case ARG_RUNTIME:
                         ctl_arg.runtime = true;
@@ -305,8 +329,9 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "Usage: %s %s\n", program, v->usage);
                 return EXIT_USAGE;
         }
-        if (ctl_arg.format == CTL_FORMAT_OPENMETRICS && v->run != ctl_stat_show) {
-                ctl_log_error("--format=openmetrics is only for stat");
+        if (ctl_format_is_metrics() && v->run != ctl_stat_show) {
+                ctl_log_error("--format=%s is only for stat",
+                              ctl_arg.format == CTL_FORMAT_PROMETHEUS ? "prometheus" : "openmetrics");
                 return EXIT_USAGE;
         }
         if (ctl_arg.bus_kind == CTL_BUS_ADDRESS && (!ctl_arg.address || !*ctl_arg.address)) {
