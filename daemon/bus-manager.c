@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * bus-manager.c - org.membroker1.Manager at /org/membroker1: broker-wide
- * properties and the path-taking methods (design.md §6).
+ * properties and the path-taking methods (docs/design.md).
  *
  * Reads are open to every caller.  CreateTenant, RemoveTenant,
  * SetTenantLimits, Reclaim, ResetPeak and Reload need uid 0

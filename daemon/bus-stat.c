@@ -4,7 +4,7 @@
  * (GetStat, GetStatText, DumpStats), memory.events (GetEvents) and the
  * derived properties (bytes, effective protection).
  *
- * Freshness (design.md §4): a read calls manager_stats_refresh(m, t, false),
+ * Freshness (docs/design.md): a read calls manager_stats_refresh(m, t, false),
  * which polls the stats sources of @t's subtree and flushes that subtree only
  * when more updates than the rstat flush threshold are pending there
  * (mem_cgroup_flush_stats() -> memcg_vmstats_needs_flush()).  So a read
@@ -44,7 +44,7 @@ int bus_stat_collect(struct manager *m, struct tenant *t, bool refreshed, struct
         if (!refreshed)
                 manager_stats_refresh(m, t, false);
         *ret = (struct bus_stat) {};
-        /* The daemon's key list (design.md §4), read under stats_lock. */
+        /* The daemon's key list (docs/design.md), read under stats_lock. */
         return manager_tenant_stat(m, t, &ret->e, &ret->n);
 }
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bus.h - the org.membroker1 D-Bus API of membrokerd (design.md §6).
+ * bus.h - the org.membroker1 D-Bus API of membrokerd (docs/design.md).
  * sd-bus, driven from the manager's libevent main loop.
  *
  * Objects: /org/membroker1 (org.membroker1.Manager, and the

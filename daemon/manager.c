@@ -683,7 +683,7 @@ static int manager_listen(struct manager *m) {
                 return log_error_errno(-errno, "socket(): %m");
         if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
                 return log_error_errno(-errno, "cannot bind %s: %m", path);
-        /* World-connectable: admission is per tenant (design.md §5). */
+        /* World-connectable: admission is per tenant (docs/protocol.md). */
         if (chmod(path, 0666) < 0)
                 return log_error_errno(-errno, "cannot chmod %s: %m", path);
         restart_store_listener(m->restart, fd);

@@ -54,52 +54,49 @@ struct manager {
          * configuration, the workers, the client counters (daemon/broker.h). */
         struct broker b;
 
-        struct event_base *base;
+        /* How it was started (main.c), fixed for the daemon's life. */
         char *config_dir;
         char *socket_path;
         char *state_dir;
-        unsigned ncpus;
-
-        struct evconnlistener *listener;
-        struct event *sigint, *sigterm, *sighup;
-        struct event *flush_timer;
-        struct mailbox *event_box;  /* worker -> main: tenant events (daemon/mailbox.h) */
-
+        char *pressure_path;       /* --pressure-file */
+        char *pressure_trigger;    /* --pressure-trigger */
         enum manager_bus_kind bus_kind;
         char *bus_address;
-        struct bus_state *bus; /* daemon/bus.c */
+        unsigned ncpus;
 
-        /* The layer above, told of changes (manager_set_observer()). */
-        const struct manager_observer_ops *observer;
-        void *observer_userdata;
-
-        /* Added by the broker work (daemon/manager.c). */
-        unsigned next_worker;      /* round robin (main thread) */
+        /* The main loop and its event sources (main thread). */
+        struct event_base *base;
+        struct evconnlistener *listener;
         bool listening;
+        unsigned next_worker;      /* accepted sockets go round robin */
+        struct event *sigint, *sigterm, *sighup;
         struct event *sigusr1;     /* log the tenant tree (for admins, tests) */
         uint64_t state_dumps;
-
-        /* Added by the pressure work (daemon/reclaim.c, daemon/pressure.c). */
-        struct pressure *pressure;   /* PSI trigger, with PressureReclaim=yes */
-        char *pressure_path;         /* --pressure-file */
-        char *pressure_trigger;      /* --pressure-trigger */
-
-        struct client_events *client_events; /* events told to clients */
-
-        /* Added by the service work (daemon/service.c, state.c, restart.c). */
-        struct state *state;       /* limits layered over the files (main thread) */
-        struct restart *restart;   /* the fd-store restart */
+        struct event *flush_timer; /* the periodic rstat flush */
         struct event *watchdog;    /* WATCHDOG=1 timer, NULL without a watchdog */
         unsigned status_tenants, status_clients; /* last STATUS= sent */
 
-        /* Added by the configuration work (daemon/manager-reload.c). */
+        /* Cross-thread hand-offs to the main thread (daemon/mailbox.h). */
+        struct mailbox *event_box; /* worker -> main: tenant memory events */
+        struct mailbox *drain_box; /* worker -> main: the last client of some tenant left */
+        _Atomic bool drain_queued; /* a message is in drain_box, not handled yet */
+
+        /* The modules the manager owns, below it. */
+        struct client_events *client_events; /* events told to clients */
+        struct pressure *pressure; /* PSI trigger, with PressureReclaim=yes */
+        struct audit *audit;       /* the arena audit, 10 times a second */
+        struct state *state;       /* limits layered over the files */
+        struct restart *restart;   /* the fd-store restart */
+
+        /* Configuration changes (daemon/manager-reload.c). */
         struct manager_reload *reload; /* the files read off the main thread */
         _Atomic unsigned ndraining;    /* tenants marked draining */
-        struct mailbox *drain_box;     /* worker -> main: the last client of some tenant left */
-        _Atomic bool drain_queued;     /* a message is in drain_box, not handled yet */
 
-        /* Added by the arena work (daemon/audit.c). */
-        struct audit *audit;       /* the arena audit, 10 times a second */
+        /* The layer above, told of changes (manager_set_observer()): the
+         * bus adapter (daemon/bus.c), whose state is opaque here. */
+        const struct manager_observer_ops *observer;
+        void *observer_userdata;
+        struct bus_state *bus;
 };
 
 /* Refresh statistics of @t's subtree before a read: poll the stats sources of
@@ -226,7 +223,7 @@ unsigned manager_nclients(struct manager *m);
 
 /* ---- Added by the broker work ---- */
 
-/* One line of a tenant's memory.stat-like report (design.md §4). */
+/* One line of a tenant's memory.stat-like report (docs/design.md). */
 struct mb_stat_kv {
         const char *key; /* static string */
         uint64_t value;  /* bytes, or a count for pgalloc, pgfree, *_requests, pgscan, pgsteal */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * restart.h - a restart of membrokerd that keeps every page (design.md §8).
+ * restart.h - a restart of membrokerd that keeps every page (docs/design.md).
  *
  * What the fd store holds (service.h), by FDNAME=:
  *   mb-arena-ID    a tenant's arena memfd (the clients' memory itself);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * state.h - tenant limits changed over D-Bus, layered over the
- * configuration files the way systemd layers drop-ins (design.md §7):
+ * configuration files the way systemd layers drop-ins (docs/design.md):
  *
  *   /etc/membroker (membroker.conf, tenants.d/)        lowest
  *   persisted: SetTenantLimits(..., runtime=false),

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * wire.h - framing of membroker.proto messages (design.md §5).
+ * wire.h - framing of membroker.proto messages (docs/protocol.md).
  *
  * A frame is a 4-byte big-endian length followed by one packed Mb__Msg.
  * These helpers are pure (no sockets, no libevent) so the daemon, the client
