@@ -22,7 +22,7 @@ daemon_libmbbroker_la_SOURCES = \
 	%reldir%/client-events.c %reldir%/client-events.h \
 	%reldir%/manager-reload.c \
 	%reldir%/reclaim.c %reldir%/reclaim.h %reldir%/reclaim-internal.h \
-	%reldir%/reclaim-job.c %reldir%/reclaim-oom.c \
+	%reldir%/reclaim-job.c %reldir%/reclaim-req.c %reldir%/reclaim-oom.c \
 	%reldir%/pressure.c %reldir%/pressure.h \
 	%reldir%/tenant_state.h
 daemon_libmbbroker_la_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(CGROUP_CFLAGS) \

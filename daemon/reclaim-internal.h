@@ -201,3 +201,23 @@ void reclaim_job_kick(struct reclaim_job *j);
  * (JOB_WAIT_VICTIM).  False when there is no one to kill.
  */
 bool reclaim_job_oom_kill(struct reclaim_job *j, struct tenant *oom);
+
+/* ---- requests (reclaim-req.c) ---- */
+
+/* Small pointer arrays: append (-ENOMEM) and remove (false when absent). */
+int reclaim_ptr_push(void ***v, size_t *n, size_t *alloc, void *p);
+bool reclaim_ptr_remove(void **v, size_t *n, const void *p);
+/* CLOCK_MONOTONIC in µs, and how long @j has run. */
+uint64_t reclaim_now_usec(void);
+uint64_t reclaim_job_elapsed_usec(const struct reclaim_job *j);
+/* Send Reclaim (@drain false) or Drain to @rc for @j, asking @asked pages:
+ * one more pending answer in @j's round.  0 or -ENOMEM. */
+int reclaim_req_send(struct reclaim_job *j, struct reclaim_client *rc, uint32_t asked, bool drain);
+/* @rc is busy with @req of another job: @j's round waits for that answer
+ * too, unless it timed out.  True when subscribed. */
+bool reclaim_req_subscribe(struct reclaim_job *j, struct reclaim_req *req);
+/* @req was answered with @pages (or its client left): tell its job and
+ * the rounds waiting for it, then free it. */
+void reclaim_req_resolve(struct reclaim_req *req, uint64_t pages);
+void reclaim_req_release_waiters(struct reclaim_req *req);
+void reclaim_req_free(struct reclaim_req *req);

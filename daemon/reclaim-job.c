@@ -46,151 +46,6 @@ static void job_continue(struct reclaim_job *j);
 static void job_free(struct reclaim_job *j);
 static void round_finish(struct reclaim_job *j);
 
-/* ---- small arrays ---- */
-
-static int ptr_push(void ***v, size_t *n, size_t *alloc, void *p) {
-        if (*n == *alloc) {
-                size_t a = MB_MAX(*alloc * 2, (size_t) 8);
-                void **nv = realloc(*v, a * sizeof(void *));
-
-                if (!nv)
-                        return -ENOMEM;
-                *v = nv;
-                *alloc = a;
-        }
-        (*v)[(*n)++] = p;
-        return 0;
-}
-
-/* Remove @p from the array (order is not kept); false when absent. */
-static bool ptr_remove(void **v, size_t *n, const void *p) {
-        for (size_t i = 0; i < *n; i++)
-                if (v[i] == p) {
-                        v[i] = v[--*n];
-                        return true;
-                }
-        return false;
-}
-
-static uint64_t job_now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
-}
-
-/* Time spent since @j started. */
-static uint64_t job_elapsed_usec(const struct reclaim_job *j) {
-        return job_now_usec() - j->start_usec;
-}
-
-
-/* ---- requests ---- */
-
-void reclaim_job_kick(struct reclaim_job *j) {
-        event_active(j->kick, EV_TIMEOUT, 0);
-}
-
-static void req_free(struct reclaim_req *req) {
-        struct reclaimer *r = req->r;
-
-        MB_LIST_REMOVE(r->reqs, req);
-        if (req->rc->outstanding == req)
-                req->rc->outstanding = NULL;
-        reclaim_client_unref(req->rc);
-        free(req->waiters);
-        free(req);
-}
-
-/* The rounds waiting for @req stop waiting for it. */
-static void req_release_waiters(struct reclaim_req *req) {
-        for (size_t i = 0; i < req->nwaiters; i++) {
-                struct reclaim_job *w = req->waiters[i];
-
-                (void) ptr_remove((void **) w->subs, &w->nsubs, req);
-                if (w->pending > 0 && --w->pending == 0)
-                        reclaim_job_kick(w);
-        }
-        req->nwaiters = 0;
-}
-
-/* @req got its answer (@pages were returned) or its client left. */
-static void req_resolve(struct reclaim_req *req, uint64_t pages) {
-        struct reclaim_job *j = req->owner;
-
-        /* A client that left has no tenant to speak of any more (it may be
-         * removed once the client is gone): rc->tenant is only used while
-         * !gone, on this thread. */
-        if (req->timed_out && !atomic_load(&req->rc->gone)) {
-                req->r->stats.late_answers++;
-                if (req->rc->timeout_logged)
-                        log_info("client %" PRIu64 " (%s, pid %d) of tenant %s answered a reclaim request late "
-                                 "(%" PRIu64 " pages)",
-                                 req->rc->client_id, req->rc->name, (int) req->rc->pid, req->rc->tenant->path, pages);
-                req->rc->timeout_logged = false;
-        }
-        if (j) {
-                (void) ptr_remove((void **) j->owned, &j->nowned, req);
-                j->round_got += pages;
-                /* Whatever it gave, it is asked again next round, as
-                 * shrink_slab() calls every shrinker again on each pass of
-                 * memory_reclaim()/try_charge_memcg(): a shrinker that
-                 * freed nothing now may free later (an object unpinned, an
-                 * LRU emptying slabs). */
-                if (j->pending > 0 && --j->pending == 0)
-                        reclaim_job_kick(j);
-        }
-        req_release_waiters(req);
-        req_free(req);
-}
-
-static int req_send(struct reclaim_job *j, struct reclaim_client *rc, uint32_t asked, bool drain) {
-        struct reclaimer *r = j->r;
-        struct reclaim_req *req;
-
-        req = calloc(1, sizeof(*req));
-        if (!req)
-                return -ENOMEM;
-        if (ptr_push((void ***) &j->owned, &j->nowned, &j->owned_alloc, req) < 0) {
-                free(req);
-                return -ENOMEM;
-        }
-        req->r = r;
-        req->rc = reclaim_client_ref(rc);
-        req->seq = ++rc->next_seq;
-        if (req->seq == 0)
-                req->seq = ++rc->next_seq;
-        req->asked = asked;
-        req->drain = drain;
-        req->owner = j;
-        MB_LIST_PREPEND(r->reqs, req);
-        rc->outstanding = req;
-        j->pending++;
-        r->stats.requests++;
-        reclaim_post_to_worker(r, drain ? RMSG_SEND_DRAIN : RMSG_SEND_RECLAIM, rc, req->seq, asked, 0, 0, NULL);
-        return 0;
-}
-
-/* @rc is busy with another request: wait for that answer in this round,
- * unless it already timed out (then the client is skipped).  True when
- * subscribed. */
-static bool req_subscribe(struct reclaim_job *j, struct reclaim_req *req) {
-        if (req->timed_out || req->owner == j)
-                return false;
-        for (size_t i = 0; i < j->nsubs; i++)
-                if (j->subs[i] == req)
-                        return false;
-        if (ptr_push((void ***) &req->waiters, &req->nwaiters, &req->waiters_alloc, j) < 0)
-                return false;
-        if (ptr_push((void ***) &j->subs, &j->nsubs, &j->subs_alloc, req) < 0) {
-                req->nwaiters--;
-                return false;
-        }
-        j->pending++;
-        return true;
-}
-
-
 /* ---- planning a round (daemon/core/reclaim_plan.h) ---- */
 
 /* Whether @rc can be asked in this round: it holds pages and it is not
@@ -286,7 +141,7 @@ static bool round_send(struct reclaim_job *j, struct reclaim_plan *p) {
                 if (!p->drain && tg->ask == 0)
                         continue;
                 if (rc->outstanding) {
-                        (void) req_subscribe(j, rc->outstanding);
+                        (void) reclaim_req_subscribe(j, rc->outstanding);
                         continue;
                 }
                 if (tg->low && tg->tenant != low_counted) {
@@ -296,7 +151,7 @@ static bool round_send(struct reclaim_job *j, struct reclaim_plan *p) {
                         reclaim_memory_event(j->r, tg->tenant, MB_EVENT_LOW);
                         low_counted = tg->tenant;
                 }
-                if (req_send(j, rc, p->drain ? 0 : (uint32_t) MB_MIN(tg->ask, (uint64_t) UINT32_MAX), p->drain) < 0)
+                if (reclaim_req_send(j, rc, p->drain ? 0 : (uint32_t) MB_MIN(tg->ask, (uint64_t) UINT32_MAX), p->drain) < 0)
                         log_error("reclaim: out of memory, client %" PRIu64 " is not asked", rc->client_id);
         }
         return j->pending > 0;
@@ -392,12 +247,12 @@ static void round_finish(struct reclaim_job *j) {
                                    rc->client_id, rc->name, (int) rc->pid, rc->tenant->path,
                                    req->drain ? "drain" : "reclaim", ms);
                 }
-                req_release_waiters(req);
+                reclaim_req_release_waiters(req);
         }
         while (j->nsubs > 0) {
                 struct reclaim_req *req = j->subs[--j->nsubs];
 
-                (void) ptr_remove((void **) req->waiters, &req->nwaiters, j);
+                (void) reclaim_ptr_remove((void **) req->waiters, &req->nwaiters, j);
         }
         j->pending = 0;
         j->state = JOB_IDLE;
@@ -463,7 +318,7 @@ static bool step_charge(struct reclaim_job *j) {
         }
         usage = page_counter_read(&res.over->memory);
         max = page_counter_get_max(&res.over->memory);
-        retry = (struct tenant_charge_retry) { .drained = j->drained, .elapsed_usec = job_elapsed_usec(j),
+        retry = (struct tenant_charge_retry) { .drained = j->drained, .elapsed_usec = reclaim_job_elapsed_usec(j),
                                               .fruitless = j->fruitless, .noretry = j->noretry,
                                               .reclaim_rounds = j->reclaim_rounds };
         for (;;) {
@@ -576,7 +431,7 @@ static bool step_high(struct reclaim_job *j) {
                         return false;
                 }
                 if ((j->pass_got > 0 || (j->high_retries > 0 && j->high_retries--)) &&
-                    job_elapsed_usec(j) < RECLAIM_MAX_USEC) {
+                    reclaim_job_elapsed_usec(j) < RECLAIM_MAX_USEC) {
                         j->in_retry = true;
                         j->level = 0;
                         j->pass_got = 0;
@@ -591,7 +446,7 @@ static bool step_proactive(struct reclaim_job *j) {
         struct tenant *t = tenant_lookup(j->r->b->tree, j->path);
 
         if (!t || j->reclaimed >= j->goal || j->fruitless >= MAX_RECLAIM_RETRIES ||
-            job_elapsed_usec(j) >= RECLAIM_MAX_USEC)
+            reclaim_job_elapsed_usec(j) >= RECLAIM_MAX_USEC)
                 return false;
         return job_start_reclaim(j, t, j->goal - j->reclaimed, true);
 }
@@ -617,7 +472,7 @@ static bool step_limit(struct reclaim_job *j) {
         }
         if (usage > max) {
                 /* memory_max_write() */
-                if (j->fruitless < MAX_RECLAIM_RETRIES && job_elapsed_usec(j) < RECLAIM_MAX_USEC &&
+                if (j->fruitless < MAX_RECLAIM_RETRIES && reclaim_job_elapsed_usec(j) < RECLAIM_MAX_USEC &&
                     job_start_reclaim(j, t, usage - max, true))
                         return true;
                 reclaim_memory_event(r, t, MB_EVENT_OOM);
@@ -625,7 +480,7 @@ static bool step_limit(struct reclaim_job *j) {
                         return true;
                 return false;
         }
-        if (j->fruitless < MAX_RECLAIM_RETRIES && job_elapsed_usec(j) < RECLAIM_MAX_USEC)
+        if (j->fruitless < MAX_RECLAIM_RETRIES && reclaim_job_elapsed_usec(j) < RECLAIM_MAX_USEC)
                 /* memory_high_write() */
                 return job_start_reclaim(j, t, usage - high, true);
         return false;
@@ -765,7 +620,7 @@ static struct reclaim_job *job_new(struct reclaimer *r, enum job_kind kind) {
                 return NULL;
         j->r = r;
         j->kind = kind;
-        j->start_usec = job_now_usec();
+        j->start_usec = reclaim_now_usec();
         j->timer = evtimer_new(r->base, job_timer_cb, j);
         j->kick = event_new(r->base, -1, 0, job_kick_cb, j);
         if (!j->timer || !j->kick) {
@@ -791,12 +646,12 @@ static void job_free(struct reclaim_job *j) {
                 struct reclaim_req *req = j->owned[--j->nowned];
 
                 req->owner = NULL;
-                req_release_waiters(req);
+                reclaim_req_release_waiters(req);
         }
         while (j->nsubs > 0) {
                 struct reclaim_req *req = j->subs[--j->nsubs];
 
-                (void) ptr_remove((void **) req->waiters, &req->nwaiters, j);
+                (void) reclaim_ptr_remove((void **) req->waiters, &req->nwaiters, j);
         }
         if (j->kind == JOB_PROACTIVE && j->cb)
                 j->cb(MB_MIN(j->reclaimed, j->goal) * r->b->page_size, j->userdata);
@@ -893,12 +748,12 @@ void reclaim_job_answer(struct reclaimer *r, struct reclaim_client *rc, uint32_t
                           rc->client_id, seq, pages);
                 return;
         }
-        req_resolve(req, pages);
+        reclaim_req_resolve(req, pages);
 }
 
 void reclaim_job_client_gone(struct reclaimer *r, struct reclaim_client *rc) {
         if (rc->outstanding)
-                req_resolve(rc->outstanding, 0);
+                reclaim_req_resolve(rc->outstanding, 0);
         for (struct reclaim_job *j = r->jobs; j; j = j->next)
                 if ((j->state == JOB_WAIT_VICTIM && j->victim == rc) || (j->charger == rc && j->state == JOB_IDLE))
                         reclaim_job_kick(j);
@@ -940,7 +795,7 @@ static struct reclaim_job *limit_job(struct reclaimer *r, struct tenant *t, bool
                          * limit gets a full set of retries. */
                         j->fruitless = 0;
                         j->drained = false;
-                        j->start_usec = job_now_usec();
+                        j->start_usec = reclaim_now_usec();
                         return j;
                 }
         j = job_new(r, JOB_LIMIT);
@@ -1008,5 +863,5 @@ void reclaim_jobs_stop(struct reclaimer *r) {
         }
         r->shutting_down = true;
         while (r->reqs)
-                req_free(r->reqs);
+                reclaim_req_free(r->reqs);
 }
