@@ -320,6 +320,34 @@ START_TEST(test_source_attach_counts_existing_contents) {
 }
 END_TEST
 
+/* A departing writer's counters weigh what they moved (memcg_rstat_updated()
+ * adds abs(val)): 256 allocations past the threshold make the next read
+ * flush, so a leaf's hierarchical pgalloc does not lag its local one. */
+START_TEST(test_source_detach_weighs_counters) {
+        struct rstat_tree tree;
+        struct tnode root, a;
+        struct mb_stat_slot s[NCPUS] = {};
+        struct rstat_source *src;
+
+        rstat_tree_init(&tree, NCPUS);
+        tnode_init(&root, NULL);
+        tnode_init(&a, &root);
+        ck_assert_int_eq(rstat_source_attach(&a.node, s, NCPUS, &src), 0);
+        ck_assert_uint_lt(tree.flush_threshold, 256);
+
+        mb_stat_slot_add(&s[0], MB_STAT_PGALLOC, 256);
+        ck_assert(!rstat_needs_flush(&tree, &root.node));
+        rstat_source_detach(&tree, &a.node, src, false);
+        ck_assert(rstat_needs_flush(&tree, &root.node));
+        ck_assert_int_eq(rstat_flush_if_needed(&tree, &root.node) > 0, 1);
+        ck_assert_int_eq(root.node.value[MB_STAT_PGALLOC], 256);
+        ck_assert_int_eq(a.node.value[MB_STAT_PGALLOC], a.node.local[MB_STAT_PGALLOC]);
+
+        tnode_done(&tree, &a);
+        tnode_done(&tree, &root);
+}
+END_TEST
+
 START_TEST(test_source_detach) {
         struct rstat_tree tree;
         struct tnode root, a;
@@ -837,6 +865,7 @@ static Suite *rstat_suite(void) {
         tcase_add_test(tc, test_poll_source);
         tcase_add_test(tc, test_source_attach_counts_existing_contents);
         tcase_add_test(tc, test_source_detach);
+        tcase_add_test(tc, test_source_detach_weighs_counters);
         tcase_add_test(tc, test_node_destroy_keeps_counts_in_ancestors);
         tcase_add_test(tc, test_big_tree_flush_cost_follows_updates);
         tcase_add_test(tc, test_concurrent_writers_and_flushes);

@@ -270,19 +270,22 @@ void rstat_source_detach(struct rstat_tree *tree, struct rstat_node *node, struc
         /* The source is gone, so its last delta cannot wait for a fold at
          * flush time: account it locally now and queue it for the
          * hierarchical values like a child's delta. */
-        uint64_t nr_updates = 1;
+        uint64_t nr_updates = 0;
         for (unsigned item = 0; item < _MB_STAT_NR; item++) {
                 node->local[item] = wrap_add(node->local[item], delta[item]);
                 node->pending[item] = wrap_add(node->pending[item], delta[item]);
+                /* memcg_rstat_updated() adds abs(val): the last delta
+                 * weighs what it moved, counters included. */
+                nr_updates += delta[item] < 0 ? 0 - (uint64_t) delta[item] : (uint64_t) delta[item];
                 /* memcg_rstat_updated() weighs an update by abs(val): a
                  * departing writer takes all its pages, stock and slab at
                  * once, so weigh it past the threshold and let the next read
                  * of this node or an ancestor flush it instead of serving
                  * totals that still include the departed client. */
                 if (rstat_item_is_gauge(item) && delta[item] != 0)
-                        nr_updates = tree->flush_threshold + 1;
+                        nr_updates = MB_MAX(nr_updates, tree->flush_threshold + 1);
         }
-        rstat_updated(tree, node, nr_updates);
+        rstat_updated(tree, node, MB_MAX(nr_updates, (uint64_t) 1));
 
         rstat_source_free(src);
 }
