@@ -60,7 +60,7 @@ static const char *level_name(int level) {
 }
 
 /* Format and write one line (errno already points at the error). */
-static void log_write_line(int level, const char *file, int line, const char *fmt, va_list ap) {
+_printf_(4, 0) static void log_write_line(int level, const char *file, int line, const char *fmt, va_list ap) {
         char buf[LOG_LINE_MAX_BYTES];
         size_t n = 0;
         int k;
