@@ -297,7 +297,7 @@ t_scrape() {
         mb_start_daemon "$conf" bus || { missing "$title" "membrokerd did not start on the private bus"; return 1; }
         local call=("$BUSCTL" --address="$MB_BUS_ADDRESS" call org.membroker1 /org/membroker1 org.membroker1.Manager)
         printf '\n## %s\n\n' "$title"
-        printf 'What one scrape of a broker with %s tenants costs: the daemon'"'"'s CPU time (all its threads, from /proc/PID/task/*/schedstat) while busctl calls each method once, output discarded; and the whole answer of membroker-exporter to GET /metrics (curl, wall time: its D-Bus call, its parsing and the Prometheus text of every tenant). Median of %s runs, ms.\n\n' "$n" "$k"
+        printf 'What one scrape of a broker with %s tenants costs: the daemon'"'"'s CPU time (all its threads, from /proc/PID/task/*/schedstat) while busctl calls each method once, output discarded (GetManagedObjects: the tenants'"'"' properties, what the exporter read before DumpStatsCompact); and the whole answer of membroker-exporter to GET /metrics (curl, wall time: its D-Bus call, its parsing and the Prometheus text of every tenant). Median of %s runs, ms.\n\n' "$n" "$k"
         echo "| what | ms (median) | min–max |"
         echo "| --- | ---: | ---: |"
         local dump compact objs
@@ -306,7 +306,7 @@ t_scrape() {
         objs=$(daemon_cpu_per_call "$k" "$BUSCTL" --address="$MB_BUS_ADDRESS" call org.membroker1 /org/membroker1 \
                 org.freedesktop.DBus.ObjectManager GetManagedObjects) || objs="—|—|—"
         for row in "daemon CPU: DumpStats() ($n tenants)|$dump" "daemon CPU: DumpStatsCompact() ($n tenants)|$compact" \
-                   "daemon CPU: GetManagedObjects() ($n tenants; the properties the old exporter read)|$objs"; do
+                   "daemon CPU: GetManagedObjects() ($n tenants)|$objs"; do
                 IFS='|' read -r what med lo hi <<<"$row"
                 echo "| $what | $med | $lo–$hi |"
         done
@@ -588,6 +588,20 @@ if [ -n "$OUTPUT" ]; then
                 echo "## Targets"
                 echo
                 grep '^- target' "$OUTPUT" || echo "(no target was measured)"
+        } | tee -a "$OUTPUT"
+        # the tables as PNG charts beside the results (gnuplot), listed at
+        # the end of the results
+        say "drawing the charts"
+        charts=$(bash "$top_srcdir/bench/charts.sh" "$OUTPUT" "$(dirname "$OUTPUT")")
+        {
+                echo
+                if [ -n "$charts" ]; then
+                        echo "Charts (PNG, beside this file): $(printf '%s\n' "$charts" | xargs -n1 basename | tr '\n' ' ')"
+                elif ! command -v "${GNUPLOT:-gnuplot}" >/dev/null; then
+                        echo "Charts: skipped: gnuplot is not installed (Debian: gnuplot-nox)"
+                else
+                        echo "Charts: none (no table with a median column)"
+                fi
         } | tee -a "$OUTPUT"
 else
         main "$@"
