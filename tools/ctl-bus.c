@@ -425,22 +425,33 @@ fail:
 
 /* ---- everything in one call: DumpStatsCompact ---- */
 
-/* Point the properties of @t named @names at @vals (the arrays of t of
- * DumpStatsCompact()), through tenant_props: numbers only. */
-static void compact_props(struct ctl_tenant *t, char **names, const uint64_t *vals, size_t n) {
-        for (size_t i = 0; i < n && names[i]; i++)
-                for (size_t k = 0; k < ELEMENTSOF(tenant_props); k++) {
-                        const struct prop_map *p = &tenant_props[k];
-                        char *where = (char *) t + p->offset;
+/* For each name of @names, the index of its entry in tenant_props (a
+ * number), or -1: looked up once per reply, not once per tenant. */
+static void compact_prop_map(char **names, size_t n, int *ret) {
+        for (size_t i = 0; i < n; i++) {
+                ret[i] = -1;
+                for (size_t k = 0; k < ELEMENTSOF(tenant_props); k++)
+                        if (strcmp(tenant_props[k].name, names[i]) == 0 && tenant_props[k].type != 's')
+                                ret[i] = (int) k;
+        }
+}
 
-                        if (strcmp(p->name, names[i]) != 0)
-                                continue;
-                        if (p->type == 't')
-                                *(uint64_t *) where = vals[i];
-                        else if (p->type == 'u')
-                                *(uint32_t *) where = (uint32_t) vals[i];
-                        break;
-                }
+/* The properties of @t from @vals (an array of t of DumpStatsCompact()),
+ * through @map (compact_prop_map()). */
+static void compact_props(struct ctl_tenant *t, const int *map, const uint64_t *vals, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                const struct prop_map *p;
+                char *where;
+
+                if (map[i] < 0)
+                        continue;
+                p = &tenant_props[map[i]];
+                where = (char *) t + p->offset;
+                if (p->type == 't')
+                        *(uint64_t *) where = vals[i];
+                else
+                        *(uint32_t *) where = (uint32_t) vals[i];
+        }
 }
 
 /* A kvlist of @n values from @vals under the shared @keys. */
@@ -477,6 +488,7 @@ static size_t strv_length(char **v) {
 /* The three name lists, then the tenants, of a DumpStatsCompact() reply. */
 static int read_compact(sd_bus_message *reply, struct ctl_tenant_set *s) {
         _cleanup_(strv_freep) char **props = NULL;
+        _cleanup_(freep) int *pmap = NULL;
         char **stat_keys = NULL, **event_keys = NULL;
         size_t nprops, nstat, nevents, alloc = 0;
         int r;
@@ -502,10 +514,17 @@ static int read_compact(sd_bus_message *reply, struct ctl_tenant_set *s) {
                 strv_freep(&event_keys);
                 return -ENOMEM;
         }
-        memcpy(s->keys + nstat, event_keys, (nevents + 1) * sizeof(char *));
+        if (event_keys)
+                memcpy(s->keys + nstat, event_keys, (nevents + 1) * sizeof(char *));
+        else
+                s->keys[nstat] = NULL;
         free(event_keys); /* the strings moved into s->keys */
         event_keys = s->keys + nstat;
         stat_keys = s->keys;
+        pmap = calloc(nprops ? nprops : 1, sizeof(*pmap));
+        if (!pmap)
+                return -ENOMEM;
+        compact_prop_map(props, nprops, pmap);
 
         r = sd_bus_message_enter_container(reply, 'a', "(satatat)");
         if (r < 0)
@@ -537,7 +556,7 @@ static int read_compact(sd_bus_message *reply, struct ctl_tenant_set *s) {
                 t->path = strdup(path);
                 if (!t->path)
                         return -ENOMEM;
-                compact_props(t, props, pv, pn);
+                compact_props(t, pmap, pv, pn);
                 r = compact_kvlist(stat_keys, nstat, sv, sn, &t->stat);
                 if (r < 0)
                         return r;
