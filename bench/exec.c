@@ -5,7 +5,9 @@
  * spread.
  *
  *   bench-exec [--title T] [--question Q] [--base N]
- *              [--target "TEXT" A B]   (met when case A is faster than B)
+ *              [[--within F] --target "TEXT" A B]...
+ *                  (met when case A takes less than F times, default 1, the
+ *                  time of case B; up to 4 targets)
  *              NAME ARGVFILE [NAME ARGVFILE ...]
  *
  * ARGVFILE holds the command, one argument per line (no shell, no quoting
@@ -23,6 +25,7 @@
 #include "harness.h"
 
 #define MAX_CASES 16
+#define MAX_TARGETS 4
 
 struct cmd {
         char **argv;
@@ -77,10 +80,13 @@ int main(int argc, char **argv) {
                 { "question", required_argument, NULL, 'q' },
                 { "base", required_argument, NULL, 'b' },
                 { "target", required_argument, NULL, 'T' },
+                { "within", required_argument, NULL, 'W' },
                 {}
         };
-        const char *title = "commands", *question = NULL, *target = NULL;
-        int base = 1, ta = 0, tb = 0, c;
+        const char *title = "commands", *question = NULL, *target[MAX_TARGETS];
+        int base = 1, ta[MAX_TARGETS], tb[MAX_TARGETS], c;
+        double within = 1.0, tf[MAX_TARGETS];
+        size_t ntargets = 0;
         struct bench_case cases[MAX_CASES];
         struct cmd cmds[MAX_CASES];
         struct bench_opts o;
@@ -97,12 +103,19 @@ int main(int argc, char **argv) {
                 case 'b':
                         base = atoi(optarg);
                         break;
-                case 'T':
-                        target = optarg;
-                        if (optind + 1 >= argc)
+                case 'W':
+                        within = atof(optarg);
+                        if (within <= 0)
                                 return 2;
-                        ta = atoi(argv[optind++]);
-                        tb = atoi(argv[optind++]);
+                        break;
+                case 'T':
+                        if (optind + 1 >= argc || ntargets == MAX_TARGETS)
+                                return 2;
+                        target[ntargets] = optarg;
+                        ta[ntargets] = atoi(argv[optind++]);
+                        tb[ntargets] = atoi(argv[optind++]);
+                        tf[ntargets++] = within;
+                        within = 1.0;
                         break;
                 default:
                         return 2;
@@ -131,15 +144,19 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < n; i++)
                 bench_table_row(&cases[i], &cases[base - 1]);
         putchar('\n');
-        if (target && ta >= 1 && tb >= 1 && (size_t) ta <= n && (size_t) tb <= n) {
-                struct bench_case *a = &cases[ta - 1], *b = &cases[tb - 1];
+        for (size_t t = 0; t < ntargets; t++) {
+                struct bench_case *a, *b;
                 char rb[32];
 
+                if (ta[t] < 1 || tb[t] < 1 || (size_t) ta[t] > n || (size_t) tb[t] > n)
+                        continue;
+                a = &cases[ta[t] - 1];
+                b = &cases[tb[t] - 1];
                 if (a->skip || b->skip)
-                        printf("- target \"%s\": not measured (%s skipped)\n", target,
+                        printf("- target \"%s\": not measured (%s skipped)\n", target[t],
                                a->skip ? a->name : b->name);
                 else
-                        bench_target(a->stat.median < b->stat.median, target, "%s takes %s the time of %s",
+                        bench_target(a->stat.median < tf[t] * b->stat.median, target[t], "%s takes %s the time of %s",
                                      a->name, bench_fmt_ratio(rb, sizeof rb, a->stat.median / b->stat.median),
                                      b->name);
         }

@@ -55,14 +55,16 @@ bench_bench_scale_SOURCES = %reldir%/scale.c
 bench_bench_scale_LDADD = bench/libbench.la client/libmembroker.la
 
 # ---- running them ----
-EXTRA_DIST += %reldir%/lib.sh %reldir%/mb-bench.sh
+EXTRA_DIST += %reldir%/lib.sh %reldir%/mb-bench.sh %reldir%/charts.sh
 BENCH_ENV = top_builddir='$(abs_top_builddir)' top_srcdir='$(abs_top_srcdir)' \
 	MB_BENCH_DIR='$(abs_top_builddir)/bench' BUSCTL='$(BUSCTL)' DBUS_DAEMON='$(DBUS_DAEMON)'
 BENCH_RUN = $(BENCH_ENV) $(SHELL) $(abs_top_srcdir)/bench/mb-bench.sh
 
 # All eleven tables (a few minutes); the complete output also goes to
-# bench/results/latest.md in the build directory: a generated file, never
-# committed (BENCHMARKS.md keeps the method, the targets and the verdicts).
+# bench/results/latest.md in the build directory, and the tables with a
+# median column, drawn by gnuplot, to bench/results/table-N.png: generated
+# files, never committed (BENCHMARKS.md keeps the method, the targets and
+# the verdicts).
 bench: all
 	$(BENCH_RUN) --output bench/results/latest.md all
 bench-hotpath: all

@@ -171,6 +171,17 @@ struct bus_events {
 };
 void bus_events_collect(struct tenant *t, struct bus_events *ret);
 
+/*
+ * Manager.DumpStats() -> a(sa(st)): every tenant's memory.stat, the pairs of
+ * GetStat; and Manager.DumpStatsCompact() -> (as properties, as stat_keys,
+ * as event_keys, a(satatat) tenants): the names once, then per tenant its
+ * path and three arrays of values in the order of those names (the
+ * properties as numbers, memory.stat, memory.events).  One refresh of the
+ * whole tree, then every tenant read as is (bus-dump.c).
+ */
+int bus_manager_method_dump_stats(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+int bus_manager_method_dump_stats_compact(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+
 /* Append @s as a(st) to @reply. */
 int bus_stat_append(sd_bus_message *reply, const struct bus_stat *s);
 

@@ -258,61 +258,6 @@ DEFINE_TENANT_METHOD(reclaim, reclaim)
 DEFINE_TENANT_METHOD(reset_peak, reset_peak)
 DEFINE_TENANT_METHOD(revert_tenant_limits, revert_limits)
 
-struct dump_ctx {
-        struct manager *manager;
-        sd_bus_message *reply;
-};
-
-static int dump_one(struct tenant *t, void *userdata) {
-        struct dump_ctx *c = userdata;
-        _cleanup_(bus_stat_done) struct bus_stat s = {};
-        int r;
-
-        r = bus_stat_collect(c->manager, t, true, &s);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_open_container(c->reply, 'r', "sa(st)");
-        if (r < 0)
-                return r;
-        r = sd_bus_message_append(c->reply, "s", t->path);
-        if (r < 0)
-                return r;
-        r = bus_stat_append(c->reply, &s);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_close_container(c->reply);
-        return r < 0 ? r : 0;
-}
-
-static int method_dump_stats(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        struct manager *m = userdata;
-        struct dump_ctx c = { .manager = m };
-        int r;
-
-        /* One refresh of the whole tree (flushing only what is pending
-         * there), then every tenant read as is. */
-        manager_stats_refresh(m, m->b.tree->root, false);
-
-        r = sd_bus_message_new_method_return(msg, &reply);
-        if (r < 0)
-                return r;
-        c.reply = reply;
-        r = sd_bus_message_open_container(reply, 'a', "(sa(st))");
-        if (r < 0)
-                return r;
-        {
-                BUS_TREE_RDLOCK(m);
-                r = tenant_walk(m->b.tree->root, dump_one, &c);
-        }
-        if (r < 0)
-                return r;
-        r = sd_bus_message_close_container(reply);
-        if (r < 0)
-                return r;
-        return sd_bus_send(NULL, reply, NULL);
-}
-
 /* The reply to Reload(), once the files were read (off the main loop) and
  * applied. */
 static void reload_done(struct manager *m, int r, const char *reason, void *userdata) {
@@ -370,8 +315,12 @@ const sd_bus_vtable bus_manager_vtable[] = {
                                 method_get_stat_text, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetEvents", SD_BUS_ARGS("s", path), SD_BUS_RESULT("a(st)", events),
                                 method_get_events, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("DumpStats", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sa(st))", stats), method_dump_stats,
-                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("DumpStats", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sa(st))", stats),
+                                bus_manager_method_dump_stats, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("DumpStatsCompact", SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("as", properties, "as", stat_keys, "as", event_keys, "a(satatat)",
+                                              tenants),
+                                bus_manager_method_dump_stats_compact, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Reclaim", SD_BUS_ARGS("s", path, "t", bytes), SD_BUS_RESULT("t", reclaimed),
                                 method_reclaim, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ResetPeak", SD_BUS_ARGS("s", path), SD_BUS_NO_RESULT, method_reset_peak,

@@ -239,7 +239,7 @@ static uint64_t stat_nonneg(int64_t v) {
         return v > 0 ? (uint64_t) v : 0;
 }
 
-int manager_tenant_stat(struct manager *m, struct tenant *t, struct mb_stat_kv **ret, size_t *ret_n) {
+size_t manager_tenant_stat_fill(struct manager *m, struct tenant *t, struct mb_stat_kv kv[MANAGER_STAT_NKEYS]) {
         static const char *const keys[] = {
                 "pages", "stock", "slab", "slab_reclaimable", "slab_unreclaimable", "pgalloc", "pgfree",
                 "charge_requests", "uncharge_requests", "pgscan", "pgsteal", "throttle_usec",
@@ -250,16 +250,12 @@ int manager_tenant_stat(struct manager *m, struct tenant *t, struct mb_stat_kv *
                 "pgscan_local", "pgsteal_local", "throttle_usec_local",
         };
         const size_t nkeys = ELEMENTSOF(keys);
-        struct mb_stat_kv *kv;
         size_t n = 0;
 
         broker_assert_main_thread(&m->b);
 
         _Static_assert(ELEMENTSOF(keys) == ELEMENTSOF(local_keys), "stat keys");
-
-        kv = calloc(2 * nkeys + 1, sizeof(*kv));
-        if (!kv)
-                return -ENOMEM;
+        _Static_assert(2 * ELEMENTSOF(keys) + 1 == MANAGER_STAT_NKEYS, "MANAGER_STAT_NKEYS");
 
         pthread_mutex_lock(&m->b.stats_lock);
         for (int pass = 0; pass < 2; pass++) {
@@ -288,9 +284,16 @@ int manager_tenant_stat(struct manager *m, struct tenant *t, struct mb_stat_kv *
                                                         .value = audit_tenant_unaccounted(t) };
         }
         pthread_mutex_unlock(&m->b.stats_lock);
+        return n;
+}
 
+int manager_tenant_stat(struct manager *m, struct tenant *t, struct mb_stat_kv **ret, size_t *ret_n) {
+        struct mb_stat_kv *kv = calloc(MANAGER_STAT_NKEYS, sizeof(*kv));
+
+        if (!kv)
+                return -ENOMEM;
+        *ret_n = manager_tenant_stat_fill(m, t, kv);
         *ret = kv;
-        *ret_n = n;
         return 0;
 }
 

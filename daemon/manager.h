@@ -242,6 +242,18 @@ struct mb_stat_kv {
  */
 int manager_tenant_stat(struct manager *m, struct tenant *t, struct mb_stat_kv **ret, size_t *ret_n);
 
+/* The number of pairs manager_tenant_stat() reports: 12 keys, their 12
+ * _local forms and unaccounted. */
+#define MANAGER_STAT_NKEYS 25
+
+/**
+ * manager_tenant_stat_fill - manager_tenant_stat() into @kv, the caller's
+ * array of MANAGER_STAT_NKEYS pairs, without allocating (DumpStats reads
+ * every tenant this way).  Same order, same freshness rule, main thread.
+ * Returns the number of pairs written (MANAGER_STAT_NKEYS).
+ */
+size_t manager_tenant_stat_fill(struct manager *m, struct tenant *t, struct mb_stat_kv kv[MANAGER_STAT_NKEYS]);
+
 /* Life cycle (main.c).  manager_new() sets defaults; the caller fills
  * config_dir, socket_path (NULL: from the configuration), state_dir,
  * bus_kind and bus_address (strdup'ed), then manager_start() loads the

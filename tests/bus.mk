@@ -7,6 +7,7 @@ bus_tests = \
 	tests/test-bus-interfaces-xml.sh \
 	tests/test-bus-properties.sh \
 	tests/test-bus-stat.sh \
+	tests/test-bus-stat-compact.sh \
 	tests/test-bus-flush.sh \
 	tests/test-bus-auth.sh \
 	tests/test-bus-errors.sh \

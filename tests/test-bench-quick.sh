@@ -40,3 +40,20 @@ done
 
 grep -q '^## Targets' "$out" || fail "no targets summary"
 pass "targets summary present"
+
+# The charts: with gnuplot, a PNG per table with a median column beside the
+# results (the hot path's and the scaling tables' among them), each listed;
+# without it, the bench says it skipped them.
+dir=$(dirname "$out")
+if command -v gnuplot >/dev/null; then
+        for n in 1 3 7 7b 11; do
+                png="$dir/table-$n.png"
+                [ -s "$png" ] || fail "no chart $png: $(grep -i chart "$MB_TMP/stderr" "$out" | head -3)"
+                [ "$(head -c 8 "$png" | od -An -c | tr -d ' ')" = '211PNG\r\n032\n' ] || fail "$png is not a PNG"
+                grep -q "^Charts (PNG, beside this file):.* table-$n\.png" "$out" || fail "table-$n.png is not listed"
+        done
+        pass "PNG charts drawn and listed"
+else
+        grep -q "^Charts: skipped: gnuplot is not installed" "$out" || fail "no word about the skipped charts"
+        pass "no gnuplot: the charts are said to be skipped"
+fi

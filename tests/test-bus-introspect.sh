@@ -34,6 +34,7 @@ expect_member "$mgr" GetStat method s "a(st)"
 expect_member "$mgr" GetStatText method s s
 expect_member "$mgr" GetEvents method s "a(st)"
 expect_member "$mgr" DumpStats method - "a(sa(st))"
+expect_member "$mgr" DumpStatsCompact method - "asasasa(satatat)"
 expect_member "$mgr" Reclaim method st t
 expect_member "$mgr" Reload method - -
 pass "org.membroker1.Manager has every documented member"

@@ -60,7 +60,7 @@ as_nobody "$BUSCTL" --address="$MB_BUS_ADDRESS" get-property "$BUS_DEST" "$BUS_M
 as_nobody "$BUSCTL" --address="$MB_BUS_ADDRESS" get-property "$BUS_DEST" "$obj" "$BUS_TENANT_IFACE" \
         MemoryMax >/dev/null || fail "nobody cannot read a Tenant property"
 for m in "ListTenants" "GetTenant s app/a" "GetStat s app/a" "GetStatText s app/a" "GetEvents s app/a" \
-         "DumpStats"; do
+         "DumpStats" "DumpStatsCompact"; do
         # shellcheck disable=SC2086
         as_nobody "$BUSCTL" --address="$MB_BUS_ADDRESS" call "$BUS_DEST" "$BUS_MGR_PATH" "$BUS_MGR_IFACE" $m \
                 >/dev/null || fail "nobody cannot call $m"

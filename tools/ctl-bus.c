@@ -214,13 +214,16 @@ void ctl_manager_info_done(struct ctl_manager_info *mi) {
 /* ---- tenants ---- */
 
 void ctl_kvlist_done(struct ctl_kvlist *l) {
-        for (size_t i = 0; i < l->n; i++)
+        for (size_t i = 0; i < l->n && !l->shared_keys; i++)
                 free(l->v[i].key);
         free(l->v);
         *l = (struct ctl_kvlist) {};
 }
 
 const struct ctl_kv *ctl_kvlist_find(const struct ctl_kvlist *l, const char *key) {
+        for (size_t i = 0; l->shared_keys && i < l->n; i++)
+                if (l->v[i].key == key) /* the same shared name: no strcmp() */
+                        return &l->v[i];
         for (size_t i = 0; i < l->n; i++)
                 if (strcmp(l->v[i].key, key) == 0)
                         return &l->v[i];
@@ -287,6 +290,9 @@ void ctl_tenant_set_done(struct ctl_tenant_set *s) {
                 ctl_kvlist_done(&s->t[i].events);
         }
         free(s->t);
+        for (size_t i = 0; s->keys && s->keys[i]; i++)
+                free(s->keys[i]);
+        free(s->keys);
         *s = (struct ctl_tenant_set) {};
 }
 
@@ -415,6 +421,177 @@ int ctl_bus_get_all_stats(sd_bus *bus, struct ctl_tenant_set *s) {
 fail:
         ctl_log_error("cannot parse the statistics: %s", strerror(-r));
         return r;
+}
+
+/* ---- everything in one call: DumpStatsCompact ---- */
+
+/* For each name of @names, the index of its entry in tenant_props (a
+ * number), or -1: looked up once per reply, not once per tenant. */
+static void compact_prop_map(char **names, size_t n, int *ret) {
+        for (size_t i = 0; i < n; i++) {
+                ret[i] = -1;
+                for (size_t k = 0; k < ELEMENTSOF(tenant_props); k++)
+                        if (strcmp(tenant_props[k].name, names[i]) == 0 && tenant_props[k].type != 's')
+                                ret[i] = (int) k;
+        }
+}
+
+/* The properties of @t from @vals (an array of t of DumpStatsCompact()),
+ * through @map (compact_prop_map()). */
+static void compact_props(struct ctl_tenant *t, const int *map, const uint64_t *vals, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                const struct prop_map *p;
+                char *where;
+
+                if (map[i] < 0)
+                        continue;
+                p = &tenant_props[map[i]];
+                where = (char *) t + p->offset;
+                if (p->type == 't')
+                        *(uint64_t *) where = vals[i];
+                else
+                        *(uint32_t *) where = (uint32_t) vals[i];
+        }
+}
+
+/* A kvlist of @n values from @vals under the shared @keys. */
+static int compact_kvlist(char **keys, size_t nkeys, const uint64_t *vals, size_t n, struct ctl_kvlist *ret) {
+        if (n > nkeys)
+                return -EBADMSG;
+        *ret = (struct ctl_kvlist) { .shared_keys = true };
+        if (n == 0)
+                return 0;
+        ret->v = malloc(n * sizeof(*ret->v));
+        if (!ret->v)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                ret->v[i] = (struct ctl_kv) { .key = keys[i], .value = vals[i] };
+        ret->n = n;
+        return 0;
+}
+
+static void strv_freep(char ***v) {
+        for (size_t i = 0; *v && (*v)[i]; i++)
+                free((*v)[i]);
+        free(*v);
+        *v = NULL;
+}
+
+static size_t strv_length(char **v) {
+        size_t n = 0;
+
+        while (v && v[n])
+                n++;
+        return n;
+}
+
+/* The three name lists, then the tenants, of a DumpStatsCompact() reply. */
+static int read_compact(sd_bus_message *reply, struct ctl_tenant_set *s) {
+        _cleanup_(strv_freep) char **props = NULL;
+        _cleanup_(freep) int *pmap = NULL;
+        char **stat_keys = NULL, **event_keys = NULL;
+        size_t nprops, nstat, nevents, alloc = 0;
+        int r;
+
+        r = sd_bus_message_read_strv(reply, &props);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read_strv(reply, &stat_keys);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read_strv(reply, &event_keys);
+        if (r < 0) {
+                strv_freep(&stat_keys);
+                return r;
+        }
+        nprops = strv_length(props);
+        nstat = strv_length(stat_keys);
+        nevents = strv_length(event_keys);
+        /* One list owned by the set: the stat keys, then the event keys. */
+        s->keys = realloc(stat_keys, (nstat + nevents + 1) * sizeof(char *));
+        if (!s->keys) {
+                s->keys = stat_keys;
+                strv_freep(&event_keys);
+                return -ENOMEM;
+        }
+        if (event_keys)
+                memcpy(s->keys + nstat, event_keys, (nevents + 1) * sizeof(char *));
+        else
+                s->keys[nstat] = NULL;
+        free(event_keys); /* the strings moved into s->keys */
+        event_keys = s->keys + nstat;
+        stat_keys = s->keys;
+        pmap = calloc(nprops ? nprops : 1, sizeof(*pmap));
+        if (!pmap)
+                return -ENOMEM;
+        compact_prop_map(props, nprops, pmap);
+
+        r = sd_bus_message_enter_container(reply, 'a', "(satatat)");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_enter_container(reply, 'r', "satatat")) > 0) {
+                const uint64_t *pv, *sv, *ev;
+                size_t pn, sn, en;
+                struct ctl_tenant *t;
+                const char *path;
+
+                r = sd_bus_message_read_basic(reply, 's', &path);
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_read_array(reply, 't', (const void **) &pv, &pn);
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_read_array(reply, 't', (const void **) &sv, &sn);
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_read_array(reply, 't', (const void **) &ev, &en);
+                if (r < 0)
+                        return r;
+                pn /= sizeof(uint64_t), sn /= sizeof(uint64_t), en /= sizeof(uint64_t);
+                if (pn > nprops)
+                        return -EBADMSG;
+                t = tenant_set_add(s, &alloc);
+                if (!t)
+                        return -ENOMEM;
+                t->path = strdup(path);
+                if (!t->path)
+                        return -ENOMEM;
+                compact_props(t, pmap, pv, pn);
+                r = compact_kvlist(stat_keys, nstat, sv, sn, &t->stat);
+                if (r < 0)
+                        return r;
+                r = compact_kvlist(event_keys, nevents, ev, en, &t->events);
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_exit_container(reply);
+                if (r < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(reply);
+}
+
+int ctl_bus_get_all_compact(sd_bus *bus, struct ctl_tenant_set *ret) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        struct ctl_tenant_set s = {};
+        int r;
+
+        r = ctl_bus_call_manager(bus, "DumpStatsCompact", &error, &reply, NULL);
+        if (r < 0 && sd_bus_error_has_name(&error, SD_BUS_ERROR_UNKNOWN_METHOD))
+                return -EOPNOTSUPP;
+        if (r < 0)
+                return ctl_bus_log_error("cannot read the statistics", &error, r);
+        r = read_compact(reply, &s);
+        if (r < 0) {
+                ctl_tenant_set_done(&s);
+                ctl_log_error("cannot parse the statistics: %s", strerror(-r));
+                return r;
+        }
+        qsort(s.t, s.n, sizeof *s.t, tenant_info_compare);
+        *ret = s;
+        return 0;
 }
 
 int ctl_bus_get_kvlist(sd_bus *bus, const char *member, const char *path, struct ctl_kvlist *ret) {

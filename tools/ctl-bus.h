@@ -33,10 +33,13 @@ struct ctl_kv {
         uint64_t value;
 };
 
-/* An a(st) as GetStat and GetEvents return it, in its order. */
+/* An a(st) as GetStat and GetEvents return it, in its order.  With
+ * @shared_keys the keys belong to the ctl_tenant_set (DumpStatsCompact()
+ * names them once for every tenant) and ctl_kvlist_done() leaves them. */
 struct ctl_kvlist {
         struct ctl_kv *v;
         size_t n;
+        bool shared_keys;
 };
 
 /* One tenant: its properties, and its stat and events once read. */
@@ -55,6 +58,7 @@ struct ctl_tenant {
 struct ctl_tenant_set {
         struct ctl_tenant *t;
         size_t n;
+        char **keys; /* the shared keys of the tenants' kvlists, NULL-terminated */
 };
 
 /* Log a failed call of @what: the daemon's message when there is one.
@@ -92,6 +96,15 @@ int ctl_bus_get_tenants(sd_bus *bus, struct ctl_tenant_set *ret);
 /* memory.stat of every tenant of @s: one DumpStats (tenants created since
  * the listing are left out).  0 or a negative errno (logged). */
 int ctl_bus_get_all_stats(sd_bus *bus, struct ctl_tenant_set *s);
+
+/*
+ * Every tenant with its properties, memory.stat and memory.events, in tree
+ * order: one DumpStatsCompact() (key names once, values as arrays of t).
+ * Returns 0, -EOPNOTSUPP when the daemon has no such method (an older one;
+ * not logged: the caller falls back to GetManagedObjects, DumpStats and
+ * GetEvents), or another negative errno (logged).
+ */
+int ctl_bus_get_all_compact(sd_bus *bus, struct ctl_tenant_set *ret);
 
 /* The a(st) that @member ("GetStat" or "GetEvents") returns for @path.
  * 0 or a negative errno (logged). */

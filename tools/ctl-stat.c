@@ -39,15 +39,21 @@ static void json_kv_object(FILE *f, const struct ctl_kvlist *l) {
 int ctl_stat_show(sd_bus *bus, int argc, char **argv) {
         _cleanup_(ctl_tenant_set_done) struct ctl_tenant_set s = {};
         _cleanup_(freep) size_t *sel = NULL;
+        bool have_events = false;
         size_t nsel = 0;
         int r;
 
         if (argc <= 1) {
-                /* Every tenant: its properties and its stat, one call each. */
-                r = ctl_bus_get_tenants(bus, &s);
-                if (r < 0)
-                        return r;
-                r = ctl_bus_get_all_stats(bus, &s);
+                /* Every tenant with all its figures in one call; from a
+                 * daemon without DumpStatsCompact(): its properties and its
+                 * stat, one call each. */
+                r = ctl_bus_get_all_compact(bus, &s);
+                have_events = r >= 0;
+                if (r == -EOPNOTSUPP) {
+                        r = ctl_bus_get_tenants(bus, &s);
+                        if (r >= 0)
+                                r = ctl_bus_get_all_stats(bus, &s);
+                }
                 if (r < 0)
                         return r;
         } else {
@@ -72,7 +78,7 @@ int ctl_stat_show(sd_bus *bus, int argc, char **argv) {
                 sel[nsel++] = i;
 
         if (ctl_format_is_metrics()) {
-                for (size_t i = 0; i < nsel; i++) {
+                for (size_t i = 0; i < nsel && !have_events; i++) {
                         struct ctl_tenant *t = &s.t[sel[i]];
                         ctl_kvlist_done(&t->events);
                         r = ctl_bus_get_kvlist(bus, "GetEvents", t->path, &t->events);

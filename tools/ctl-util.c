@@ -88,6 +88,11 @@ void ctl_json_string(FILE *f, const char *s) {
 
 void ctl_openmetrics_label(FILE *f, const char *s) {
         fputc('"', f);
+        if (!strpbrk(s, "\\\"\n")) { /* the common case: nothing to escape */
+                fputs(s, f);
+                fputc('"', f);
+                return;
+        }
         for (; *s; s++) {
                 if (*s == '\\')
                         fputs("\\\\", f);

@@ -259,9 +259,12 @@ static int top_iteration(sd_bus *bus, struct top_prev *prev, bool tty, unsigned 
         r = ctl_bus_get_manager_info(bus, &mi);
         if (r < 0)
                 return r;
-        r = ctl_bus_get_tenants(bus, &s);
-        if (r >= 0)
-                r = ctl_bus_get_all_stats(bus, &s);
+        r = ctl_bus_get_all_compact(bus, &s);
+        if (r == -EOPNOTSUPP) { /* an older daemon */
+                r = ctl_bus_get_tenants(bus, &s);
+                if (r >= 0)
+                        r = ctl_bus_get_all_stats(bus, &s);
+        }
         if (r < 0) {
                 ctl_manager_info_done(&mi);
                 return r;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * membroker-exporter - serves the broker's figures at /metrics in the
- * Prometheus text format, read over D-Bus at every scrape (the tenants'
- * properties, DumpStats, GetEvents): the families of "membrokerctl stat
+ * Prometheus text format, read over D-Bus at every scrape (the properties,
+ * memory.stat and memory.events of every tenant in one
+ * DumpStatsCompact() call): the families of "membrokerctl stat
  * --format=prometheus" (tools/ctl-openmetrics.c), plus membroker_up.
  *
  * It listens on 127.0.0.1:9877 unless told otherwise (--listen), or on the
