@@ -8,9 +8,10 @@
  * a few atomic operations on the allocating CPU.  Here a charge costs a
  * round trip to the daemon, so the stock asks for its next batch before it
  * is empty: a pop that leaves fewer than refill_low pages (half a batch)
- * marks the stock and wakes the library's thread, which charges one batch
- * and pushes it onto that stock while the application keeps popping what
- * is left.  Under steady churn the Grant lands before the stock is empty;
+ * marks the stock and wakes the library's thread, which charges what
+ * fills the stock to its limit (2 * charge_batch: a churn asks once per
+ * 1.5 batches) and pushes it onto that stock while the application keeps
+ * popping what is left.  Under steady churn the Grant lands before the stock is empty;
  * an application that outruns it finds conn_lock held by the charge in
  * flight, waits for the rest of that one trip, and takes its pages.
  *
@@ -76,17 +77,25 @@ int stock_refill_put(mb_client *c, unsigned cpu, void **pages, size_t n) {
         return session_uncharge(c, pages + k, n - k, MB__UNCHARGE_REASON__UNCHARGE_FREE, false, false, 0);
 }
 
-/* Charge a batch for the stock of CPU @cpu.  conn_lock held. */
+/* Charge what fills the stock of CPU @cpu to its limit (2 * batch), so
+ * that a churn asks once per 1.5 batches or more, not once per batch.
+ * conn_lock held. */
 static void stock_refill_cpu_locked(mb_client *c, unsigned cpu, void **buf) {
-        unsigned batch = c->charge_batch;
+        const struct stock *s = &c->stocks[cpu];
+        uint32_t nr = stock_nr(s), limit = __atomic_load_n(&s->limit, __ATOMIC_RELAXED), n;
         size_t got = 0;
 
         mb_assert_mutex_held(&c->conn_lock);
-        if (stock_nr(&c->stocks[cpu]) >= c->refill_low || !stock_refill_room(c, batch) || session_broken(c))
+        if (nr >= c->refill_low || nr >= limit || session_broken(c))
                 return;
-        /* At a limit: -ENOMEM, nothing charged; the application's next
-         * charge of its own decides (and reclaims). */
-        if (session_charge_locked(c, batch, batch, buf, &got, MB_ALLOC_NORETRY) < 0 || got == 0)
+        n = MB_MIN(limit - nr, (uint32_t) MB_CHARGE_MAX_PAGES);
+        /* Room for this charge and one batch more before high or max. */
+        if (__atomic_load_n(&c->headroom, __ATOMIC_RELAXED) < (uint64_t) n + c->charge_batch)
+                return;
+        /* At a limit after all (another client charged meanwhile):
+         * -ENOMEM, nothing charged; the application's own charge decides
+         * (and reclaims). */
+        if (session_charge_locked(c, n, n, buf, &got, MB_ALLOC_NORETRY) < 0 || got == 0)
                 return;
         (void) stock_refill_put(c, cpu, buf, got);
 }
@@ -96,7 +105,7 @@ void stock_refill_run(mb_client *c) {
 
         session_assert_unlocked(c);
         __atomic_store_n(&c->refill_pending, 0, __ATOMIC_RELEASE);
-        buf = malloc((size_t) c->batch_cap * sizeof(void *));
+        buf = malloc(2u * (size_t) c->batch_cap * sizeof(void *));
         for (unsigned cpu = 0; cpu < c->ncpus; cpu++) {
                 struct stock *s = &c->stocks[cpu];
 
