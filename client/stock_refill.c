@@ -11,17 +11,20 @@
  * marks the stock and wakes the library's thread, which charges what
  * fills the stock to its limit (2 * charge_batch: a churn asks once per
  * 1.5 batches) and pushes it onto that stock while the application keeps
- * popping what is left.  Under steady churn the Grant lands before the stock is empty;
- * an application that outruns it finds conn_lock held by the charge in
+ * popping what is left; before the push it faults them in
+ * (MADV_POPULATE_WRITE), so that the application's first touch of a page
+ * charged ahead costs no fault either.  Under steady churn the Grant
+ * lands before the stock is empty; an application that outruns it finds conn_lock held by the charge in
  * flight, waits for the rest of that one trip, and takes its pages.
  *
- * Precision: a stock receives a batch only below refill_low <= batch
+ * Precision: a stock receives pages ahead only below refill_low <= batch
  * pages, and never beyond its limit (2 * charge_batch; the excess goes
  * back), so the bound of the stocks stays ncpus * 2 * charge_batch pages
- * per client, plus the one batch in flight on the library's thread
- * between its Grant and its push.  Near a limit nothing is charged ahead:
+ * per client, plus the pages in flight on the library's thread between
+ * its Grant and its push (fewer than 2 * charge_batch).  Near a limit nothing is charged ahead:
  * only while the last Grant's headroom (pages before the nearest high or
- * max on the tenant's path) leaves room for two batches, and with
+ * max on the tenant's path) leaves room for the charge and for all this
+ * client's stocks may hold (ncpus * 2 * charge_batch) besides, and with
  * MB_ALLOC_NORETRY, so that a charge ahead never makes the daemon reclaim
  * or wait; there the application's own charge decides, as try_charge()
  * does.
@@ -30,11 +33,55 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 
 #include "client.h"
 #include "macros.h"
 #include "session.h"
 #include "stock.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+/* Whether charging ahead also faults the pages in (MEMBROKER_POPULATE=0:
+ * no; a kernel without MADV_POPULATE_WRITE: no, found at the first try). */
+static int stock_refill_populate_on = -1;
+
+/*
+ * Fault the @n charged pages @pages in, writable, from the library's
+ * thread (MADV_POPULATE_WRITE: the kernel allocates and zeroes each shmem
+ * page, as a first write would), so that the application's first touch
+ * costs no fault.  The arena's file holds no data where the daemon grants
+ * (it punched every returned page), so the pages read zero as before.
+ * Runs of consecutive pages go in one call.
+ */
+static void stock_refill_populate(const mb_client *c, void **pages, size_t n) {
+        int on = __atomic_load_n(&stock_refill_populate_on, __ATOMIC_RELAXED);
+
+        if (on == 0)
+                return;
+        if (on < 0) {
+                const char *e = getenv("MEMBROKER_POPULATE");
+
+                on = !(e && strcmp(e, "0") == 0);
+                __atomic_store_n(&stock_refill_populate_on, on, __ATOMIC_RELAXED);
+                if (!on)
+                        return;
+        }
+        for (size_t i = 0; i < n;) {
+                uint8_t *start = pages[i];
+                size_t run = 1;
+
+                while (i + run < n && (uint8_t *) pages[i + run] == start + run * c->page_size)
+                        run++;
+                if (madvise(start, run * c->page_size, MADV_POPULATE_WRITE) < 0 && errno == EINVAL) {
+                        __atomic_store_n(&stock_refill_populate_on, 0, __ATOMIC_RELAXED);
+                        return;
+                }
+                i += run;
+        }
+}
 
 void stock_refill_setup(mb_client *c) {
         const char *e = getenv("MEMBROKER_REFILL");
@@ -44,16 +91,21 @@ void stock_refill_setup(mb_client *c) {
         __atomic_store_n(&c->refill_low, off ? 0u : MB_MAX(1u, c->charge_batch / 2u), __ATOMIC_RELAXED);
 }
 
-/* Whether a charge ahead of @batch pages fits the last Grant's headroom. */
-static bool stock_refill_room(const mb_client *c, unsigned batch) {
-        return __atomic_load_n(&c->headroom, __ATOMIC_RELAXED) >= 2u * (uint64_t) batch;
+/* Whether a charge ahead of @n pages fits the last Grant's headroom with
+ * room to spare for everything this client's stocks may hold (ncpus * 2 *
+ * batch): far from a limit only, so that pages charged ahead never make
+ * another thread or client of the tenant meet it. */
+static bool stock_refill_room(const mb_client *c, uint64_t n) {
+        uint64_t spare = (uint64_t) c->ncpus * 2u * __atomic_load_n(&c->charge_batch, __ATOMIC_RELAXED);
+
+        return __atomic_load_n(&c->headroom, __ATOMIC_RELAXED) >= n + spare;
 }
 
 void stock_refill_kick(mb_client *c, unsigned cpu) {
         struct stock *s = &c->stocks[cpu];
 
         if (!c->thread_started || c->forked || session_broken(c) ||
-            !stock_refill_room(c, __atomic_load_n(&c->charge_batch, __ATOMIC_RELAXED)))
+            !stock_refill_room(c, 2u * (uint64_t) __atomic_load_n(&c->charge_batch, __ATOMIC_RELAXED)))
                 return;
         if (__atomic_load_n(&s->refill_ask, __ATOMIC_RELAXED) ||
             __atomic_exchange_n(&s->refill_ask, 1u, __ATOMIC_ACQ_REL))
@@ -89,14 +141,14 @@ static void stock_refill_cpu_locked(mb_client *c, unsigned cpu, void **buf) {
         if (nr >= c->refill_low || nr >= limit || session_broken(c))
                 return;
         n = MB_MIN(limit - nr, (uint32_t) MB_CHARGE_MAX_PAGES);
-        /* Room for this charge and one batch more before high or max. */
-        if (__atomic_load_n(&c->headroom, __ATOMIC_RELAXED) < (uint64_t) n + c->charge_batch)
+        if (!stock_refill_room(c, n))
                 return;
         /* At a limit after all (another client charged meanwhile):
          * -ENOMEM, nothing charged; the application's own charge decides
          * (and reclaims). */
         if (session_charge_locked(c, n, n, buf, &got, MB_ALLOC_NORETRY) < 0 || got == 0)
                 return;
+        stock_refill_populate(c, buf, got);
         (void) stock_refill_put(c, cpu, buf, got);
 }
 

@@ -26,15 +26,18 @@
  *        pin to one CPU, warm the stock, then allocate PAGES pages one at a
  *        time, PERIOD_US microseconds apart, keeping them (the stock must
  *        be refilled again and again), check that every page reads zero,
- *        write it, and free them all; prints "misses=N batch=B", N the
- *        allocations of the paced part that found their stock empty
- *        (mb_client_stock_misses()).  tests/test-client-refill.sh uses it.
+ *        write it, and free them all; prints "misses=N batch=B
+ *        resident=R", N the allocations of the paced part that found
+ *        their stock empty (mb_client_stock_misses()), R the pages that
+ *        were already in memory when handed out (mincore(): faulted in
+ *        ahead).  tests/test-client-refill.sh uses it.
  */
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "mb_internal.h"
@@ -100,7 +103,7 @@ static int churn(const char *tenant, size_t npages, unsigned period_us) {
         mb_client *c;
         cpu_set_t set;
         void **v;
-        uint64_t before, after;
+        uint64_t before, after, resident = 0;
         int cpu = sched_getcpu(), r;
 
         CPU_ZERO(&set);
@@ -133,6 +136,12 @@ static int churn(const char *tenant, size_t npages, unsigned period_us) {
                         return 3;
                 }
                 b = v[i];
+                {
+                        unsigned char vec[1] = { 0 };
+
+                        if (mincore(v[i], mb_page_size(c), vec) == 0 && (vec[0] & 1))
+                                resident++;
+                }
                 for (size_t k = 0; k < mb_page_size(c); k++)
                         if (b[k] != 0) {
                                 fprintf(stderr, "page %zu not zero at byte %zu\n", i, k);
@@ -147,7 +156,8 @@ static int churn(const char *tenant, size_t npages, unsigned period_us) {
                 fprintf(stderr, "free: %s\n", mb_last_error());
                 return 3;
         }
-        printf("misses=%llu batch=%u\n", (unsigned long long) (after - before), mb_charge_batch(c));
+        printf("misses=%llu batch=%u resident=%llu\n", (unsigned long long) (after - before), mb_charge_batch(c),
+               (unsigned long long) resident);
         free(v);
         mb_close(c);
         return 0;
