@@ -24,7 +24,7 @@
  * holds by at most
  *         ncpus * 2 * charge_batch pages per client
  * (the worst-case over-charge; plus one batch in flight per thread that is
- * refilling, the library's own included: a stock that falls below half a
+ * refilling, the library's own included: a stock that falls below one
  * batch asks the library's thread to charge ahead of need what fills it to
  * its limit, while the last Grant leaves room for that and for all the
  * stocks may hold before the tenant's nearest high or max; MEMBROKER_REFILL=0 turns that

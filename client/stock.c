@@ -602,6 +602,13 @@ static int stock_alloc_slow(mb_client *c, void **out, size_t n, unsigned flags) 
                 MB_LOCK_GUARD(&c->conn_lock);
                 r = session_broken(c) ? session_lost(c) : stock_alloc_locked(c, out, n, flags);
         }
+        if (r == 0) {
+                /* A charge on demand leaves less than a batch: ask ahead now. */
+                unsigned cpu = pcpu_current_cpu(c->rseq_offset, c->ncpus);
+
+                if (stock_refill_due(c, stock_nr(&c->stocks[cpu])))
+                        stock_refill_kick(c, cpu);
+        }
         session_dispatch_events(c);
         return r;
 }

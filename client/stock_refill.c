@@ -7,14 +7,15 @@
  * The kernel charges in-process, so its refill of a memcg_stock_pcp costs
  * a few atomic operations on the allocating CPU.  Here a charge costs a
  * round trip to the daemon, so the stock asks for its next batch before it
- * is empty: a pop that leaves fewer than refill_low pages (half a batch)
+ * is empty: a pop that leaves fewer than refill_low pages (one batch)
  * marks the stock and wakes the library's thread, which charges what
- * fills the stock to its limit (2 * charge_batch: a churn asks once per
- * 1.5 batches) and pushes it onto that stock while the application keeps
- * popping what is left; before the push it faults them in
- * (MADV_POPULATE_WRITE), so that the application's first touch of a page
- * charged ahead costs no fault either.  Under steady churn the Grant
- * lands before the stock is empty; an application that outruns it finds conn_lock held by the charge in
+ * fills the stock to 1.5 * charge_batch (a batch of runway below, half a
+ * batch of room for frees below its limit of 2 * charge_batch) and pushes
+ * them onto that stock while the application keeps popping what is
+ * left; before the push it faults them in (MADV_POPULATE_WRITE), so that
+ * the application's first touch of a page charged ahead costs no fault
+ * either.  Under steady churn the Grant lands before the stock is empty;
+ * an application that outruns it finds conn_lock held by the charge in
  * flight, waits for the rest of that one trip, and takes its pages.
  *
  * Precision: a stock receives pages ahead only below refill_low <= batch
@@ -88,7 +89,7 @@ void stock_refill_setup(mb_client *c) {
         bool off = e && strcmp(e, "0") == 0;
 
         __atomic_store_n(&c->headroom, c->unlimited ? UINT64_MAX : 0, __ATOMIC_RELAXED);
-        __atomic_store_n(&c->refill_low, off ? 0u : MB_MAX(1u, c->charge_batch / 2u), __ATOMIC_RELAXED);
+        __atomic_store_n(&c->refill_low, off ? 0u : MB_MAX(1u, c->charge_batch), __ATOMIC_RELAXED);
 }
 
 /* Whether a charge ahead of @n pages fits the last Grant's headroom with
@@ -129,8 +130,9 @@ int stock_refill_put(mb_client *c, unsigned cpu, void **pages, size_t n) {
         return session_uncharge(c, pages + k, n - k, MB__UNCHARGE_REASON__UNCHARGE_FREE, false, false, 0);
 }
 
-/* Charge what fills the stock of CPU @cpu to its limit (2 * batch), so
- * that a churn asks once per 1.5 batches or more, not once per batch.
+/* Charge what fills the stock of CPU @cpu to three quarters of its limit
+ * (1.5 * batch): a batch of runway below the watermark, half a batch of
+ * room above for frees before the stock overflows and returns a batch.
  * conn_lock held. */
 static void stock_refill_cpu_locked(mb_client *c, unsigned cpu, void **buf) {
         const struct stock *s = &c->stocks[cpu];
@@ -138,9 +140,12 @@ static void stock_refill_cpu_locked(mb_client *c, unsigned cpu, void **buf) {
         size_t got = 0;
 
         mb_assert_mutex_held(&c->conn_lock);
-        if (nr >= c->refill_low || nr >= limit || session_broken(c))
+        /* Asked below the watermark: fill up even if frees raised it a
+         * little since (a stock hovering there asks once, not again and
+         * again). */
+        if (nr >= limit - limit / 4 || session_broken(c))
                 return;
-        n = MB_MIN(limit - nr, (uint32_t) MB_CHARGE_MAX_PAGES);
+        n = MB_MIN(limit - limit / 4 - nr, (uint32_t) MB_CHARGE_MAX_PAGES);
         if (!stock_refill_room(c, n))
                 return;
         /* At a limit after all (another client charged meanwhile):
@@ -198,7 +203,7 @@ int stock_adopt_batch_locked(mb_client *c, uint32_t batch) {
                 return -ENOMEM; /* keep the old batch; the daemon does not tell again */
         __atomic_store_n(&c->charge_batch, batch, __ATOMIC_RELAXED);
         if (c->refill_low > 0)
-                __atomic_store_n(&c->refill_low, MB_MAX(1u, batch / 2u), __ATOMIC_RELAXED);
+                __atomic_store_n(&c->refill_low, MB_MAX(1u, batch), __ATOMIC_RELAXED);
         for (unsigned i = 0; i < c->ncpus; i++) {
                 struct stock *s = stock_lock_cpu(c, i);
 

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Charging ahead of need: under a paced churn far below the refill rate (one
 # page every 2 ms against a round trip of well under a millisecond, batch
-# 8), the library's thread charges the next batch while the stock still
-# has half a batch, so no allocation finds its stock empty: 0 misses, in a
+# 8), the library's thread charges what fills the stock while it still
+# has a batch, so no allocation finds its stock empty: 0 misses, in a
 # limited tenant far from its limit and in a tenant with no limit.  The
 # control: with charging ahead off (MEMBROKER_REFILL=0) the same churn
 # misses once a batch.  Near a limit nothing is charged ahead (the Grant's
