@@ -614,7 +614,8 @@ int session_charge_locked(mb_client *c, uint32_t n, uint32_t need, void **out, s
                         out[got++] = c->base + ((e->start + k) << c->page_shift);
         }
         batch = reply->grant->has_charge_batch ? reply->grant->charge_batch : 0;
-        __atomic_store_n(&c->headroom, reply->grant->has_headroom ? reply->grant->headroom : UINT64_MAX,
+        __atomic_store_n(&c->headroom,
+                         reply->grant->has_headroom ? reply->grant->headroom : c->unlimited ? UINT64_MAX : 0,
                          __ATOMIC_RELAXED);
         mb__msg__free_unpacked(reply, NULL);
         if (got != n && got != need)

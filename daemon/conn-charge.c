@@ -70,10 +70,8 @@ static void conn_grant(struct conn *c, uint32_t seq, uint32_t n, uint64_t thrott
         grant.has_throttle_usec = throttle_usec > 0;
         grant.throttle_usec = throttle_usec;
         room = page_counter_headroom(&t->memory);
-        if (room != ULONG_MAX) {
-                grant.has_headroom = true;
-                grant.headroom = room;
-        }
+        grant.has_headroom = true;
+        grant.headroom = room == ULONG_MAX ? UINT64_MAX : (uint64_t) room;
         batch = conn_charge_batch(c->b, t, c->told_batch);
         if (batch != c->told_batch) {
                 grant.has_charge_batch = true;
