@@ -22,8 +22,8 @@
  * pages, and never beyond its limit (2 * charge_batch; the excess goes
  * back), so the bound of the stocks stays ncpus * 2 * charge_batch pages
  * per client, plus the pages in flight on the library's thread between
- * its Grant and its push (fewer than 2 * charge_batch).  Near a limit nothing is charged ahead:
- * only while the last Grant's headroom (pages before the nearest high or
+ * its Grant and its push (fewer than 2 * charge_batch).  Near a limit
+ * nothing is charged ahead: only while the last Grant's headroom (pages before the nearest high or
  * max on the tenant's path) leaves room for the charge and for all this
  * client's stocks may hold (ncpus * 2 * charge_batch) besides, and with
  * MB_ALLOC_NORETRY, so that a charge ahead never makes the daemon reclaim
@@ -182,10 +182,10 @@ void stock_refill_run(mb_client *c) {
 /*
  * The daemon told a new batch (Grant.charge_batch): a limit appeared on a
  * tenant that had none, whose clients charged the larger batch of an
- * unlimited tenant, or ChargeBatch= changed.  The stocks keep their room (2 * batch_cap + 1
- * pages), so a batch can grow up to what the Welcome allowed
- * (charge_batch_max, else its batch) and no further.  A
- * smaller batch trims every stock to its new limit at once, the excess
+ * unlimited tenant, or ChargeBatch= changed.  The stocks keep their room
+ * (2 * batch_cap + 1 pages), so a batch can grow up to what the Welcome
+ * allowed (charge_batch_max, else its batch) and no further.  A smaller
+ * batch trims every stock to its new limit at once, the excess
  * going back to the daemon, so that the precision bound (ncpus * 2 *
  * charge_batch pages) holds from now on, not only after the stocks happen
  * to overflow.  conn_lock held.
