@@ -32,6 +32,14 @@ bench_bench_malloc_SOURCES = %reldir%/malloc.c
 bench_bench_malloc_LDADD = bench/libbench.la
 endif
 
+# Table 13: allocation latency under steady churn (each case a child of
+# its own; tcmalloc preloaded into one).  Not in the sanitizer build.
+if !ENABLE_SANITIZERS
+noinst_PROGRAMS += bench/bench-latency
+bench_bench_latency_SOURCES = %reldir%/latency.c
+bench_bench_latency_LDADD = bench/libbench.la client/libmembroker.la
+endif
+
 # Generic side-by-side timing of whole commands (table 7).
 noinst_PROGRAMS += bench/bench-exec
 bench_bench_exec_SOURCES = %reldir%/exec.c
@@ -89,6 +97,8 @@ bench-scale: all
 	$(BENCH_RUN) --output bench/results/scale.md scale
 bench-reload: all
 	$(BENCH_RUN) --output bench/results/reload.md reload
+bench-latency: all
+	$(BENCH_RUN) --output bench/results/latency.md latency
 clean-local: clean-bench-results
 clean-bench-results:
 	-rm -rf bench/results
@@ -96,4 +106,4 @@ clean-bench-results:
 bench-flood: all tests/wire-client
 	$(BENCH_RUN) --output bench/results/flood.md flood
 .PHONY: clean-bench-results bench bench-hotpath bench-charge bench-depth bench-counters bench-nolimits \
-	bench-stats bench-dbus bench-overhead bench-slab bench-scale bench-reload bench-flood
+	bench-stats bench-dbus bench-overhead bench-slab bench-scale bench-reload bench-flood bench-latency

@@ -3,7 +3,7 @@
 # bench/mb-bench.sh - run the benchmark tables (BENCHMARKS.md).
 #
 #   mb-bench.sh [--output FILE] TABLE...     TABLE: all, hotpath, charge,
-#       depth, counters, nolimits, stats, dbus, overhead, slab, scale, reload, and
+#       depth, counters, nolimits, stats, dbus, overhead, slab, scale, reload, latency, and
 #       flood (not part of all: it needs root and tests/wire-client)
 #
 # Tables go to stdout (Markdown) and, with --output, to FILE as well;
@@ -25,7 +25,7 @@ if [ "${1:-}" = --output ]; then
 fi
 [ $# -gt 0 ] || set -- all
 
-ALL_TABLES=(hotpath charge depth counters nolimits stats dbus overhead slab scale reload)
+ALL_TABLES=(hotpath charge depth counters nolimits stats dbus overhead slab scale reload latency)
 STATUS=0
 
 # missing WHAT: print a table stub saying why it could not run
@@ -349,6 +349,24 @@ t_scrape() {
                 echo "- target \"one scrape of 10,000 tenants: daemon at most 20 ms, exporter at most 100 ms\": **$met** (daemon $cpu_med ms, exporter $ans_med ms)"
         fi
         mb_stop_daemon
+}
+
+# ---- table 13 ----
+t_latency() {
+        need_daemon || { missing "Table 13: allocation latency under steady churn" "membrokerd not built"; return; }
+        [ -x "$BENCH_BIN/bench-latency" ] || { missing "Table 13: allocation latency under steady churn" "bench-latency not built (sanitizer build)"; return; }
+        local conf=$MB_TMP/latency
+        mb_config "$conf" 4G
+        # "lim": a limit far away (the configured batch, 64); "unl": nothing
+        # limited up the tree (4 x the batch, charged ahead while the root
+        # stays below half its capacity)
+        mb_tenant "$conf" lim "Path=lim" "ChargeBatch=64" "MemoryMax=3G"
+        mb_tenant "$conf" unl "Path=unl"
+        mb_start_daemon "$conf" || { missing "Table 13: allocation latency under steady churn" "membrokerd did not start"; return 1; }
+        MEMBROKER_SOCKET="$MB_SOCK" "$BENCH_BIN/bench-latency"
+        local rc=$?
+        mb_stop_daemon
+        return $rc
 }
 
 # ---- table 8 ----

@@ -81,6 +81,15 @@ struct mb_client {
         uint64_t arena_pages;
         uint64_t client_id;
         bool unlimited;
+        /* Charging ahead of need (stock_refill.c): a stock below refill_low
+         * pages (0: never) asks the library's thread for pages ahead,
+         * while the last Grant left headroom (pages before the nearest high
+         * or max of the tenant's path, UINT64_MAX: none) for them and for
+         * all the stocks may hold. */
+        unsigned refill_low;
+        uint64_t headroom;             /* atomic */
+        int refill_pending;            /* atomic: some stock asked */
+        uint64_t stock_misses;         /* atomic: allocations that found their stock empty */
         char *tenant;
         struct mb_stats_region *stats;
         size_t stats_bytes;

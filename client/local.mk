@@ -12,7 +12,7 @@ lib_LTLIBRARIES += client/libmembroker.la
 client_libmembroker_la_SOURCES = \
 	%reldir%/client.c %reldir%/client.h \
 	%reldir%/pcpu_lock.c %reldir%/pcpu_lock.h \
-	%reldir%/stock.c %reldir%/stock.h \
+	%reldir%/stock.c %reldir%/stock.h %reldir%/stock_refill.c \
 	%reldir%/session.c %reldir%/session.h \
 	%reldir%/reclaim.c %reldir%/reclaim.h \
 	%reldir%/connect.c %reldir%/connect.h \

@@ -39,3 +39,8 @@ void mb_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The client's mapping of its stats region (tests read slots through it). */
 const struct mb_stats_region *mb_client_stats_region(const mb_client *c);
+
+/* How many allocations of @c found the stock of their CPU empty (and went
+ * to the daemon, or waited for a charge in flight): 0 under a churn that
+ * charging ahead keeps up with. */
+uint64_t mb_client_stock_misses(const mb_client *c);

@@ -24,7 +24,12 @@
  * holds by at most
  *         ncpus * 2 * charge_batch pages per client
  * (the worst-case over-charge; plus one batch in flight per thread that is
- * refilling).  charge_batch comes from the daemon and may change while
+ * refilling, the library's own included: a stock that falls below one
+ * batch asks the library's thread to charge ahead of need what fills it to
+ * its limit, while the last Grant leaves room for that and for all the
+ * stocks may hold before the tenant's nearest high or max; MEMBROKER_REFILL=0 turns that
+ * off).  A free never
+ * waits for the daemon.  charge_batch comes from the daemon and may change while
  * connected (mb_charge_batch() tells the current one): a tenant with
  * nothing limited up the tree gets 4 x ChargeBatch, and a limit appearing
  * or ChargeBatch= changing brings the new batch with the next charge (never

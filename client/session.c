@@ -614,6 +614,9 @@ int session_charge_locked(mb_client *c, uint32_t n, uint32_t need, void **out, s
                         out[got++] = c->base + ((e->start + k) << c->page_shift);
         }
         batch = reply->grant->has_charge_batch ? reply->grant->charge_batch : 0;
+        __atomic_store_n(&c->headroom,
+                         reply->grant->has_headroom ? reply->grant->headroom : c->unlimited ? UINT64_MAX : 0,
+                         __ATOMIC_RELAXED);
         mb__msg__free_unpacked(reply, NULL);
         if (got != n && got != need)
                 return session_protocol_error(c, "a Grant carries fewer pages than charged");
@@ -634,6 +637,12 @@ void *session_thread(void *userdata) {
                         pthread_mutex_unlock(&c->io_lock);
                         reclaim_run_requests(c);
                         session_dispatch_events(c);
+                        pthread_mutex_lock(&c->io_lock);
+                        continue;
+                }
+                if (__atomic_load_n(&c->refill_pending, __ATOMIC_ACQUIRE) && !c->broken) {
+                        pthread_mutex_unlock(&c->io_lock);
+                        stock_refill_run(c);
                         pthread_mutex_lock(&c->io_lock);
                         continue;
                 }

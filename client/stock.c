@@ -459,66 +459,27 @@ static size_t stock_take_local(mb_client *c, void **out, size_t n) {
 
 
 /*
- * The daemon told a new batch (Grant.charge_batch): a limit appeared on a
- * tenant that had none, whose clients charged the larger batch of an
- * unlimited tenant, or ChargeBatch= changed.  The stocks keep their room (2 * batch_cap + 1
- * pages), so a batch can grow up to what the Welcome allowed
- * (charge_batch_max, else its batch) and no further.  A
- * smaller batch trims every stock to its new limit at once, the excess
- * going back to the daemon, so that the precision bound (ncpus * 2 *
- * charge_batch pages) holds from now on, not only after the stocks happen
- * to overflow.  conn_lock held.
- */
-int stock_adopt_batch_locked(mb_client *c, uint32_t batch) {
-        _cleanup_(freep) void **back = NULL;
-        size_t n = 0;
-
-        mb_assert_mutex_held(&c->conn_lock);
-        batch = MB_MAX(1u, MB_MIN(batch, c->batch_cap));
-        if (batch == c->charge_batch)
-                return 0;
-        back = malloc((size_t) c->ncpus * (2u * c->batch_cap + 1u) * sizeof(void *));
-        if (!back)
-                return -ENOMEM; /* keep the old batch; the daemon does not tell again */
-        __atomic_store_n(&c->charge_batch, batch, __ATOMIC_RELAXED);
-        for (unsigned i = 0; i < c->ncpus; i++) {
-                struct stock *s = stock_lock_cpu(c, i);
-
-                /* limit 0: disabled (fork, lost session): stays so */
-                if (s->limit != 0) {
-                        s->limit = 2u * batch;
-                        if (stock_nr(s) > s->limit) {
-                                uint32_t take = stock_nr(s) - s->limit;
-
-                                stock_take_locked(c, s, back + n, take);
-                                n += take;
-                        }
-                }
-                stock_unlock(c, s);
-        }
-        return session_uncharge(c, back, n, MB__UNCHARGE_REASON__UNCHARGE_FREE, true, false, 0);
-}
-
-/*
  * Give @n pages to this CPU's stock.  When the stock would pass its limit
  * (2 * charge_batch), whole batches go back to the daemon until it does not,
  * the coldest pages first (the bottom of the stock, then the oldest of
  * @pages): for one page that is the one Uncharge of charge_batch pages of
  * the stock protocol, as the kernel's refill_stock() drains an overfull stock.
  * @freed of the pages come from the application (counted as pgfree).
- * conn_lock held.
+ * The Uncharge goes out without waiting for its Ack (the daemon handles a
+ * connection's frames in order, so a later Charge finds them returned);
+ * no lock needed: the batch is read once, the stock's limit under its lock.
  */
 static int stock_put_locked(mb_client *c, void **pages, size_t n, size_t freed) {
         _cleanup_(freep) void **back = NULL;
+        unsigned batch = __atomic_load_n(&c->charge_batch, __ATOMIC_RELAXED);
         size_t total, nback = 0, nr;
         struct stock *s;
 
-        mb_assert_mutex_held(&c->conn_lock);
         if (n == 0)
                 return 0;
         /* nr <= limit, so at most n rounded up to a batch goes back; no
          * allocation under the stock lock. */
-        back = malloc((n + c->charge_batch) * sizeof(void *));
+        back = malloc((n + batch) * sizeof(void *));
         if (!back)
                 return -ENOMEM;
 
@@ -531,7 +492,7 @@ static int stock_put_locked(mb_client *c, void **pages, size_t n, size_t freed) 
         nr = stock_nr(s);
         total = nr + n;
         if (total > s->limit)
-                nback = DIV_ROUND_UP(total - s->limit, c->charge_batch) * c->charge_batch;
+                nback = MB_MIN(DIV_ROUND_UP(total - s->limit, batch) * batch, total);
         if (nback <= nr) {
                 memcpy(back, s->pages, nback * sizeof(void *));
                 memmove(s->pages, s->pages + nback, (nr - nback) * sizeof(void *));
@@ -552,7 +513,7 @@ static int stock_put_locked(mb_client *c, void **pages, size_t n, size_t freed) 
         stock_slot_commit(c, s, (n > nback ? n - nback : nback - n) + freed);
         stock_unlock(c, s);
 
-        return session_uncharge(c, back, nback, MB__UNCHARGE_REASON__UNCHARGE_FREE, true, false, 0);
+        return session_uncharge(c, back, nback, MB__UNCHARGE_REASON__UNCHARGE_FREE, false, false, 0);
 }
 
 /*
@@ -629,6 +590,7 @@ static int stock_alloc_locked(mb_client *c, void **out, size_t n, unsigned flags
 static int stock_alloc_slow(mb_client *c, void **out, size_t n, unsigned flags) {
         int r;
 
+        __atomic_add_fetch(&c->stock_misses, 1, __ATOMIC_RELAXED);
         if (c->forked)
                 return session_lost(c);
         if (reclaim_running(c)) {
@@ -639,6 +601,13 @@ static int stock_alloc_slow(mb_client *c, void **out, size_t n, unsigned flags) 
         {
                 MB_LOCK_GUARD(&c->conn_lock);
                 r = session_broken(c) ? session_lost(c) : stock_alloc_locked(c, out, n, flags);
+        }
+        if (r == 0) {
+                /* A charge on demand leaves less than a batch: ask ahead now. */
+                unsigned cpu = pcpu_current_cpu(c->rseq_offset, c->ncpus);
+
+                if (stock_refill_due(c, stock_nr(&c->stocks[cpu])))
+                        stock_refill_kick(c, cpu);
         }
         session_dispatch_events(c);
         return r;
@@ -654,10 +623,9 @@ static int stock_free_slow(mb_client *c, void **pages, size_t n) {
                 /* A shrinker frees while this thread answers a Reclaim: the
                  * pages join the answer. */
                 return reclaim_collect(c, pages, n);
-        {
-                MB_LOCK_GUARD(&c->conn_lock);
-                r = session_broken(c) ? session_lost(c) : stock_put_locked(c, pages, n, n);
-        }
+        /* No conn_lock: a return never waits, not even for a charge in
+         * flight. */
+        r = session_broken(c) ? session_lost(c) : stock_put_locked(c, pages, n, n);
         session_dispatch_events(c);
         return r;
 }
@@ -697,6 +665,8 @@ static __attribute__((noinline)) void *stock_page_alloc_locked(mb_client *c) {
                 stock_set_nr(s, nr - 1);
                 stock_use_locked(c, s, 1);
                 stock_unlock(c, s);
+                if (stock_refill_due(c, nr - 1))
+                        stock_refill_kick(c, (unsigned) (s - c->stocks));
                 return p;
         }
         stock_unlock(c, s);
@@ -792,8 +762,11 @@ void *mb_page_alloc(mb_client *c) {
                 void *p;
                 int r = stock_rseq_pop(c, cpu, &p);
 
-                if (_likely_(r == STOCK_RSEQ_DONE))
+                if (_likely_(r == STOCK_RSEQ_DONE)) {
+                        if (stock_refill_due(c, stock_nr(&c->stocks[cpu])))
+                                stock_refill_kick(c, cpu);
                         return p;
+                }
                 return stock_page_alloc_retry(c, r, cpu);
         }
         if (c->rseq_lock)
@@ -820,6 +793,8 @@ int mb_page_alloc_bulk(mb_client *c, void **pages, size_t n) {
                 memcpy(pages, s->pages + nr, n * sizeof(void *));
                 stock_use_locked(c, s, (int64_t) n);
                 stock_unlock(c, s);
+                if (stock_refill_due(c, nr))
+                        stock_refill_kick(c, (unsigned) (s - c->stocks));
                 return 0;
         }
         stock_unlock(c, s);
@@ -972,5 +947,6 @@ int stock_setup(mb_client *c) {
         /* The bases of rseq mode: the slot as the daemon handed it. */
         for (unsigned i = 0; i < c->ncpus; i++)
                 stock_rebase(&c->stocks[i], 0, 0);
+        stock_refill_setup(c);
         return 0;
 }

@@ -116,6 +116,8 @@ struct stock {
         /* Second line, still this CPU's only. */
         uint64_t k_updates;
         int64_t k_total;            /* k_pages + k_stock (v[PAGES] = k_total - v[STOCK]) */
+        uint32_t refill_ask;        /* atomic: this stock asked the library's
+                                     * thread for a batch (stock_refill.c) */
 } _cacheline_aligned_;
 
 _Static_assert(sizeof(struct stock) == 2 * MB_CACHELINE_BYTES, "one stock per two cache lines");
@@ -243,6 +245,36 @@ void stock_take_locked(const mb_client *c, struct stock *s, void **out, uint32_t
 /* Take up to @n stocked pages from any CPU (the local drain_all_stock()).
  * Returns how many were taken.  No stock lock held. */
 size_t stock_take_all(mb_client *c, void **out, size_t n);
+
+/* ---- stock_refill.c ---- */
+
+/* The charging-ahead state of a new session: refill_low from the batch
+ * (MEMBROKER_REFILL=0 disables it), headroom from the Welcome. */
+void stock_refill_setup(mb_client *c);
+
+/* A pop left CPU @cpu's stock below c->refill_low: ask the library's thread
+ * for a batch, once until it answered (an eventfd write, nothing more).
+ * Any thread, no lock held. */
+void stock_refill_kick(mb_client *c, unsigned cpu);
+
+/* Whether a pop that left @nr pages in its stock should ask for a batch. */
+static inline bool stock_refill_due(const mb_client *c, uint32_t nr) {
+        return _unlikely_(nr < c->refill_low);
+}
+
+/**
+ * stock_refill_run - the library's thread: charge a batch for every stock
+ * that asked and is still below its watermark, while the last Grant left
+ * headroom for it, and stock it there.  Skips (the stock asks again) when
+ * the application holds conn_lock: it is talking to the daemon itself.
+ * No lock held.
+ */
+void stock_refill_run(mb_client *c);
+
+/* Give @n pages (charged, not the application's) to the stock of CPU
+ * @cpu, up to its limit; the rest go back to the daemon without waiting
+ * for the Ack.  Returns 0 or a negative errno (the session broke). */
+int stock_refill_put(mb_client *c, unsigned cpu, void **pages, size_t n);
 
 /**
  * stock_adopt_batch_locked - the daemon told a new batch (Grant.charge_batch):

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@ static void conn_grant(struct conn *c, uint32_t seq, uint32_t n, uint64_t thrott
         struct worker *w = c->w;
         Mb__Msg msg = MB__MSG__INIT;
         Mb__Grant grant = MB__GRANT__INIT;
+        unsigned long room;
         unsigned batch;
         int nextents, r;
 
@@ -67,6 +69,9 @@ static void conn_grant(struct conn *c, uint32_t seq, uint32_t n, uint64_t thrott
         grant.extents = w->pb_extent_ptrs;
         grant.has_throttle_usec = throttle_usec > 0;
         grant.throttle_usec = throttle_usec;
+        room = page_counter_headroom(&t->memory);
+        grant.has_headroom = true;
+        grant.headroom = room == ULONG_MAX ? UINT64_MAX : (uint64_t) room;
         batch = conn_charge_batch(c->b, t, c->told_batch);
         if (batch != c->told_batch) {
                 grant.has_charge_batch = true;

@@ -21,14 +21,26 @@
  *        and keeps them until the end; "touch:PATH" creates PATH; "print"
  *        prints "batch=<mb_charge_batch()>" (stdout, flushed).
  *        tests/test-client-batch-change.sh uses it.
+ *
+ *   client-tool churn TENANT PAGES PERIOD_US
+ *        pin to one CPU, warm the stock, then allocate PAGES pages one at a
+ *        time, PERIOD_US microseconds apart, keeping them (the stock must
+ *        be refilled again and again), check that every page reads zero,
+ *        write it, and free them all; prints "misses=N batch=B
+ *        resident=R", N the allocations of the paced part that found
+ *        their stock empty (mb_client_stock_misses()), R the pages that
+ *        were already in memory when handed out (mincore(): faulted in
+ *        ahead).  tests/test-client-refill.sh uses it.
  */
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include "mb_internal.h"
 #include "membroker.h"
 
 #define MARK_START (-1001)
@@ -83,6 +95,70 @@ static int stock_loop(const char *tenant, unsigned long iterations) {
         }
         (void) close(MARK_CONTROL);
         free(many);
+        mb_close(c);
+        return 0;
+}
+
+static int churn(const char *tenant, size_t npages, unsigned period_us) {
+        mb_client *c;
+        cpu_set_t set;
+        void **v;
+        uint64_t before, after, resident = 0;
+        int cpu = sched_getcpu(), r;
+
+        CPU_ZERO(&set);
+        CPU_SET(cpu < 0 ? 0 : cpu, &set);
+        if (sched_setaffinity(0, sizeof(set), &set) < 0) {
+                perror("sched_setaffinity");
+                return 2;
+        }
+        r = mb_connect(NULL, tenant, &c);
+        if (r < 0) {
+                fprintf(stderr, "mb_connect: %s\n", mb_last_error());
+                return 2;
+        }
+        v = calloc(npages + 1, sizeof(void *));
+        if (!v)
+                return 2;
+        /* Warm: the first charge fills the stock (and tells the headroom). */
+        v[0] = mb_page_alloc(c);
+        if (!v[0] || mb_page_free(c, v[0]) < 0) {
+                fprintf(stderr, "warm-up: %s\n", mb_last_error());
+                return 2;
+        }
+        before = mb_client_stock_misses(c);
+        for (size_t i = 0; i < npages; i++) {
+                const unsigned char *b;
+
+                v[i] = mb_page_alloc(c);
+                if (!v[i]) {
+                        fprintf(stderr, "alloc %zu: %s\n", i, mb_last_error());
+                        return 3;
+                }
+                b = v[i];
+                {
+                        unsigned char vec[1] = { 0 };
+
+                        if (mincore(v[i], mb_page_size(c), vec) == 0 && (vec[0] & 1))
+                                resident++;
+                }
+                for (size_t k = 0; k < mb_page_size(c); k++)
+                        if (b[k] != 0) {
+                                fprintf(stderr, "page %zu not zero at byte %zu\n", i, k);
+                                return 4;
+                        }
+                memset(v[i], 0x77, mb_page_size(c));
+                if (period_us > 0)
+                        usleep(period_us);
+        }
+        after = mb_client_stock_misses(c);
+        if (mb_page_free_bulk(c, v, npages) < 0) {
+                fprintf(stderr, "free: %s\n", mb_last_error());
+                return 3;
+        }
+        printf("misses=%llu batch=%u resident=%llu\n", (unsigned long long) (after - before), mb_charge_batch(c),
+               (unsigned long long) resident);
+        free(v);
         mb_close(c);
         return 0;
 }
@@ -183,11 +259,13 @@ static int steps(const char *tenant, char **step, int nsteps) {
 int main(int argc, char **argv) {
         if (argc == 4 && strcmp(argv[1], "stock-loop") == 0)
                 return stock_loop(argv[2], strtoul(argv[3], NULL, 10));
+        if (argc == 5 && strcmp(argv[1], "churn") == 0)
+                return churn(argv[2], strtoul(argv[3], NULL, 10), (unsigned) strtoul(argv[4], NULL, 10));
         if (argc == 5 && strcmp(argv[1], "scribble") == 0)
                 return scribble(argv[2], strtoull(argv[3], NULL, 10), strtoull(argv[4], NULL, 10));
         if (argc >= 3 && strcmp(argv[1], "steps") == 0)
                 return steps(argv[2], argv + 3, argc - 3);
         fprintf(stderr, "usage: client-tool stock-loop TENANT ITERATIONS | scribble TENANT FIRST COUNT | "
-                        "steps TENANT STEP...\n");
+                        "steps TENANT STEP... | churn TENANT PAGES PERIOD_US\n");
         return 2;
 }

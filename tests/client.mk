@@ -33,6 +33,7 @@ CLIENT_TESTS = \
 	%reldir%/test-client-last-error.sh \
 	%reldir%/test-client-stock-nosyscall.sh \
 	%reldir%/test-client-batch-change.sh \
+	%reldir%/test-client-refill.sh \
 	%reldir%/test-membroker-load.sh \
 	%reldir%/test-membroker-load-limit.sh \
 	%reldir%/test-membroker-load-signals.sh \

@@ -16,6 +16,9 @@
 # client pinned to one CPU so that one stock holds everything.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/bus-lib.sh"
+# Exact usage after known charges is what this checks: no charging ahead
+# of need (tests/test-client-refill.sh covers it).
+export MEMBROKER_REFILL=0
 
 CLIENT_TOOL="$top_builddir/tests/client-tool"
 bus_setup "Capacity=64M" "ChargeBatch=8"

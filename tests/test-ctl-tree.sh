@@ -4,6 +4,9 @@
 # limits and clients; a subtree; exact bytes; JSON.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/bus-lib.sh"
+# Exact usage after a known allocation is what this checks: no charging
+# ahead of need (tests/test-client-refill.sh covers it).
+export MEMBROKER_REFILL=0
 export LC_ALL=C # ASCII tree glyphs
 
 bus_setup "Capacity=64M"

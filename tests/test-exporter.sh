@@ -8,6 +8,9 @@
 # membroker-exporter.socket passes it.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/bus-lib.sh"
+# Exact usage after a known allocation is what this checks: no charging
+# ahead of need (tests/test-client-refill.sh covers it).
+export MEMBROKER_REFILL=0
 
 EXPORTER="$top_builddir/tools/membroker-exporter"
 command -v curl >/dev/null || skip "curl is not installed"

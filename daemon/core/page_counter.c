@@ -13,6 +13,7 @@
  * xchg().
  */
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <string.h>
 
@@ -127,6 +128,26 @@ bool page_counter_cancel(struct page_counter *counter, unsigned long nr_pages) {
         if (track_protection(counter))
                 propagate_protected_usage(counter, (unsigned long) new);
         return ok;
+}
+
+unsigned long page_counter_headroom(const struct page_counter *counter) {
+        unsigned long room = ULONG_MAX;
+
+        for (const struct page_counter *c = counter; c; c = c->parent) {
+                unsigned long high = atomic_load_explicit(&((struct page_counter *) c)->high, memory_order_relaxed);
+                unsigned long lim = atomic_load_explicit(&((struct page_counter *) c)->max, memory_order_relaxed);
+                unsigned long usage = page_counter_read(c);
+
+                if (high < lim)
+                        lim = high;
+                if (lim >= PAGE_COUNTER_MAX)
+                        continue;
+                if (usage >= lim)
+                        return 0;
+                if (lim - usage < room)
+                        room = lim - usage;
+        }
+        return room;
 }
 
 void page_counter_charge(struct page_counter *counter, unsigned long nr_pages) {

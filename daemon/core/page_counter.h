@@ -141,6 +141,15 @@ static inline unsigned long page_counter_read(const struct page_counter *counter
 }
 
 /**
+ * page_counter_headroom - the pages @counter and every ancestor may still be
+ * charged before the nearest `high` or `max` on the path (0 when some level
+ * is at or over one), ULONG_MAX when no level has a limit.  A relaxed read
+ * (page_counter_read()): a hint for a client charging ahead of need, not a
+ * promise; the charge itself still checks every `max`.
+ */
+unsigned long page_counter_headroom(const struct page_counter *counter);
+
+/**
  * page_counter_charge - charge @nr_pages to @counter and its ancestors
  * unconditionally, ignoring every max (the kernel's page_counter_charge(),
  * used for charges that must not fail).  Updates the watermarks and
