@@ -220,20 +220,76 @@ struct slab_ctx {
         ptrdiff_t cpu_offset;             /* mb_client_cpu_offset() */
 };
 
-/* A cache's per-CPU free list; changed under the client's per-CPU lock. */
+/*
+ * A cache's per-CPU free list.  `head` and `meta` are one 16-byte unit
+ * that the rseq fast paths commit with a single 16-byte store (so that
+ * preemption, migration or a signal cannot split it: one instruction), the
+ * way tcmalloc's per-CPU caches commit their "current" index:
+ *
+ *   meta bits  0..23  count   objects on the list
+ *        bits 24..63  ops     fast-path operations since the last fold
+ *
+ * The fast paths never touch the counters below: allocs + frees since the
+ * fold == ops, and frees - allocs == count - base_count, so a holder of the
+ * per-CPU lock folds ops into allocs and frees (cache_cpu_fold()) before
+ * it changes the list itself.  A sequence whose ops would reach bit 63
+ * takes the locked path instead, which folds: the field never wraps.
+ */
+#define CACHE_CPU_COUNT_BITS 24u
+#define CACHE_CPU_COUNT_MASK ((UINT64_C(1) << CACHE_CPU_COUNT_BITS) - 1)
+#define CACHE_CPU_OPS_ONE (UINT64_C(1) << CACHE_CPU_COUNT_BITS)
+
 struct cache_cpu {
-        void *freelist;
-        uint32_t count;
-        uint32_t _pad;
-        uint64_t allocs;
+        void *head;              /* free list (committed with meta) */
+        uint64_t meta;           /* count | ops << CACHE_CPU_COUNT_BITS */
+        uint64_t allocs;         /* folded; per-CPU lock held */
         uint64_t frees;
+        uint64_t base_count;     /* count at the last fold */
 } _cacheline_aligned_;
+
+_Static_assert(offsetof(struct cache_cpu, head) == 0 && offsetof(struct cache_cpu, meta) == 8,
+               "the sequences commit head and meta with one 16-byte store");
+
+/* Objects on @cc's list: a racy peek from anywhere, exact under the lock. */
+static inline uint32_t cache_cpu_count(const struct cache_cpu *cc) {
+        return (uint32_t) (__atomic_load_n(&cc->meta, __ATOMIC_RELAXED) & CACHE_CPU_COUNT_MASK);
+}
+
+/* The allocs and frees of @cc including the unfolded ops.  Lock held. */
+static inline void cache_cpu_counters(const struct cache_cpu *cc, uint64_t *ret_allocs, uint64_t *ret_frees) {
+        uint64_t m = __atomic_load_n(&cc->meta, __ATOMIC_RELAXED);
+        int64_t ops = (int64_t) (m >> CACHE_CPU_COUNT_BITS);
+        int64_t d = (int64_t) (m & CACHE_CPU_COUNT_MASK) - (int64_t) cc->base_count;
+
+        *ret_allocs = cc->allocs + (uint64_t) ((ops - d) / 2);
+        *ret_frees = cc->frees + (uint64_t) ((ops + d) / 2);
+}
+
+/* Fold the fast paths' ops into allocs and frees.  Per-CPU lock held (no
+ * sequence of that CPU runs), before the holder changes the list. */
+static inline void cache_cpu_fold(struct cache_cpu *cc) {
+        uint64_t count = cc->meta & CACHE_CPU_COUNT_MASK;
+
+        cache_cpu_counters(cc, &cc->allocs, &cc->frees);
+        cc->base_count = count;
+        __atomic_store_n(&cc->meta, count, __ATOMIC_RELAXED);
+}
+
+/* Set the list of the folded @cc.  Per-CPU lock held. */
+static inline void cache_cpu_set(struct cache_cpu *cc, void *head, uint32_t count) {
+        cc->head = head;
+        cc->base_count = count;
+        __atomic_store_n(&cc->meta, (uint64_t) count, __ATOMIC_RELAXED);
+}
 
 struct mb_cache {
         /* Read-mostly, used on every alloc and free. */
         struct slab_ctx *ctx;
         mb_client *client;
         struct cache_cpu *cpu;
+        struct slab_pcpu *pcpu;  /* ctx->pcpu: the per-CPU lock words */
+        ptrdiff_t rseq_area;     /* ctx->rseq_area */
+        uint32_t rseq_ncpus;     /* ctx->ncpus in rseq mode, else 0: no sequence runs */
         uint32_t object_bytes;   /* slot stride: bytes an object takes and is charged */
         uint32_t fp_offset;      /* free pointer, from the object start */
         uint32_t cpu_max;        /* per-CPU list length that triggers a flush */

@@ -31,34 +31,167 @@ static void slab_cache_setup_once(void) {
         (void) pthread_atfork(NULL, NULL, slab_cache_atfork_child);
 }
 
-/* ---- alloc and free ---- */
+/* ---- alloc and free ----
+ *
+ * rseq mode: mb_cache_alloc() and mb_cache_free() are each one
+ * restartable sequence on this CPU's list of the cache (struct cache_cpu),
+ * committed by one 16-byte store of head and meta, as tcmalloc's per-CPU
+ * caches commit their index: no lock, no atomic instruction, no byte-stock
+ * or stat update (the byte stock is charged when objects enter a CPU list,
+ * uncharged when they leave it: slab.h).  The sequence reads the CPU's
+ * per-CPU lock word and leaves to the locked path while anyone holds it:
+ * a slow path of this CPU, or a remote locker (drain, shrink, stats),
+ * whose rseq fence aborts a sequence that read the word before its swap.
+ * Atomic mode (MEMBROKER_SLAB_RSEQ=0, no rseq) and every slow path take
+ * the lock and fold the sequences' counts first (cache_cpu_fold()).
+ */
 
-static inline void *slab_cache_pop(mb_cache *s, struct slab_pcpu *p, struct cache_cpu *cc, int64_t *flush) {
-        void *obj = cc->freelist, *next = slab_get_fp(s, obj);
+enum { SLAB_RSEQ_DONE, SLAB_RSEQ_SLOW, SLAB_RSEQ_ABORTED };
+
+#if PCPU_HAVE_RSEQ
+/* Publish the descriptor in rseq->rseq_cs (offset 8 of glibc's struct
+ * rseq at __rseq_offset), check rseq->cpu_id (offset 4), then that nobody
+ * holds the CPU's lock word. */
+#define SLAB_RSEQ_ENTER                                                        \
+        ".pushsection __rseq_cs, \"aw\"\n\t"                                   \
+        ".balign 32\n\t"                                                       \
+        "3:\n\t"                                                               \
+        ".long 0x0, 0x0\n\t"                 /* version, flags */              \
+        ".quad 1f, (2f - 1f), 4f\n\t"        /* start, post_commit_offset, abort */ \
+        ".popsection\n\t"                                                      \
+        "1:\n\t"                                                               \
+        "leaq 3b(%%rip), %%rax\n\t"                                            \
+        "movq %%rax, %%fs:8(%[off])\n\t"                                       \
+        "cmpl %[cpu], %%fs:4(%[off])\n\t"                                      \
+        "jnz 4f\n\t"                                                           \
+        "cmpl $0, (%[lock])\n\t"                                               \
+        "jnz %l[slow]\n\t"
+/* The commit: the new head (%%rcx) and meta (%%rdx) in one 16-byte store;
+ * a single instruction, so a preemption cannot split it. */
+#define SLAB_RSEQ_COMMIT                                                       \
+        "movq %%rcx, %%xmm0\n\t"                                               \
+        "movq %%rdx, %%xmm1\n\t"                                               \
+        "punpcklqdq %%xmm1, %%xmm0\n\t"                                        \
+        "movdqa %%xmm0, (%[cc])\n\t"         /* commit */                      \
+        "2:\n\t"                                                               \
+        ".pushsection __rseq_failure, \"ax\"\n\t"                              \
+        ".byte 0x0f, 0xb9, 0x3d\n\t"         /* ud1 <sig>(%%rip), %%edi */      \
+        ".long 0x53053053\n\t"               /* PCPU_RSEQ_SIG */               \
+        "4:\n\t"                                                               \
+        "jmp %l[aborted]\n\t"                                                  \
+        ".popsection\n\t"
+
+_Static_assert(PCPU_RSEQ_SIG == 0x53053053, "the signature in the abort handler");
+_Static_assert(CACHE_CPU_OPS_ONE - 1 <= INT32_MAX, "an immediate");
+
+/* Pop the head of @cc, the list of CPU @cpu, into *@ret as one sequence:
+ * slab_alloc_node()'s this_cpu_cmpxchg_double() of freelist and tid.
+ * SLAB_RSEQ_SLOW when the lock is held, the list empty, or the ops due for
+ * a fold (the add set bit 63). */
+static inline __attribute__((always_inline)) int slab_rseq_pop(const mb_cache *s, struct cache_cpu *cc,
+                                                               uint32_t cpu, void **ret) {
+        void *obj;
+
+        __asm__ __volatile__ goto(SLAB_RSEQ_ENTER
+                                  "movq (%[cc]), %[obj]\n\t"
+                                  "testq %[obj], %[obj]\n\t"
+                                  "jz %l[slow]\n\t"
+                                  "movq (%[obj],%[fpo]), %%rcx\n\t"         /* next */
+                                  "movq 8(%[cc]), %%rdx\n\t"
+                                  "addq %[delta], %%rdx\n\t"                /* ops + 1, count - 1 */
+                                  "js %l[slow]\n\t"
+                                  SLAB_RSEQ_COMMIT
+                                  : [obj] "=&r"(obj)
+                                  : [off] "r"(s->rseq_area), [cpu] "r"(cpu), [cc] "r"(cc),
+                                    [lock] "r"(&s->pcpu[cpu].lock), [fpo] "r"((uint64_t) s->fp_offset),
+                                    [delta] "i"(CACHE_CPU_OPS_ONE - 1)
+                                  : "memory", "cc", "rax", "rcx", "rdx", "xmm0", "xmm1"
+                                  : slow, aborted);
+        *ret = obj;
+        return SLAB_RSEQ_DONE;
+slow:
+        return SLAB_RSEQ_SLOW;
+aborted:
+        return SLAB_RSEQ_ABORTED;
+}
+
+/* Push @obj on @cc, the list of CPU @cpu, as one sequence (do_slab_free()'s
+ * fast path).  The free pointer is written inside the sequence: a restart
+ * writes it again.  SLAB_RSEQ_SLOW when the lock is held, the list holds
+ * cpu_max objects (the locked path trims it), or the ops are due for a
+ * fold. */
+static inline __attribute__((always_inline)) int slab_rseq_push(const mb_cache *s, struct cache_cpu *cc,
+                                                                uint32_t cpu, void *obj) {
+        __asm__ __volatile__ goto(SLAB_RSEQ_ENTER
+                                  "movq 8(%[cc]), %%rdx\n\t"
+                                  "movl %%edx, %%ecx\n\t"
+                                  "andl %[cmask], %%ecx\n\t"
+                                  "cmpl %[max], %%ecx\n\t"
+                                  "jae %l[slow]\n\t"                        /* full: trim */
+                                  "movq (%[cc]), %%rcx\n\t"
+                                  "movq %%rcx, (%[obj],%[fpo])\n\t"         /* obj's next = head */
+                                  "movq %[obj], %%rcx\n\t"                  /* the new head */
+                                  "addq %[delta], %%rdx\n\t"                /* ops + 1, count + 1 */
+                                  "js %l[slow]\n\t"
+                                  SLAB_RSEQ_COMMIT
+                                  :
+                                  : [off] "r"(s->rseq_area), [cpu] "r"(cpu), [cc] "r"(cc),
+                                    [lock] "r"(&s->pcpu[cpu].lock), [fpo] "r"((uint64_t) s->fp_offset),
+                                    [obj] "r"(obj), [max] "r"(s->cpu_max),
+                                    [cmask] "i"((uint32_t) CACHE_CPU_COUNT_MASK), [delta] "i"(CACHE_CPU_OPS_ONE + 1)
+                                  : "memory", "cc", "rax", "rcx", "rdx", "xmm0", "xmm1"
+                                  : slow, aborted);
+        return SLAB_RSEQ_DONE;
+slow:
+        return SLAB_RSEQ_SLOW;
+aborted:
+        return SLAB_RSEQ_ABORTED;
+}
+#endif
+
+/* The rseq CPU of the caller: the struct rseq glibc keeps in every thread
+ * (registered or not); at or beyond s->rseq_ncpus (0 in atomic mode) when
+ * no sequence may run. */
+static inline uint32_t slab_fast_cpu(const mb_cache *s) {
+        return pcpu_rseq_cpu(s->rseq_area + (ptrdiff_t) offsetof(struct rseq, cpu_id));
+}
+
+/* Pop the head of this CPU's list, @p locked, the list not empty. */
+static inline void *slab_cache_pop(mb_cache *s, struct slab_pcpu *p, struct cache_cpu *cc) {
+        void *obj = cc->head, *next = slab_get_fp(s, obj);
 
         slab_pcpu_assert_locked(p);
-        /* prefetch_freepointer(): the next pop reads the next object. */
-        if (next)
-                __builtin_prefetch((char *) next + s->fp_offset);
-        cc->freelist = next;
-        cc->count--;
+        cache_cpu_set(cc, next, cache_cpu_count(cc) - 1);
         cc->allocs++;
-        slab_stock_charge(s->ctx, p, s->stat, s->object_bytes, flush);
         return obj;
 }
 
-/* ___slab_alloc(): this CPU's list is empty.  Called with @p locked,
- * returns with it unlocked. */
+/* A CPU's list gets @n objects (refill) or gives them back (@n < 0, trim or
+ * drain): charge or uncharge their bytes in the CPU's byte stock, whole
+ * slabs' worth at a time (slab.h), so that the fast paths need none.  @p
+ * locked; stat deltas to write into *@flush. */
+static void slab_cache_charge_list(mb_cache *s, struct slab_pcpu *p, int64_t n, int64_t *flush) {
+        if (n > 0)
+                slab_stock_charge(s->ctx, p, s->stat, (uint32_t) n * s->object_bytes, flush);
+        else if (n < 0)
+                slab_stock_uncharge(s->ctx, p, s->stat, (uint32_t) -n * s->object_bytes, flush);
+}
+
+/* ___slab_alloc(): this CPU's list is empty.  Called with @p locked and
+ * @cc folded, returns with @p unlocked. */
 static void *slab_cache_alloc_slow(mb_cache *s, struct slab_pcpu *p, struct cache_cpu *cc, int64_t *flush) {
         struct slab_ctx *ctx = s->ctx;
         struct mb_slab *slab;
+        uint32_t count = 0;
         unsigned cpu;
-        void *obj;
+        void *obj, *list = NULL;
         int r;
 
         slab_pcpu_assert_locked(p);
-        if (slab_page_take_partial(s, &cc->freelist, &cc->count)) {
-                obj = slab_cache_pop(s, p, cc, flush);
+        if (slab_page_take_partial(s, &list, &count)) {
+                cache_cpu_set(cc, list, count);
+                slab_cache_charge_list(s, p, count, flush);
+                obj = slab_cache_pop(s, p, cc);
                 slab_pcpu_unlock(p);
                 return obj;
         }
@@ -70,6 +203,7 @@ static void *slab_cache_alloc_slow(mb_cache *s, struct slab_pcpu *p, struct cach
 
         p = slab_pcpu_lock_this(ctx, &cpu);
         cc = &s->cpu[cpu];
+        cache_cpu_fold(cc);
         pthread_mutex_lock(&s->lock);
         r = slab_page_insert(s, slab);
         if (r < 0) {
@@ -83,41 +217,41 @@ static void *slab_cache_alloc_slow(mb_cache *s, struct slab_pcpu *p, struct cach
         }
         s->nr_slabs++;
         s->slabs_allocated++;
-        if (!cc->freelist) {
+        if (!cc->head) {
                 /* The new slab becomes this CPU's active slab. */
-                cc->freelist = slab->freelist;
-                cc->count = slab->nfree;
+                cache_cpu_set(cc, slab->freelist, slab->nfree);
+                slab_cache_charge_list(s, p, slab->nfree, flush);
                 slab->freelist = NULL;
                 slab->nfree = 0;
         } else
                 /* Someone refilled this CPU meanwhile: keep the slab. */
                 slab_page_move(s, slab, SLAB_ON_EMPTY);
         pthread_mutex_unlock(&s->lock);
-        obj = slab_cache_pop(s, p, cc, flush);
+        obj = slab_cache_pop(s, p, cc);
         slab_pcpu_unlock(p);
         return obj;
 }
 
-/* mb_cache_alloc() of an inherited or debug cache, or with an empty CPU
- * list: everything out of line, so that the fast path stays small. */
-static __attribute__((noinline)) void *slab_cache_alloc_slowpath(mb_cache *s, struct slab_pcpu *p,
-                                                                struct cache_cpu *cc) {
+/* mb_cache_alloc() under the per-CPU lock: atomic mode, an inherited or
+ * debug cache, a sequence that could not commit, an empty CPU list.  Out
+ * of line, so that the fast path stays small. */
+static __attribute__((noinline)) void *slab_cache_alloc_locked(mb_cache *s) {
+        struct slab_pcpu *p;
+        struct cache_cpu *cc;
         int64_t flush = 0;
         unsigned cpu;
         void *obj;
 
-        if (!p) {
-                if (slab_cache_inherited(s)) {
-                        mb_set_error("slab cache %s: inherited from the parent process; unusable after fork()",
-                                     s->name);
-                        errno = ECHILD;
-                        return NULL;
-                }
-                p = slab_pcpu_lock_this(s->ctx, &cpu);
-                cc = &s->cpu[cpu];
+        if (slab_cache_inherited(s)) {
+                mb_set_error("slab cache %s: inherited from the parent process; unusable after fork()", s->name);
+                errno = ECHILD;
+                return NULL;
         }
-        if (_likely_(cc->freelist)) {
-                obj = slab_cache_pop(s, p, cc, &flush);
+        p = slab_pcpu_lock_this(s->ctx, &cpu);
+        cc = &s->cpu[cpu];
+        cache_cpu_fold(cc);
+        if (_likely_(cc->head)) {
+                obj = slab_cache_pop(s, p, cc);
                 slab_pcpu_unlock(p);
         } else {
                 obj = slab_cache_alloc_slow(s, p, cc, &flush);
@@ -131,94 +265,89 @@ static __attribute__((noinline)) void *slab_cache_alloc_slowpath(mb_cache *s, st
         return obj;
 }
 
-static __attribute__((noinline)) void slab_cache_stat_write(mb_cache *s, int64_t flush) {
-        slab_ctx_stat_write(s->ctx, s->stat, flush);
-}
-
 void *mb_cache_alloc(mb_cache *s) {
-        struct slab_pcpu *p;
-        struct cache_cpu *cc;
-        int64_t flush = 0;
-        unsigned cpu;
-        void *obj, *next;
+#if PCPU_HAVE_RSEQ
+        if (_likely_(!(s->debug | (s->fork_gen != __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED))))) {
+                uint32_t cpu = slab_fast_cpu(s);
 
-        if (_unlikely_(s->debug | (s->fork_gen != __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED))))
-                return slab_cache_alloc_slowpath(s, NULL, NULL);
-        p = slab_pcpu_lock_this(s->ctx, &cpu);
-        cc = &s->cpu[cpu];
-        obj = cc->freelist;
-        if (_unlikely_(!obj))
-                return slab_cache_alloc_slowpath(s, p, cc);
-        next = slab_get_fp(s, obj);
-        /* prefetch_freepointer(): the next pop reads the next object (in
-         * integer arithmetic: next may be NULL, and a prefetch of a bad
-         * address is harmless). */
-        __builtin_prefetch((const void *) ((uintptr_t) next + s->fp_offset));
-        cc->freelist = next;
-        cc->count--;
-        cc->allocs++;
-        slab_stock_charge(s->ctx, p, s->stat, s->object_bytes, &flush);
-        slab_pcpu_unlock(p);
-        if (_unlikely_(flush))
-                slab_cache_stat_write(s, flush);
-        return obj;
+                for (unsigned tries = 0; cpu < s->rseq_ncpus && tries < SLAB_RSEQ_TRIES; tries++) {
+                        void *obj;
+                        int r = slab_rseq_pop(s, &s->cpu[cpu], cpu, &obj);
+
+                        if (_likely_(r == SLAB_RSEQ_DONE))
+                                return obj;
+                        if (r == SLAB_RSEQ_SLOW)
+                                break;
+                        cpu = slab_fast_cpu(s);
+                }
+        }
+#endif
+        return slab_cache_alloc_locked(s);
 }
 
 /* The per-CPU list is over cpu_max: keep the most recently freed half,
- * give the rest back to the slabs.  Called with @p locked, unlocks it. */
-static void slab_cache_cpu_trim(mb_cache *s, struct slab_pcpu *p, struct cache_cpu *cc) {
-        uint32_t keep = s->cpu_max / 2;
-        void *last = cc->freelist, *rest;
+ * give the rest back to the slabs (uncharging their bytes).  Called with
+ * @p locked and @cc folded; unlocks @p. */
+static void slab_cache_cpu_trim(mb_cache *s, struct slab_pcpu *p, struct cache_cpu *cc, int64_t *flush) {
+        uint32_t keep = s->cpu_max / 2, count = cache_cpu_count(cc);
+        void *last = cc->head, *rest;
 
         for (uint32_t i = 1; i < keep; i++)
                 last = slab_get_fp(s, last);
         rest = slab_get_fp(s, last);
         slab_set_fp(s, last, NULL);
-        cc->count = keep;
+        cache_cpu_set(cc, cc->head, keep);
+        slab_cache_charge_list(s, p, -(int64_t) (count - keep), flush);
         slab_pcpu_unlock(p);
         slab_page_flush_list(s, rest);
 }
 
-/* mb_cache_free() of an inherited or debug cache. */
-static __attribute__((noinline)) bool slab_cache_free_check(mb_cache *s, void *obj) {
-        if (slab_cache_inherited(s))
-                return false;
-        return slab_debug_free(s, obj);
-}
+/* mb_cache_free() under the per-CPU lock (see slab_cache_alloc_locked()). */
+static __attribute__((noinline)) void slab_cache_free_locked(mb_cache *s, void *obj) {
+        struct slab_pcpu *p;
+        struct cache_cpu *cc;
+        int64_t flush = 0;
+        unsigned cpu;
+        uint32_t count;
 
-/* The CPU list passed cpu_max: trim it (unlocks @p), then write @flush. */
-static __attribute__((noinline)) void slab_cache_free_trim(mb_cache *s, struct slab_pcpu *p, struct cache_cpu *cc,
-                                                           int64_t flush) {
-        slab_cache_cpu_trim(s, p, cc);
-        if (flush)
+        if (_unlikely_(s->debug | slab_cache_inherited(s))) {
+                if (slab_cache_inherited(s) || !slab_debug_free(s, obj))
+                        return;
+        }
+        p = slab_pcpu_lock_this(s->ctx, &cpu);
+        cc = &s->cpu[cpu];
+        cache_cpu_fold(cc);
+        count = cache_cpu_count(cc) + 1;
+        slab_set_fp(s, obj, cc->head);
+        cache_cpu_set(cc, obj, count);
+        cc->frees++;
+        if (_unlikely_(count > s->cpu_max))
+                slab_cache_cpu_trim(s, p, cc, &flush);
+        else
+                slab_pcpu_unlock(p);
+        if (_unlikely_(flush))
                 slab_ctx_stat_write(s->ctx, s->stat, flush);
 }
 
 void mb_cache_free(mb_cache *s, void *obj) {
-        unsigned cpu;
-        struct slab_pcpu *p;
-        struct cache_cpu *cc;
-        int64_t flush = 0;
-
         if (_unlikely_(!obj))
                 return;
-        if (_unlikely_(s->debug | (s->fork_gen != __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED))) &&
-            !slab_cache_free_check(s, obj))
-                return;
+#if PCPU_HAVE_RSEQ
+        if (_likely_(!(s->debug | (s->fork_gen != __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED))))) {
+                uint32_t cpu = slab_fast_cpu(s);
 
-        p = slab_pcpu_lock_this(s->ctx, &cpu);
-        cc = &s->cpu[cpu];
-        slab_set_fp(s, obj, cc->freelist);
-        cc->freelist = obj;
-        cc->frees++;
-        slab_stock_uncharge(s->ctx, p, s->stat, s->object_bytes, &flush);
-        if (_unlikely_(++cc->count > s->cpu_max)) {
-                slab_cache_free_trim(s, p, cc, flush);
-                return;
+                for (unsigned tries = 0; cpu < s->rseq_ncpus && tries < SLAB_RSEQ_TRIES; tries++) {
+                        int r = slab_rseq_push(s, &s->cpu[cpu], cpu, obj);
+
+                        if (_likely_(r == SLAB_RSEQ_DONE))
+                                return;
+                        if (r == SLAB_RSEQ_SLOW)
+                                break;
+                        cpu = slab_fast_cpu(s);
+                }
         }
-        slab_pcpu_unlock(p);
-        if (_unlikely_(flush))
-                slab_cache_stat_write(s, flush);
+#endif
+        slab_cache_free_locked(s, obj);
 }
 
 /* ---- create / destroy ---- */
@@ -332,6 +461,10 @@ mb_cache *mb_cache_create(mb_client *c, const char *name, size_t object_size, si
                 errno = -r;
                 return NULL;
         }
+        s->pcpu = s->ctx->pcpu;
+        s->rseq_area = s->ctx->rseq_area;
+        /* A client that reads no CPU inline (cpu_offset < 0) gets no sequence. */
+        s->rseq_ncpus = s->ctx->rseq && s->ctx->cpu_offset >= 0 ? s->ctx->ncpus : 0;
         s->cpu = aligned_alloc(MB_CACHELINE_BYTES, s->ctx->ncpus * sizeof(struct cache_cpu));
         if (!s->cpu) {
                 r = -ENOMEM;
@@ -394,12 +527,14 @@ size_t mb_cache_destroy(mb_cache *s) {
         if (s->shrinker_registered)
                 (void) mb_unregister_shrinker(s->client, &s->shrinker);
 
+        /* Drained while still on the context's list, so that a concurrent
+         * mb_slab_stats() counts the bytes of its CPU lists until they are
+         * uncharged. */
+        slab_reclaim_drain_cpus(s);
         {
                 MB_LOCK_GUARD(&ctx->lock);
                 slab_list_del(&s->ctx_node);
         }
-
-        slab_reclaim_drain_cpus(s);
         (void) slab_page_release_empty(s, SIZE_MAX);
 
         /* What is left holds live objects (kmem_cache_destroy() complains
@@ -461,10 +596,12 @@ int mb_cache_stats(mb_cache *s, struct mb_cache_stats *ret) {
 
         for (unsigned cpu = 0; cpu < s->ctx->ncpus; cpu++) {
                 struct slab_pcpu *p = slab_pcpu_lock_cpu(s->ctx, cpu);
+                uint64_t allocs, frees;
 
-                st.allocs += s->cpu[cpu].allocs;
-                st.frees += s->cpu[cpu].frees;
-                st.cpu_free_objects += s->cpu[cpu].count;
+                cache_cpu_counters(&s->cpu[cpu], &allocs, &frees);
+                st.allocs += allocs;
+                st.frees += frees;
+                st.cpu_free_objects += cache_cpu_count(&s->cpu[cpu]);
                 slab_pcpu_unlock(p);
         }
         st.live_objects = st.allocs - st.frees;
