@@ -221,12 +221,12 @@ struct slab_ctx {
 };
 
 /*
- * A cache's per-CPU free list.  `head` and `meta` are one 16-byte unit
- * that the rseq fast paths commit with a single 16-byte store (so that
- * preemption, migration or a signal cannot split it: one instruction), the
- * way tcmalloc's per-CPU caches commit their "current" index:
+ * A cache's per-CPU list: an array of free objects (LIFO, the most
+ * recently freed on top) and one 64-bit word, as tcmalloc's per-CPU slabs
+ * keep a "current" index: the rseq fast paths commit an operation with the
+ * single store of the word.
  *
- *   meta bits  0..23  count   objects on the list
+ *   word bits  0..23  count   objects in slots[]
  *        bits 24..63  ops     fast-path operations since the last fold
  *
  * The fast paths never touch the counters below: allocs + frees since the
@@ -240,26 +240,25 @@ struct slab_ctx {
 #define CACHE_CPU_OPS_ONE (UINT64_C(1) << CACHE_CPU_COUNT_BITS)
 
 struct cache_cpu {
-        void *head;              /* free list (committed with meta) */
-        uint64_t meta;           /* count | ops << CACHE_CPU_COUNT_BITS */
+        uint64_t word;           /* count | ops << CACHE_CPU_COUNT_BITS */
+        void **slots;            /* room for the cache's cpu_max objects */
         uint64_t allocs;         /* folded; per-CPU lock held */
         uint64_t frees;
         uint64_t base_count;     /* count at the last fold */
 } _cacheline_aligned_;
 
-_Static_assert(offsetof(struct cache_cpu, head) == 0 && offsetof(struct cache_cpu, meta) == 8,
-               "the sequences commit head and meta with one 16-byte store");
+_Static_assert(offsetof(struct cache_cpu, word) == 0, "the sequences read and commit (%[cc])");
 
 /* Objects on @cc's list: a racy peek from anywhere, exact under the lock. */
 static inline uint32_t cache_cpu_count(const struct cache_cpu *cc) {
-        return (uint32_t) (__atomic_load_n(&cc->meta, __ATOMIC_RELAXED) & CACHE_CPU_COUNT_MASK);
+        return (uint32_t) (__atomic_load_n(&cc->word, __ATOMIC_RELAXED) & CACHE_CPU_COUNT_MASK);
 }
 
 /* The allocs and frees of @cc including the unfolded ops.  Lock held. */
 static inline void cache_cpu_counters(const struct cache_cpu *cc, uint64_t *ret_allocs, uint64_t *ret_frees) {
-        uint64_t m = __atomic_load_n(&cc->meta, __ATOMIC_RELAXED);
-        int64_t ops = (int64_t) (m >> CACHE_CPU_COUNT_BITS);
-        int64_t d = (int64_t) (m & CACHE_CPU_COUNT_MASK) - (int64_t) cc->base_count;
+        uint64_t w = __atomic_load_n(&cc->word, __ATOMIC_RELAXED);
+        int64_t ops = (int64_t) (w >> CACHE_CPU_COUNT_BITS);
+        int64_t d = (int64_t) (w & CACHE_CPU_COUNT_MASK) - (int64_t) cc->base_count;
 
         *ret_allocs = cc->allocs + (uint64_t) ((ops - d) / 2);
         *ret_frees = cc->frees + (uint64_t) ((ops + d) / 2);
@@ -268,25 +267,29 @@ static inline void cache_cpu_counters(const struct cache_cpu *cc, uint64_t *ret_
 /* Fold the fast paths' ops into allocs and frees.  Per-CPU lock held (no
  * sequence of that CPU runs), before the holder changes the list. */
 static inline void cache_cpu_fold(struct cache_cpu *cc) {
-        uint64_t count = cc->meta & CACHE_CPU_COUNT_MASK;
+        uint64_t count = cc->word & CACHE_CPU_COUNT_MASK;
 
         cache_cpu_counters(cc, &cc->allocs, &cc->frees);
         cc->base_count = count;
-        __atomic_store_n(&cc->meta, count, __ATOMIC_RELAXED);
+        __atomic_store_n(&cc->word, count, __ATOMIC_RELAXED);
 }
 
-/* Set the list of the folded @cc.  Per-CPU lock held. */
-static inline void cache_cpu_set(struct cache_cpu *cc, void *head, uint32_t count) {
-        cc->head = head;
+/* Set the count of the folded @cc.  Per-CPU lock held. */
+static inline void cache_cpu_set_count(struct cache_cpu *cc, uint32_t count) {
         cc->base_count = count;
-        __atomic_store_n(&cc->meta, (uint64_t) count, __ATOMIC_RELAXED);
+        __atomic_store_n(&cc->word, (uint64_t) count, __ATOMIC_RELAXED);
 }
+
+/* Link the @n objects of @v through their free pointers (into a list for
+ * the slab functions); returns its head. */
+static inline void *cache_cpu_link(const mb_cache *s, void **v, uint32_t n);
 
 struct mb_cache {
         /* Read-mostly, used on every alloc and free. */
         struct slab_ctx *ctx;
         mb_client *client;
         struct cache_cpu *cpu;
+        void **slots;            /* every CPU's slots[] */
         struct slab_pcpu *pcpu;  /* ctx->pcpu: the per-CPU lock words */
         ptrdiff_t rseq_area;     /* ctx->rseq_area */
         uint32_t rseq_ncpus;     /* ctx->ncpus in rseq mode, else 0: no sequence runs */
@@ -379,6 +382,16 @@ static inline void *slab_get_fp(const mb_cache *s, const void *obj) {
 
 static inline void slab_set_fp(const mb_cache *s, void *obj, void *next) {
         memcpy((char *) obj + s->fp_offset, &next, sizeof(next));
+}
+
+static inline void *cache_cpu_link(const mb_cache *s, void **v, uint32_t n) {
+        void *head = NULL;
+
+        for (uint32_t i = n; i-- > 0;) {
+                slab_set_fp(s, v[i], head);
+                head = v[i];
+        }
+        return head;
 }
 
 static inline uint64_t *slab_tag(const mb_cache *s, void *obj) {

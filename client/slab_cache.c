@@ -35,15 +35,16 @@ static void slab_cache_setup_once(void) {
  *
  * rseq mode: mb_cache_alloc() and mb_cache_free() are each one
  * restartable sequence on this CPU's list of the cache (struct cache_cpu),
- * committed by one 16-byte store of head and meta, as tcmalloc's per-CPU
- * caches commit their index: no lock, no atomic instruction, no byte-stock
- * or stat update (the byte stock is charged when objects enter a CPU list,
- * uncharged when they leave it: slab.h).  The sequence reads the CPU's
- * per-CPU lock word and leaves to the locked path while anyone holds it:
- * a slow path of this CPU, or a remote locker (drain, shrink, stats),
- * whose rseq fence aborts a sequence that read the word before its swap.
- * Atomic mode (MEMBROKER_SLAB_RSEQ=0, no rseq) and every slow path take
- * the lock and fold the sequences' counts first (cache_cpu_fold()).
+ * committed by the store of its word, as tcmalloc's per-CPU caches commit
+ * their index: no lock, no atomic instruction, no byte-stock or stat
+ * update (the byte stock is charged when objects enter a CPU list and
+ * uncharged when they leave it: slab.h), no access to the object on
+ * alloc.  The sequence reads the CPU's per-CPU lock word and leaves to the
+ * locked path while anyone holds it: a slow path of this CPU, or a remote
+ * locker (drain, shrink, stats), whose rseq fence aborts a sequence that
+ * read the word before its swap.  Atomic mode (MEMBROKER_SLAB_RSEQ=0, no
+ * rseq) and every slow path take the lock and fold the sequences' counts
+ * first (cache_cpu_fold()).
  */
 
 enum { SLAB_RSEQ_DONE, SLAB_RSEQ_SLOW, SLAB_RSEQ_ABORTED };
@@ -51,7 +52,7 @@ enum { SLAB_RSEQ_DONE, SLAB_RSEQ_SLOW, SLAB_RSEQ_ABORTED };
 #if PCPU_HAVE_RSEQ
 /* Publish the descriptor in rseq->rseq_cs (offset 8 of glibc's struct
  * rseq at __rseq_offset), check rseq->cpu_id (offset 4), then that nobody
- * holds the CPU's lock word. */
+ * holds the CPU's lock word; %%rdx = the list's word. */
 #define SLAB_RSEQ_ENTER                                                        \
         ".pushsection __rseq_cs, \"aw\"\n\t"                                   \
         ".balign 32\n\t"                                                       \
@@ -65,14 +66,16 @@ enum { SLAB_RSEQ_DONE, SLAB_RSEQ_SLOW, SLAB_RSEQ_ABORTED };
         "cmpl %[cpu], %%fs:4(%[off])\n\t"                                      \
         "jnz 4f\n\t"                                                           \
         "cmpl $0, (%[lock])\n\t"                                               \
-        "jnz %l[slow]\n\t"
-/* The commit: the new head (%%rcx) and meta (%%rdx) in one 16-byte store;
- * a single instruction, so a preemption cannot split it. */
+        "jnz %l[slow]\n\t"                                                     \
+        "movq (%[cc]), %%rdx\n\t"                                              \
+        "movl %%edx, %%ecx\n\t"                                                \
+        "andl %[cmask], %%ecx\n\t"           /* rcx = count */
+/* The commit: the word, ops moved on (the add sets bit 63 when they are
+ * due for a fold). */
 #define SLAB_RSEQ_COMMIT                                                       \
-        "movq %%rcx, %%xmm0\n\t"                                               \
-        "movq %%rdx, %%xmm1\n\t"                                               \
-        "punpcklqdq %%xmm1, %%xmm0\n\t"                                        \
-        "movdqa %%xmm0, (%[cc])\n\t"         /* commit */                      \
+        "addq %[delta], %%rdx\n\t"                                             \
+        "js %l[slow]\n\t"                                                      \
+        "movq %%rdx, (%[cc])\n\t"            /* commit */                      \
         "2:\n\t"                                                               \
         ".pushsection __rseq_failure, \"ax\"\n\t"                              \
         ".byte 0x0f, 0xb9, 0x3d\n\t"         /* ud1 <sig>(%%rip), %%edi */      \
@@ -82,30 +85,25 @@ enum { SLAB_RSEQ_DONE, SLAB_RSEQ_SLOW, SLAB_RSEQ_ABORTED };
         ".popsection\n\t"
 
 _Static_assert(PCPU_RSEQ_SIG == 0x53053053, "the signature in the abort handler");
-_Static_assert(CACHE_CPU_OPS_ONE - 1 <= INT32_MAX, "an immediate");
+_Static_assert(CACHE_CPU_OPS_ONE + 1 <= INT32_MAX, "an immediate");
 
-/* Pop the head of @cc, the list of CPU @cpu, into *@ret as one sequence:
- * slab_alloc_node()'s this_cpu_cmpxchg_double() of freelist and tid.
- * SLAB_RSEQ_SLOW when the lock is held, the list empty, or the ops due for
- * a fold (the add set bit 63). */
+/* Pop the top of @cc, the list of CPU @cpu, into *@ret as one sequence
+ * (slab_alloc_node()'s this_cpu_cmpxchg_double() of freelist and tid).
+ * SLAB_RSEQ_SLOW when the lock is held, the list empty or the ops due for
+ * a fold. */
 static inline __attribute__((always_inline)) int slab_rseq_pop(const mb_cache *s, struct cache_cpu *cc,
-                                                               uint32_t cpu, void **ret) {
+                                                               void **slots, uint32_t cpu, void **ret) {
         void *obj;
 
         __asm__ __volatile__ goto(SLAB_RSEQ_ENTER
-                                  "movq (%[cc]), %[obj]\n\t"
-                                  "testq %[obj], %[obj]\n\t"
-                                  "jz %l[slow]\n\t"
-                                  "movq (%[obj],%[fpo]), %%rcx\n\t"         /* next */
-                                  "movq 8(%[cc]), %%rdx\n\t"
-                                  "addq %[delta], %%rdx\n\t"                /* ops + 1, count - 1 */
-                                  "js %l[slow]\n\t"
+                                  "jz %l[slow]\n\t"                         /* empty */
+                                  "movq -8(%[slots],%%rcx,8), %[obj]\n\t"
                                   SLAB_RSEQ_COMMIT
                                   : [obj] "=&r"(obj)
-                                  : [off] "r"(s->rseq_area), [cpu] "r"(cpu), [cc] "r"(cc),
-                                    [lock] "r"(&s->pcpu[cpu].lock), [fpo] "r"((uint64_t) s->fp_offset),
+                                  : [off] "r"(s->rseq_area), [cpu] "r"(cpu), [cc] "r"(cc), [slots] "r"(slots),
+                                    [lock] "r"(&s->pcpu[cpu].lock), [cmask] "i"((uint32_t) CACHE_CPU_COUNT_MASK),
                                     [delta] "i"(CACHE_CPU_OPS_ONE - 1)
-                                  : "memory", "cc", "rax", "rcx", "rdx", "xmm0", "xmm1"
+                                  : "memory", "cc", "rax", "rcx", "rdx"
                                   : slow, aborted);
         *ret = obj;
         return SLAB_RSEQ_DONE;
@@ -116,30 +114,21 @@ aborted:
 }
 
 /* Push @obj on @cc, the list of CPU @cpu, as one sequence (do_slab_free()'s
- * fast path).  The free pointer is written inside the sequence: a restart
- * writes it again.  SLAB_RSEQ_SLOW when the lock is held, the list holds
- * cpu_max objects (the locked path trims it), or the ops are due for a
- * fold. */
+ * fast path); the slot is written inside it, and again by a restart.
+ * SLAB_RSEQ_SLOW when the lock is held, the list holds cpu_max objects
+ * (the locked path trims it) or the ops are due for a fold. */
 static inline __attribute__((always_inline)) int slab_rseq_push(const mb_cache *s, struct cache_cpu *cc,
-                                                                uint32_t cpu, void *obj) {
+                                                                void **slots, uint32_t cpu, void *obj) {
         __asm__ __volatile__ goto(SLAB_RSEQ_ENTER
-                                  "movq 8(%[cc]), %%rdx\n\t"
-                                  "movl %%edx, %%ecx\n\t"
-                                  "andl %[cmask], %%ecx\n\t"
                                   "cmpl %[max], %%ecx\n\t"
                                   "jae %l[slow]\n\t"                        /* full: trim */
-                                  "movq (%[cc]), %%rcx\n\t"
-                                  "movq %%rcx, (%[obj],%[fpo])\n\t"         /* obj's next = head */
-                                  "movq %[obj], %%rcx\n\t"                  /* the new head */
-                                  "addq %[delta], %%rdx\n\t"                /* ops + 1, count + 1 */
-                                  "js %l[slow]\n\t"
+                                  "movq %[obj], (%[slots],%%rcx,8)\n\t"
                                   SLAB_RSEQ_COMMIT
                                   :
-                                  : [off] "r"(s->rseq_area), [cpu] "r"(cpu), [cc] "r"(cc),
-                                    [lock] "r"(&s->pcpu[cpu].lock), [fpo] "r"((uint64_t) s->fp_offset),
-                                    [obj] "r"(obj), [max] "r"(s->cpu_max),
+                                  : [off] "r"(s->rseq_area), [cpu] "r"(cpu), [cc] "r"(cc), [slots] "r"(slots),
+                                    [lock] "r"(&s->pcpu[cpu].lock), [obj] "r"(obj), [max] "r"(s->cpu_max),
                                     [cmask] "i"((uint32_t) CACHE_CPU_COUNT_MASK), [delta] "i"(CACHE_CPU_OPS_ONE + 1)
-                                  : "memory", "cc", "rax", "rcx", "rdx", "xmm0", "xmm1"
+                                  : "memory", "cc", "rax", "rcx", "rdx"
                                   : slow, aborted);
         return SLAB_RSEQ_DONE;
 slow:
@@ -156,25 +145,40 @@ static inline uint32_t slab_fast_cpu(const mb_cache *s) {
         return pcpu_rseq_cpu(s->rseq_area + (ptrdiff_t) offsetof(struct rseq, cpu_id));
 }
 
-/* Pop the head of this CPU's list, @p locked, the list not empty. */
+/* Pop the top of this CPU's list, @p locked, @cc folded, not empty. */
 static inline void *slab_cache_pop(mb_cache *s, struct slab_pcpu *p, struct cache_cpu *cc) {
-        void *obj = cc->head, *next = slab_get_fp(s, obj);
+        uint32_t count = cache_cpu_count(cc) - 1;
 
+        (void) s;
         slab_pcpu_assert_locked(p);
-        cache_cpu_set(cc, next, cache_cpu_count(cc) - 1);
+        cache_cpu_set_count(cc, count);
         cc->allocs++;
-        return obj;
+        return cc->slots[count];
 }
 
 /* A CPU's list gets @n objects (refill) or gives them back (@n < 0, trim or
- * drain): charge or uncharge their bytes in the CPU's byte stock, whole
- * slabs' worth at a time (slab.h), so that the fast paths need none.  @p
+ * drain): charge or uncharge their bytes in the CPU's byte stock, a batch
+ * of objects at a time (slab.h), so that the fast paths need none.  @p
  * locked; stat deltas to write into *@flush. */
 static void slab_cache_charge_list(mb_cache *s, struct slab_pcpu *p, int64_t n, int64_t *flush) {
         if (n > 0)
                 slab_stock_charge(s->ctx, p, s->stat, (uint32_t) n * s->object_bytes, flush);
         else if (n < 0)
                 slab_stock_uncharge(s->ctx, p, s->stat, (uint32_t) -n * s->object_bytes, flush);
+}
+
+/* Put the list @list of @count objects into the empty, folded @cc and
+ * charge them. */
+static void slab_cache_fill(mb_cache *s, struct slab_pcpu *p, struct cache_cpu *cc, void *list, uint32_t count,
+                            int64_t *flush) {
+        uint32_t i = count;
+
+        mb_assert_debug(cache_cpu_count(cc) == 0 && count <= s->cpu_max);
+        /* The list's head on top: the order the slab would hand them out. */
+        for (void *o = list; o; o = slab_get_fp(s, o))
+                cc->slots[--i] = o;
+        cache_cpu_set_count(cc, count);
+        slab_cache_charge_list(s, p, count, flush);
 }
 
 /* ___slab_alloc(): this CPU's list is empty.  Called with @p locked and
@@ -189,8 +193,7 @@ static void *slab_cache_alloc_slow(mb_cache *s, struct slab_pcpu *p, struct cach
 
         slab_pcpu_assert_locked(p);
         if (slab_page_take_partial(s, &list, &count)) {
-                cache_cpu_set(cc, list, count);
-                slab_cache_charge_list(s, p, count, flush);
+                slab_cache_fill(s, p, cc, list, count, flush);
                 obj = slab_cache_pop(s, p, cc);
                 slab_pcpu_unlock(p);
                 return obj;
@@ -217,10 +220,9 @@ static void *slab_cache_alloc_slow(mb_cache *s, struct slab_pcpu *p, struct cach
         }
         s->nr_slabs++;
         s->slabs_allocated++;
-        if (!cc->head) {
+        if (cache_cpu_count(cc) == 0) {
                 /* The new slab becomes this CPU's active slab. */
-                cache_cpu_set(cc, slab->freelist, slab->nfree);
-                slab_cache_charge_list(s, p, slab->nfree, flush);
+                slab_cache_fill(s, p, cc, slab->freelist, slab->nfree, flush);
                 slab->freelist = NULL;
                 slab->nfree = 0;
         } else
@@ -250,7 +252,7 @@ static __attribute__((noinline)) void *slab_cache_alloc_locked(mb_cache *s) {
         p = slab_pcpu_lock_this(s->ctx, &cpu);
         cc = &s->cpu[cpu];
         cache_cpu_fold(cc);
-        if (_likely_(cc->head)) {
+        if (_likely_(cache_cpu_count(cc) > 0)) {
                 obj = slab_cache_pop(s, p, cc);
                 slab_pcpu_unlock(p);
         } else {
@@ -271,8 +273,9 @@ void *mb_cache_alloc(mb_cache *s) {
                 uint32_t cpu = slab_fast_cpu(s);
 
                 for (unsigned tries = 0; cpu < s->rseq_ncpus && tries < SLAB_RSEQ_TRIES; tries++) {
+                        struct cache_cpu *cc = &s->cpu[cpu];
                         void *obj;
-                        int r = slab_rseq_pop(s, &s->cpu[cpu], cpu, &obj);
+                        int r = slab_rseq_pop(s, cc, cc->slots, cpu, &obj);
 
                         if (_likely_(r == SLAB_RSEQ_DONE))
                                 return obj;
@@ -285,19 +288,17 @@ void *mb_cache_alloc(mb_cache *s) {
         return slab_cache_alloc_locked(s);
 }
 
-/* The per-CPU list is over cpu_max: keep the most recently freed half,
- * give the rest back to the slabs (uncharging their bytes).  Called with
- * @p locked and @cc folded; unlocks @p. */
+/* The per-CPU list passed cpu_max (slots[] has room for one more): keep
+ * the most recently freed half of cpu_max, give the
+ * oldest half back to the slabs (uncharging their bytes).  Called with @p
+ * locked and @cc folded; unlocks @p. */
 static void slab_cache_cpu_trim(mb_cache *s, struct slab_pcpu *p, struct cache_cpu *cc, int64_t *flush) {
-        uint32_t keep = s->cpu_max / 2, count = cache_cpu_count(cc);
-        void *last = cc->head, *rest;
+        uint32_t count = cache_cpu_count(cc), keep = s->cpu_max / 2, give = count - keep;
+        void *rest = cache_cpu_link(s, cc->slots, give);
 
-        for (uint32_t i = 1; i < keep; i++)
-                last = slab_get_fp(s, last);
-        rest = slab_get_fp(s, last);
-        slab_set_fp(s, last, NULL);
-        cache_cpu_set(cc, cc->head, keep);
-        slab_cache_charge_list(s, p, -(int64_t) (count - keep), flush);
+        memmove(cc->slots, cc->slots + give, keep * sizeof(void *));
+        cache_cpu_set_count(cc, keep);
+        slab_cache_charge_list(s, p, -(int64_t) give, flush);
         slab_pcpu_unlock(p);
         slab_page_flush_list(s, rest);
 }
@@ -317,11 +318,11 @@ static __attribute__((noinline)) void slab_cache_free_locked(mb_cache *s, void *
         p = slab_pcpu_lock_this(s->ctx, &cpu);
         cc = &s->cpu[cpu];
         cache_cpu_fold(cc);
-        count = cache_cpu_count(cc) + 1;
-        slab_set_fp(s, obj, cc->head);
-        cache_cpu_set(cc, obj, count);
+        count = cache_cpu_count(cc);
+        cc->slots[count] = obj;
+        cache_cpu_set_count(cc, count + 1);
         cc->frees++;
-        if (_unlikely_(count > s->cpu_max))
+        if (_unlikely_(count + 1 > s->cpu_max))
                 slab_cache_cpu_trim(s, p, cc, &flush);
         else
                 slab_pcpu_unlock(p);
@@ -337,7 +338,8 @@ void mb_cache_free(mb_cache *s, void *obj) {
                 uint32_t cpu = slab_fast_cpu(s);
 
                 for (unsigned tries = 0; cpu < s->rseq_ncpus && tries < SLAB_RSEQ_TRIES; tries++) {
-                        int r = slab_rseq_push(s, &s->cpu[cpu], cpu, obj);
+                        struct cache_cpu *cc = &s->cpu[cpu];
+                        int r = slab_rseq_push(s, cc, cc->slots, cpu, obj);
 
                         if (_likely_(r == SLAB_RSEQ_DONE))
                                 return;
@@ -471,6 +473,18 @@ mb_cache *mb_cache_create(mb_client *c, const char *name, size_t object_size, si
                 goto fail;
         }
         memset(s->cpu, 0, s->ctx->ncpus * sizeof(struct cache_cpu));
+        {
+                /* Each CPU's slots on cache lines of their own. */
+                size_t stride = slab_align_up((s->cpu_max + 1) * sizeof(void *), MB_CACHELINE_BYTES);
+
+                s->slots = aligned_alloc(MB_CACHELINE_BYTES, s->ctx->ncpus * stride);
+                if (!s->slots) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                for (unsigned i = 0; i < s->ctx->ncpus; i++)
+                        s->cpu[i].slots = (void **) ((char *) s->slots + i * stride);
+        }
         pthread_mutex_init(&s->lock, NULL);
 
         if (flags & MB_CACHE_RECLAIMABLE) {
@@ -494,6 +508,7 @@ mb_cache *mb_cache_create(mb_client *c, const char *name, size_t object_size, si
         return TAKE_PTR(s);
 
 fail:
+        free(s->slots);
         free(s->cpu);
         free(s->name);
         {
@@ -519,7 +534,8 @@ size_t mb_cache_destroy(mb_cache *s) {
                 for (size_t i = 0; i < s->table_size; i++)
                         free(s->table[i]);
                 free(s->table);
-                free(s->cpu);
+                free(s->slots);
+        free(s->cpu);
                 free(s->name);
                 free(s);
                 return 0;
@@ -566,6 +582,7 @@ size_t mb_cache_destroy(mb_cache *s) {
 
         free(s->table);
         pthread_mutex_destroy(&s->lock);
+        free(s->slots);
         free(s->cpu);
         free(s->name);
         free(s);

@@ -30,11 +30,11 @@ size_t slab_reclaim_drain_cpus(mb_cache *s) {
                         continue;
                 p = slab_pcpu_lock_cpu(s->ctx, cpu);
                 cache_cpu_fold(cc);
-                list = cc->head;
+                list = cache_cpu_link(s, cc->slots, cache_cpu_count(cc));
                 /* The objects leave the CPU: their bytes leave its stock. */
                 if (cache_cpu_count(cc) > 0)
                         slab_stock_uncharge(s->ctx, p, s->stat, cache_cpu_count(cc) * s->object_bytes, &flush);
-                cache_cpu_set(cc, NULL, 0);
+                cache_cpu_set_count(cc, 0);
                 slab_pcpu_unlock(p);
                 if (flush)
                         slab_ctx_stat_write(s->ctx, s->stat, flush);
@@ -110,8 +110,8 @@ unsigned long slab_reclaim_count(void *userdata) {
                         keys = k;
                         alloc = a;
                 }
-                for (void *o = cc->head; o; o = slab_get_fp(s, o))
-                        keys[nkeys++] = ((uintptr_t) o - base) >> ctx->page_shift;
+                for (uint32_t i = 0; i < count; i++)
+                        keys[nkeys++] = ((uintptr_t) cc->slots[i] - base) >> ctx->page_shift;
                 slab_pcpu_unlock(p);
         }
         qsort(keys, nkeys, sizeof(*keys), slab_reclaim_key_cmp);
