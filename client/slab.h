@@ -247,7 +247,8 @@ struct cache_cpu {
         uint64_t base_count;     /* count at the last fold */
 } _cacheline_aligned_;
 
-_Static_assert(offsetof(struct cache_cpu, word) == 0, "the sequences read and commit (%[cc])");
+_Static_assert(offsetof(struct cache_cpu, word) == 0 && offsetof(struct cache_cpu, slots) == 8,
+               "the sequences read word and slots at (%[cc]) and 8(%[cc])");
 
 /* Objects on @cc's list: a racy peek from anywhere, exact under the lock. */
 static inline uint32_t cache_cpu_count(const struct cache_cpu *cc) {

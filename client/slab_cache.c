@@ -52,7 +52,8 @@ enum { SLAB_RSEQ_DONE, SLAB_RSEQ_SLOW, SLAB_RSEQ_ABORTED };
 #if PCPU_HAVE_RSEQ
 /* Publish the descriptor in rseq->rseq_cs (offset 8 of glibc's struct
  * rseq at __rseq_offset), check rseq->cpu_id (offset 4), then that nobody
- * holds the CPU's lock word; %%rdx = the list's word. */
+ * holds the CPU's lock word; %%rdx = the list's word, %%rcx its count,
+ * %%rax the slots. */
 #define SLAB_RSEQ_ENTER                                                        \
         ".pushsection __rseq_cs, \"aw\"\n\t"                                   \
         ".balign 32\n\t"                                                       \
@@ -65,10 +66,12 @@ enum { SLAB_RSEQ_DONE, SLAB_RSEQ_SLOW, SLAB_RSEQ_ABORTED };
         "movq %%rax, %%fs:8(%[off])\n\t"                                       \
         "cmpl %[cpu], %%fs:4(%[off])\n\t"                                      \
         "jnz 4f\n\t"                                                           \
-        "cmpl $0, (%[lock])\n\t"                                               \
+        "movq %[pcpu], %%rcx\n\t"                                              \
+        "cmpl $0, (%%rcx,%[pofs])\n\t"       /* pcpu[cpu].lock */              \
         "jnz %l[slow]\n\t"                                                     \
         "movq (%[cc]), %%rdx\n\t"                                              \
         "movl %%edx, %%ecx\n\t"                                                \
+        "movq 8(%[cc]), %%rax\n\t"           /* rax = slots */                 \
         "andl %[cmask], %%ecx\n\t"           /* rcx = count */
 /* The commit: the word, ops moved on (the add sets bit 63 when they are
  * due for a fold). */
@@ -85,6 +88,7 @@ enum { SLAB_RSEQ_DONE, SLAB_RSEQ_SLOW, SLAB_RSEQ_ABORTED };
         ".popsection\n\t"
 
 _Static_assert(PCPU_RSEQ_SIG == 0x53053053, "the signature in the abort handler");
+_Static_assert(offsetof(struct slab_pcpu, lock) == 0, "the sequences read the lock at pcpu[cpu]");
 _Static_assert(CACHE_CPU_OPS_ONE + 1 <= INT32_MAX, "an immediate");
 
 /* Pop the top of @cc, the list of CPU @cpu, into *@ret as one sequence
@@ -92,16 +96,16 @@ _Static_assert(CACHE_CPU_OPS_ONE + 1 <= INT32_MAX, "an immediate");
  * SLAB_RSEQ_SLOW when the lock is held, the list empty or the ops due for
  * a fold. */
 static inline __attribute__((always_inline)) int slab_rseq_pop(const mb_cache *s, struct cache_cpu *cc,
-                                                               void **slots, uint32_t cpu, void **ret) {
+                                                               uint32_t cpu, void **ret) {
         void *obj;
 
         __asm__ __volatile__ goto(SLAB_RSEQ_ENTER
                                   "jz %l[slow]\n\t"                         /* empty */
-                                  "movq -8(%[slots],%%rcx,8), %[obj]\n\t"
+                                  "movq -8(%%rax,%%rcx,8), %[obj]\n\t"
                                   SLAB_RSEQ_COMMIT
                                   : [obj] "=&r"(obj)
-                                  : [off] "r"(s->rseq_area), [cpu] "r"(cpu), [cc] "r"(cc), [slots] "r"(slots),
-                                    [lock] "r"(&s->pcpu[cpu].lock), [cmask] "i"((uint32_t) CACHE_CPU_COUNT_MASK),
+                                  : [off] "r"(s->rseq_area), [cpu] "r"(cpu), [cc] "r"(cc),
+                                    [pcpu] "m"(s->pcpu), [pofs] "r"((uint64_t) cpu * sizeof(struct slab_pcpu)), [cmask] "i"((uint32_t) CACHE_CPU_COUNT_MASK),
                                     [delta] "i"(CACHE_CPU_OPS_ONE - 1)
                                   : "memory", "cc", "rax", "rcx", "rdx"
                                   : slow, aborted);
@@ -118,15 +122,15 @@ aborted:
  * SLAB_RSEQ_SLOW when the lock is held, the list holds cpu_max objects
  * (the locked path trims it) or the ops are due for a fold. */
 static inline __attribute__((always_inline)) int slab_rseq_push(const mb_cache *s, struct cache_cpu *cc,
-                                                                void **slots, uint32_t cpu, void *obj) {
+                                                                uint32_t cpu, void *obj) {
         __asm__ __volatile__ goto(SLAB_RSEQ_ENTER
                                   "cmpl %[max], %%ecx\n\t"
                                   "jae %l[slow]\n\t"                        /* full: trim */
-                                  "movq %[obj], (%[slots],%%rcx,8)\n\t"
+                                  "movq %[obj], (%%rax,%%rcx,8)\n\t"
                                   SLAB_RSEQ_COMMIT
                                   :
-                                  : [off] "r"(s->rseq_area), [cpu] "r"(cpu), [cc] "r"(cc), [slots] "r"(slots),
-                                    [lock] "r"(&s->pcpu[cpu].lock), [obj] "r"(obj), [max] "r"(s->cpu_max),
+                                  : [off] "r"(s->rseq_area), [cpu] "r"(cpu), [cc] "r"(cc),
+                                    [pcpu] "m"(s->pcpu), [pofs] "r"((uint64_t) cpu * sizeof(struct slab_pcpu)), [obj] "r"(obj), [max] "m"(s->cpu_max),
                                     [cmask] "i"((uint32_t) CACHE_CPU_COUNT_MASK), [delta] "i"(CACHE_CPU_OPS_ONE + 1)
                                   : "memory", "cc", "rax", "rcx", "rdx"
                                   : slow, aborted);
@@ -267,21 +271,42 @@ static __attribute__((noinline)) void *slab_cache_alloc_locked(mb_cache *s) {
         return obj;
 }
 
+#if PCPU_HAVE_RSEQ
+/* A sequence was aborted (preempted, migrated, signalled): try again on
+ * the CPU the thread runs on now, then take the lock. */
+static __attribute__((noinline)) void *slab_cache_alloc_retry(mb_cache *s) {
+        for (unsigned tries = 1; tries < SLAB_RSEQ_TRIES; tries++) {
+                uint32_t cpu = slab_fast_cpu(s);
+                struct cache_cpu *cc = &s->cpu[cpu];
+                void *obj;
+                int r;
+
+                if (cpu >= s->rseq_ncpus)
+                        break;
+                r = slab_rseq_pop(s, cc, cpu, &obj);
+                if (r == SLAB_RSEQ_DONE)
+                        return obj;
+                if (r == SLAB_RSEQ_SLOW)
+                        break;
+        }
+        return slab_cache_alloc_locked(s);
+}
+#endif
+
 void *mb_cache_alloc(mb_cache *s) {
 #if PCPU_HAVE_RSEQ
         if (_likely_(!(s->debug | (s->fork_gen != __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED))))) {
                 uint32_t cpu = slab_fast_cpu(s);
 
-                for (unsigned tries = 0; cpu < s->rseq_ncpus && tries < SLAB_RSEQ_TRIES; tries++) {
+                if (_likely_(cpu < s->rseq_ncpus)) {
                         struct cache_cpu *cc = &s->cpu[cpu];
                         void *obj;
-                        int r = slab_rseq_pop(s, cc, cc->slots, cpu, &obj);
+                        int r = slab_rseq_pop(s, cc, cpu, &obj);
 
                         if (_likely_(r == SLAB_RSEQ_DONE))
                                 return obj;
-                        if (r == SLAB_RSEQ_SLOW)
-                                break;
-                        cpu = slab_fast_cpu(s);
+                        if (r == SLAB_RSEQ_ABORTED)
+                                return slab_cache_alloc_retry(s);
                 }
         }
 #endif
@@ -330,6 +355,26 @@ static __attribute__((noinline)) void slab_cache_free_locked(mb_cache *s, void *
                 slab_ctx_stat_write(s->ctx, s->stat, flush);
 }
 
+#if PCPU_HAVE_RSEQ
+/* As slab_cache_alloc_retry(). */
+static __attribute__((noinline)) void slab_cache_free_retry(mb_cache *s, void *obj) {
+        for (unsigned tries = 1; tries < SLAB_RSEQ_TRIES; tries++) {
+                uint32_t cpu = slab_fast_cpu(s);
+                struct cache_cpu *cc = &s->cpu[cpu];
+                int r;
+
+                if (cpu >= s->rseq_ncpus)
+                        break;
+                r = slab_rseq_push(s, cc, cpu, obj);
+                if (r == SLAB_RSEQ_DONE)
+                        return;
+                if (r == SLAB_RSEQ_SLOW)
+                        break;
+        }
+        slab_cache_free_locked(s, obj);
+}
+#endif
+
 void mb_cache_free(mb_cache *s, void *obj) {
         if (_unlikely_(!obj))
                 return;
@@ -337,15 +382,16 @@ void mb_cache_free(mb_cache *s, void *obj) {
         if (_likely_(!(s->debug | (s->fork_gen != __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED))))) {
                 uint32_t cpu = slab_fast_cpu(s);
 
-                for (unsigned tries = 0; cpu < s->rseq_ncpus && tries < SLAB_RSEQ_TRIES; tries++) {
+                if (_likely_(cpu < s->rseq_ncpus)) {
                         struct cache_cpu *cc = &s->cpu[cpu];
-                        int r = slab_rseq_push(s, cc, cc->slots, cpu, obj);
+                        int r = slab_rseq_push(s, cc, cpu, obj);
 
                         if (_likely_(r == SLAB_RSEQ_DONE))
                                 return;
-                        if (r == SLAB_RSEQ_SLOW)
-                                break;
-                        cpu = slab_fast_cpu(s);
+                        if (r == SLAB_RSEQ_ABORTED) {
+                                slab_cache_free_retry(s, obj);
+                                return;
+                        }
                 }
         }
 #endif
