@@ -151,6 +151,7 @@
 #define SLAB_CPU_MAX_MIN_OBJECTS 8u
 #define SLAB_CPU_MAX_MAX_OBJECTS 1024u
 #define SLAB_CPU_LIST_BYTES (32u * 1024u) /* what a per-CPU list may park, at least 2 slabs' worth */
+#define SLAB_MAX_CPUS 65536u      /* a slab's owner CPU is 16 bits */
 #define SLAB_RSEQ_TRIES 3u        /* fast-path attempts before the slow lock */
 #define SLAB_RSEQ_ENV "MEMBROKER_SLAB_RSEQ" /* =0: atomic per-CPU locks only */
 
@@ -189,7 +190,9 @@ struct mb_slab {
         uint64_t key;               /* page index relative to cache->base */
         void *freelist;             /* free objects not held by any CPU */
         uint32_t nfree;             /* objects on freelist */
-        uint32_t list;              /* SLAB_ON_* */
+        uint16_t list;              /* SLAB_ON_* */
+        uint16_t cpu;               /* the CPU that last took objects from it:
+                                     * whose partial list it joins */
 };
 
 /* The client's per-CPU slab state: the lock that serialises all slab work
@@ -314,7 +317,7 @@ struct mb_cache {
         /* Slabs; under lock (slow paths only: on its own cache line, away
          * from the read-mostly fields above). */
         pthread_mutex_t lock _cacheline_aligned_;
-        struct slab_list_node partial;
+        struct slab_list_node *partial; /* per CPU: slabs last taken by that CPU */
         struct slab_list_node empty;
         uint64_t nr_partial;
         uint64_t nr_empty;       /* also read without the lock by the shrinker's count */
@@ -528,7 +531,8 @@ void slab_ctx_stat_write(struct slab_ctx *ctx, unsigned stat, int64_t delta);
 /**
  * slab_ctx_get - find or make the slab context of @c and take a reference.
  * slab_registry_lock held.  Returns 0 and *@ret, -EINVAL for a page size
- * that is not a power of two, or -ENOMEM.
+ * that is not a power of two or more than SLAB_MAX_CPUS CPU slots, or
+ * -ENOMEM.
  */
 int slab_ctx_get(mb_client *c, struct slab_ctx **ret);
 
@@ -568,12 +572,15 @@ void slab_page_move(mb_cache *s, struct mb_slab *slab, uint32_t list);
 size_t slab_page_flush_list(mb_cache *s, void *list);
 
 /**
- * slab_page_take_partial - give a CPU the whole free lists of partial (else
- * empty) slabs, until it holds half its cpu_max: SLUB's get_partial() +
- * get_freelist().  The CPU's list is empty on entry.  Cache lock taken
- * here.  True when it got any object.
+ * slab_page_take_partial - give CPU @cpu the whole free lists of slabs,
+ * until it holds half its cpu_max: SLUB's get_partial() + get_freelist().
+ * Its own partial slabs first (SLUB's per-CPU partial list: a CPU's objects
+ * stay in its own slabs, so that two CPUs do not write objects of one
+ * cache line), then empty ones, then other CPUs' partial slabs.  The CPU's
+ * list is empty on entry.  Cache lock taken here.  True when it got any
+ * object.
  */
-bool slab_page_take_partial(mb_cache *s, void **ret_list, uint32_t *ret_count);
+bool slab_page_take_partial(mb_cache *s, unsigned cpu, void **ret_list, uint32_t *ret_count);
 
 /* Give up to @max empty slabs back.  No lock held.  Returns how many. */
 size_t slab_page_release_empty(mb_cache *s, size_t max);

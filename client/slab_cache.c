@@ -196,7 +196,7 @@ static void *slab_cache_alloc_slow(mb_cache *s, struct slab_pcpu *p, struct cach
         int r;
 
         slab_pcpu_assert_locked(p);
-        if (slab_page_take_partial(s, &list, &count)) {
+        if (slab_page_take_partial(s, (unsigned) (cc - s->cpu), &list, &count)) {
                 slab_cache_fill(s, p, cc, list, count, flush);
                 obj = slab_cache_pop(s, p, cc);
                 slab_pcpu_unlock(p);
@@ -224,6 +224,7 @@ static void *slab_cache_alloc_slow(mb_cache *s, struct slab_pcpu *p, struct cach
         }
         s->nr_slabs++;
         s->slabs_allocated++;
+        slab->cpu = (uint16_t) cpu;
         if (cache_cpu_count(cc) == 0) {
                 /* The new slab becomes this CPU's active slab. */
                 slab_cache_fill(s, p, cc, slab->freelist, slab->nfree, flush);
@@ -491,7 +492,6 @@ mb_cache *mb_cache_create(mb_client *c, const char *name, size_t object_size, si
                                        MB_MIN((size_t) SLAB_CPU_MAX_MAX_OBJECTS,
                                               MB_MAX(2 * s->objects, SLAB_CPU_LIST_BYTES / s->object_bytes)));
         s->empty_keep = slab_cache_empty_keep(s->object_bytes);
-        slab_list_init(&s->partial);
         slab_list_init(&s->empty);
         slab_list_init(&s->ctx_node);
         s->name = strdup(name);
@@ -519,6 +519,13 @@ mb_cache *mb_cache_create(mb_client *c, const char *name, size_t object_size, si
                 goto fail;
         }
         memset(s->cpu, 0, s->ctx->ncpus * sizeof(struct cache_cpu));
+        s->partial = calloc(s->ctx->ncpus, sizeof(*s->partial));
+        if (!s->partial) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        for (unsigned i = 0; i < s->ctx->ncpus; i++)
+                slab_list_init(&s->partial[i]);
         {
                 /* Each CPU's slots on cache lines of their own. */
                 size_t stride = slab_align_up((s->cpu_max + 1) * sizeof(void *), MB_CACHELINE_BYTES);
@@ -555,6 +562,7 @@ mb_cache *mb_cache_create(mb_client *c, const char *name, size_t object_size, si
 
 fail:
         free(s->slots);
+        free(s->partial);
         free(s->cpu);
         free(s->name);
         {
@@ -581,6 +589,7 @@ size_t mb_cache_destroy(mb_cache *s) {
                         free(s->table[i]);
                 free(s->table);
                 free(s->slots);
+        free(s->partial);
         free(s->cpu);
                 free(s->name);
                 free(s);
@@ -629,6 +638,7 @@ size_t mb_cache_destroy(mb_cache *s) {
         free(s->table);
         pthread_mutex_destroy(&s->lock);
         free(s->slots);
+        free(s->partial);
         free(s->cpu);
         free(s->name);
         free(s);

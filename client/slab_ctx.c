@@ -93,7 +93,7 @@ int slab_ctx_get(mb_client *c, struct slab_ctx **ret) {
                 }
 
         ps = mb_page_size(c);
-        if (!slab_is_pow2(ps))
+        if (!slab_is_pow2(ps) || mb_client_ncpus(c) == 0 || mb_client_ncpus(c) > SLAB_MAX_CPUS)
                 return -EINVAL;
         ctx = calloc(1, sizeof(*ctx));
         if (!ctx)
