@@ -151,7 +151,8 @@
 #define SLAB_CPU_MAX_MIN_OBJECTS 8u
 #define SLAB_CPU_MAX_MAX_OBJECTS 1024u
 #define SLAB_CPU_LIST_BYTES (32u * 1024u) /* what a per-CPU list may park, at least 2 slabs' worth */
-#define SLAB_MAX_CPUS 65536u      /* a slab's owner CPU is 16 bits */
+#define SLAB_MAX_CPUS 65536u
+#define SLAB_DEBUG_GEN 0x80000000u  /* fast_gen of a debug cache: fork_gen + this */      /* a slab's owner CPU is 16 bits */
 #define SLAB_RSEQ_TRIES 3u        /* fast-path attempts before the slow lock */
 #define SLAB_RSEQ_ENV "MEMBROKER_SLAB_RSEQ" /* =0: atomic per-CPU locks only */
 
@@ -302,6 +303,8 @@ struct mb_cache {
         uint32_t cpu_max;        /* per-CPU list length that triggers a flush */
         uint32_t stat;           /* SLAB_STAT_* */
         uint32_t fork_gen;       /* slab_fork_gen at creation */
+        uint32_t fast_gen;       /* what slab_fork_gen must be for the fast
+                                  * paths: fork_gen, never that in debug mode */
         bool debug;
         bool poison;
 

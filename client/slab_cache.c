@@ -296,7 +296,8 @@ static __attribute__((noinline)) void *slab_cache_alloc_retry(mb_cache *s) {
 
 void *mb_cache_alloc(mb_cache *s) {
 #if PCPU_HAVE_RSEQ
-        if (_likely_(!(s->debug | (s->fork_gen != __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED))))) {
+        /* Neither debug mode nor an inherited cache: one compare. */
+        if (_likely_(s->fast_gen == __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED))) {
                 uint32_t cpu = slab_fast_cpu(s);
 
                 if (_likely_(cpu < s->rseq_ncpus)) {
@@ -380,7 +381,8 @@ void mb_cache_free(mb_cache *s, void *obj) {
         if (_unlikely_(!obj))
                 return;
 #if PCPU_HAVE_RSEQ
-        if (_likely_(!(s->debug | (s->fork_gen != __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED))))) {
+        /* Neither debug mode nor an inherited cache: one compare. */
+        if (_likely_(s->fast_gen == __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED))) {
                 uint32_t cpu = slab_fast_cpu(s);
 
                 if (_likely_(cpu < s->rseq_ncpus)) {
@@ -477,6 +479,7 @@ mb_cache *mb_cache_create(mb_client *c, const char *name, size_t object_size, si
         if (slab_debug_env())
                 s->flags |= MB_CACHE_DEBUG;
         s->debug = s->flags & MB_CACHE_DEBUG;
+        s->fast_gen = s->debug ? s->fork_gen + SLAB_DEBUG_GEN : s->fork_gen;
         s->stat = (flags & MB_CACHE_RECLAIMABLE) ? SLAB_STAT_RECLAIMABLE : SLAB_STAT_UNRECLAIMABLE;
         s->object_size = object_size;
         s->align = MB_MAX(align, (size_t) SLAB_MIN_ALIGN_BYTES);
