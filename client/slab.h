@@ -18,37 +18,50 @@
  * Structure
  * ---------
  *  - Per CPU (the CPU slot of mb_client_cpu(), the same one the page stock
- *    uses), every cache keeps a free list of objects, linked through a free
- *    pointer stored in the free objects themselves.  mb_cache_alloc() pops
- *    from it, mb_cache_free() pushes onto it.  Both take the client's
- *    per-CPU slab lock, like the kernel's local_lock around
- *    memcg_stock_pcp: the per-CPU lock of pcpu_lock.h, shared with the page
- *    stocks, taken with a restartable sequence (rseq), so without any atomic
- *    instruction, by the threads of that CPU, and remotely (compare and
- *    swap plus an rseq membarrier) by anyone else.  MEMBROKER_SLAB_RSEQ=0
- *    takes it in atomic mode.
+ *    uses), every cache keeps a list of free objects: an array of object
+ *    pointers (LIFO) and one 64-bit word (count, operations), as tcmalloc's
+ *    per-CPU slabs.  In rseq mode mb_cache_alloc() and mb_cache_free() are
+ *    each one restartable sequence that pops or pushes a pointer and
+ *    commits with the single store of the word: no lock, no atomic
+ *    instruction, no access to any line another CPU writes (the cache's
+ *    read-mostly fields, this CPU's word, its slots and its per-CPU lock
+ *    word, which the sequence only reads), no access to the object on
+ *    alloc.  The per-CPU lock of pcpu_lock.h (the kernel's local_lock
+ *    around kmem_cache_cpu) is taken by the slow paths of this CPU and by
+ *    remote operations (drain, shrink, stats) from other CPUs: a compare
+ *    and swap, then membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ) on
+ *    the owning CPU, which aborts a sequence that read the lock word free
+ *    before the swap.  A sequence that finds the lock held, the list empty
+ *    or full leaves to the locked path.  MEMBROKER_SLAB_RSEQ=0 (or no rseq)
+ *    runs every operation under the lock, taken in atomic mode.
  *  - When the per-CPU list is empty, the CPU takes the whole free lists of
- *    slabs of the cache at once, until it holds half of `cpu_max`: the
- *    cache's partial slabs first, then its empty ones, else a new page (a
- *    new slab becomes the CPU's active slab, cf. SLUB's c->slab /
- *    get_freelist()).  When a per-CPU list grows past `cpu_max` objects
- *    (twice a slab's objects, at least what 32 KiB hold, at most 1024),
- *    half of it goes back to the slabs the objects belong to, in one batch
- *    under the cache lock (like SLUB's put_cpu_partial()/__slab_free(), or
- *    the per-CPU "sheaves" of newer kernels).
+ *    slabs of the cache at once, until it holds half of `cpu_max`: its own
+ *    partial slabs first (SLUB's per-CPU partial list: a slab joins the
+ *    partial list of the CPU that last took objects from it, so that a
+ *    CPU's objects stay in its own slabs and two CPUs do not write objects
+ *    of one cache line), then the cache's empty slabs, then other CPUs'
+ *    partial slabs, else a new page (a new slab becomes the CPU's active
+ *    slab, cf. SLUB's c->slab / get_freelist()).  When a per-CPU list
+ *    passes `cpu_max` objects (twice a slab's objects, at least what 32 KiB
+ *    hold, at most 1024), its oldest half goes back to the slabs the
+ *    objects belong to, in one batch under the cache lock (like SLUB's
+ *    put_cpu_partial()/__slab_free(), or the per-CPU "sheaves" of newer
+ *    kernels).
  *  - Remote frees: an object freed on another CPU than the one it was
- *    allocated on simply goes onto the freeing CPU's list; objects are not
- *    owned by CPUs, only by slabs, and every slab's free list and counters
- *    are changed under the cache lock.  A thread that migrates between
- *    reading its CPU slot and taking the lock is also correct: it then uses
- *    the other slot's list under that slot's lock.
- *  - Per cache: partial slabs (some objects free), empty slabs (all free)
- *    and full slabs (on no list, like SLUB's).  Past `empty_keep` empty
- *    slabs (SLUB's calculate_min_partial(): 5..10 by object size) an empty
- *    slab is given back at once; mb_cache_shrink() gives every empty slab
- *    back (like __kmem_cache_shrink()).  Reclaimable caches register a
- *    shrinker: count = empty slabs + the slabs that draining the per-CPU
- *    lists would empty, scan = drain and give them back.
+ *    allocated on simply goes onto the freeing CPU's list, touching no line
+ *    of the allocating CPU (where SLUB's __slab_free() would cmpxchg the
+ *    slab's shared freelist); objects are not owned by CPUs, only by slabs,
+ *    and every slab's free list and counters are changed under the cache
+ *    lock when a list is trimmed.  A thread that migrates between reading
+ *    its CPU and its sequence's commit is restarted by the kernel.
+ *  - Per cache: partial slabs (some objects free; per CPU, above), empty
+ *    slabs (all free) and full slabs (on no list, like SLUB's).  Past
+ *    `empty_keep` empty slabs (SLUB's calculate_min_partial(): 5..10 by
+ *    object size) an empty slab is given back at once; mb_cache_shrink()
+ *    gives every empty slab back (like __kmem_cache_shrink()).
+ *    Reclaimable caches register a shrinker: count = empty slabs + the
+ *    slabs that draining the per-CPU lists would empty, scan = drain and
+ *    give them back.
  *
  * Object sizes
  * ------------
@@ -78,29 +91,41 @@
  *     include them, whether their objects are in use or not.
  *  2. Objects: like the kernel's obj_stock (mm/memcontrol.c
  *     consume_obj_stock(), refill_obj_stock(), obj_cgroup_charge()), every
- *     CPU slot has a byte stock.  An allocation consumes the cache's
- *     `object_bytes` (object plus its in-slab metadata and padding, as the
- *     kernel charges obj_full_size()) from it; when it runs dry, whole
- *     pages' worth of bytes are charged (counted in `charged_pages`) and the
- *     leftover stays in the stock.  A free refills it, and when it holds more
- *     than a page, the whole pages' worth are uncharged (`uncharged_pages`)
- *     and the remainder (< 1 page) stays.  Invariant, per client:
+ *     CPU slot has a byte stock.  Objects are charged when they enter a
+ *     CPU's list (a refill: whole slabs' free lists at a time) and
+ *     uncharged when they leave it (a trim, a drain), `object_bytes` each
+ *     (object plus its in-slab metadata and padding, as the kernel charges
+ *     obj_full_size()), so that the fast paths, which move objects between
+ *     a CPU list and the application, need no byte-stock update: the one
+ *     store that commits a sequence cannot cover both the cache's list and
+ *     the CPU's stock, which all caches share.  When the stock runs dry,
+ *     whole pages' worth of bytes are charged (counted in `charged_pages`)
+ *     and the leftover stays in the stock; when it holds more than a page,
+ *     the whole pages' worth are uncharged (`uncharged_pages`) and the
+ *     remainder (< 1 page) stays.  Invariant, per client:
  *       (charged_pages - uncharged_pages) * page_size
- *           == bytes of live objects + bytes in the byte stocks,
- *     and the byte stocks hold at most ncpus * page_size bytes.  The byte
- *     charge is the object-level view of the same memory: it does not take
- *     more pages from the daemon (the slab pages already are charged); the
- *     difference between slab pages and charged bytes is the slab's
- *     fragmentation (empty and partial slabs, metadata, page tails).
+ *           == bytes of live objects + bytes on the per-CPU lists
+ *              + bytes in the byte stocks,
+ *     the byte stocks holding at most ncpus * page_size bytes and the lists
+ *     at most cpu_max objects per cache and CPU; mb_slab_stats() reports
+ *     the last two together as `stock_bytes`.  The byte charge is the
+ *     object-level view of the same memory: it does not take more pages
+ *     from the daemon (the slab pages already are charged); the difference
+ *     between slab pages and charged bytes is the slab's fragmentation
+ *     (empty and partial slabs, metadata, page tails).
  *  3. The stat: `slab_reclaimable` / `slab_unreclaimable` are the bytes of
  *     live objects of reclaimable / other caches (NR_SLAB_RECLAIMABLE_B /
  *     NR_SLAB_UNRECLAIMABLE_B), `slab` their sum.  Deltas gather in the
- *     per-CPU stock and are written into the client's stats region with
- *     mb_client_stat_add() when they pass a page's worth, like the kernel's
- *     __account_obj_stock(); the daemon folds them through rstat like every
- *     activity counter.  So the stat may lag by < page_size bytes per item
- *     per CPU; mb_slab_drain() (and destroying the client's last cache)
- *     writes everything, after which the stat is exact.
+ *     per-CPU stock with the charges (so the objects on a CPU's lists count
+ *     as if live until they leave it) and are written into the client's
+ *     stats region with mb_client_stat_add() when they pass a page's
+ *     worth, like the kernel's __account_obj_stock(); the daemon folds them
+ *     through rstat like every activity counter.  So the stat may lag by
+ *     < page_size bytes per item per CPU, plus the bytes on the CPU's lists
+ *     (at most cpu_max objects per cache and CPU: about 32 KiB, at least two
+ *     slabs); mb_slab_drain() (and destroying the client's last cache)
+ *     writes everything but the bytes on the lists, which it keeps pending,
+ *     after which the stat is exact.
  *
  * Debug mode (MB_CACHE_DEBUG, or MEMBROKER_SLAB_DEBUG=1 for every cache)
  * ---------------------------------------------------------------------
@@ -113,12 +138,14 @@
  * pointer that is not the start of an object, red zone overwrite, write
  * after free.  A bad free is ignored (nothing is corrupted); a damaged red
  * zone or poison is reported and repaired.  When debug mode is off, the
- * alloc and free paths pay one predictable branch for it.  (Without debug
+ * alloc and free paths pay one predictable branch for it (shared with the
+ * fork check: fast_gen).  (Without debug
  * mode, frees of foreign pointers are still detected, and dropped, when the
  * per-CPU list is flushed, but a double free is not.)
  *
  * Locks, in order: slab_registry_lock -> ctx->lock -> per-CPU slab lock ->
- * cache->lock.  mb_page_alloc()/mb_page_free() and constructors are called
+ * cache->lock (mb_slab_stats() and mb_slab_drain() hold ctx->lock while
+ * they take each CPU's lock, to count the caches' list bytes).  mb_page_alloc()/mb_page_free() and constructors are called
  * with no lock held.
  *
  * Caches must be destroyed before mb_close() of their client.
