@@ -145,8 +145,9 @@
  *
  * Locks, in order: slab_registry_lock -> ctx->lock -> per-CPU slab lock ->
  * cache->lock (mb_slab_stats() and mb_slab_drain() hold ctx->lock while
- * they take each CPU's lock, to count the caches' list bytes).  mb_page_alloc()/mb_page_free() and constructors are called
- * with no lock held.
+ * they take each CPU's lock, to count the caches' list bytes).
+ * mb_page_alloc()/mb_page_free() and constructors are called with no lock
+ * held.
  *
  * Caches must be destroyed before mb_close() of their client.
  *
@@ -178,8 +179,8 @@
 #define SLAB_CPU_MAX_MIN_OBJECTS 8u
 #define SLAB_CPU_MAX_MAX_OBJECTS 1024u
 #define SLAB_CPU_LIST_BYTES (32u * 1024u) /* what a per-CPU list may park, at least 2 slabs' worth */
-#define SLAB_MAX_CPUS 65536u
-#define SLAB_DEBUG_GEN 0x80000000u  /* fast_gen of a debug cache: fork_gen + this */      /* a slab's owner CPU is 16 bits */
+#define SLAB_MAX_CPUS 65536u      /* a slab's owner CPU is 16 bits */
+#define SLAB_DEBUG_GEN 0x80000000u /* fast_gen of a debug cache: fork_gen + this */
 #define SLAB_RSEQ_TRIES 3u        /* fast-path attempts before the slow lock */
 #define SLAB_RSEQ_ENV "MEMBROKER_SLAB_RSEQ" /* =0: atomic per-CPU locks only */
 
@@ -328,6 +329,7 @@ struct mb_cache {
         uint32_t object_bytes;   /* slot stride: bytes an object takes and is charged */
         uint32_t fp_offset;      /* free pointer, from the object start */
         uint32_t cpu_max;        /* per-CPU list length that triggers a flush */
+        uint32_t cpu_cap;        /* room in each CPU's slots[] */
         uint32_t stat;           /* SLAB_STAT_* */
         uint32_t fork_gen;       /* slab_fork_gen at creation */
         uint32_t fast_gen;       /* what slab_fork_gen must be for the fast

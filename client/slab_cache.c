@@ -105,8 +105,8 @@ static inline __attribute__((always_inline)) int slab_rseq_pop(const mb_cache *s
                                   SLAB_RSEQ_COMMIT
                                   : [obj] "=&r"(obj)
                                   : [off] "r"(s->rseq_area), [cpu] "r"(cpu), [cc] "r"(cc),
-                                    [pcpu] "m"(s->pcpu), [pofs] "r"((uint64_t) cpu * sizeof(struct slab_pcpu)), [cmask] "i"((uint32_t) CACHE_CPU_COUNT_MASK),
-                                    [delta] "i"(CACHE_CPU_OPS_ONE - 1)
+                                    [pcpu] "m"(s->pcpu), [pofs] "r"((uint64_t) cpu * sizeof(struct slab_pcpu)),
+                                    [cmask] "i"((uint32_t) CACHE_CPU_COUNT_MASK), [delta] "i"(CACHE_CPU_OPS_ONE - 1)
                                   : "memory", "cc", "rax", "rcx", "rdx"
                                   : slow, aborted);
         *ret = obj;
@@ -130,7 +130,8 @@ static inline __attribute__((always_inline)) int slab_rseq_push(const mb_cache *
                                   SLAB_RSEQ_COMMIT
                                   :
                                   : [off] "r"(s->rseq_area), [cpu] "r"(cpu), [cc] "r"(cc),
-                                    [pcpu] "m"(s->pcpu), [pofs] "r"((uint64_t) cpu * sizeof(struct slab_pcpu)), [obj] "r"(obj), [max] "m"(s->cpu_max),
+                                    [pcpu] "m"(s->pcpu), [pofs] "r"((uint64_t) cpu * sizeof(struct slab_pcpu)),
+                                    [obj] "r"(obj), [max] "m"(s->cpu_max),
                                     [cmask] "i"((uint32_t) CACHE_CPU_COUNT_MASK), [delta] "i"(CACHE_CPU_OPS_ONE + 1)
                                   : "memory", "cc", "rax", "rcx", "rdx"
                                   : slow, aborted);
@@ -177,7 +178,7 @@ static void slab_cache_fill(mb_cache *s, struct slab_pcpu *p, struct cache_cpu *
                             int64_t *flush) {
         uint32_t i = count;
 
-        mb_assert_debug(cache_cpu_count(cc) == 0 && count <= s->cpu_max);
+        mb_assert_debug(cache_cpu_count(cc) == 0 && count < s->cpu_cap);
         /* The list's head on top: the order the slab would hand them out. */
         for (void *o = list; o; o = slab_get_fp(s, o))
                 cc->slots[--i] = o;
@@ -315,7 +316,7 @@ void *mb_cache_alloc(mb_cache *s) {
         return slab_cache_alloc_locked(s);
 }
 
-/* The per-CPU list passed cpu_max (slots[] has room for one more): keep
+/* The per-CPU list passed cpu_max (slots[] has room: cpu_cap): keep
  * the most recently freed half of cpu_max, give the
  * oldest half back to the slabs (uncharging their bytes).  Called with @p
  * locked and @cc folded; unlocks @p. */
@@ -531,7 +532,15 @@ mb_cache *mb_cache_create(mb_client *c, const char *name, size_t object_size, si
                 slab_list_init(&s->partial[i]);
         {
                 /* Each CPU's slots on cache lines of their own. */
-                size_t stride = slab_align_up((s->cpu_max + 1) * sizeof(void *), MB_CACHELINE_BYTES);
+                size_t stride;
+
+                /* A refill takes whole slabs until the list holds half of
+                 * cpu_max, so it may end below cpu_max / 2 + objects, which
+                 * can pass cpu_max (1024 at most) on large pages; a locked
+                 * push may hold cpu_max + 1 before the trim. */
+                s->cpu_cap = s->cpu_max / 2 + (uint32_t) s->objects + 1;
+                s->cpu_cap = MB_MAX(s->cpu_cap, s->cpu_max + 1);
+                stride = slab_align_up(s->cpu_cap * sizeof(void *), MB_CACHELINE_BYTES);
 
                 s->slots = aligned_alloc(MB_CACHELINE_BYTES, s->ctx->ncpus * stride);
                 if (!s->slots) {

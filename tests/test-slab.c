@@ -411,6 +411,49 @@ START_TEST(test_shrinker_callbacks) {
 }
 END_TEST
 
+/* Large pages: a slab of 8-byte objects holds more than cpu_max (1024)
+ * objects, so a refill brings more than cpu_max to a CPU's list at once
+ * (the list's slots have room for it: cpu_cap). */
+START_TEST(test_slab_larger_than_cpu_list) {
+        enum { BIG_PAGE = 65536, N = 20000 };
+        mb_client *big = fake_client_new(64, BIG_PAGE, NCPUS);
+        mb_cache *s = mb_cache_create(big, "tiny-on-big-pages", 8, 0, 0, NULL);
+        void **o = calloc(N, sizeof(void *));
+        struct mb_cache_stats st;
+        struct mb_slab_stats ss;
+
+        ck_assert_ptr_nonnull(s);
+        ck_assert_ptr_nonnull(o);
+        for (unsigned round = 0; round < 3; round++) {
+                fake_client_set_cpu((int) (round % NCPUS));
+                for (size_t i = 0; i < N; i++) {
+                        o[i] = mb_cache_alloc(s);
+                        ck_assert_ptr_nonnull(o[i]);
+                        *(uint64_t *) o[i] = i;
+                }
+                fake_client_set_cpu((int) ((round + 1) % NCPUS));
+                for (size_t i = 0; i < N; i++) {
+                        ck_assert_uint_eq(*(uint64_t *) o[i], i);
+                        mb_cache_free(s, o[i]);
+                }
+        }
+        ck_assert_int_eq(mb_cache_stats(s, &st), 0);
+        ck_assert_uint_gt(st.objects_per_slab, 1024);
+        ck_assert_uint_eq(st.live_objects, 0);
+        ck_assert_uint_eq(st.allocs, 3 * N);
+        ck_assert_int_eq(mb_slab_stats(big, &ss), 0);
+        ck_assert_uint_eq((ss.charged_pages - ss.uncharged_pages) * BIG_PAGE, ss.stock_bytes);
+        ck_assert_uint_eq(mb_cache_shrink(s) > 0, 1);
+        ck_assert_int_eq(mb_cache_stats(s, &st), 0);
+        ck_assert_uint_eq(st.slabs, 0);
+        ck_assert_uint_eq(mb_cache_destroy(s), 0);
+        ck_assert_uint_eq(fake_client_pages_in_use(big), 0);
+        fake_client_set_cpu(-1);
+        free(o);
+        fake_client_free(big);
+}
+END_TEST
+
 START_TEST(test_enomem_at_page_limit) {
         mb_cache *s = mb_cache_create(client, "limited", 1024, 0, 0, NULL);
         void *o[9];
@@ -799,6 +842,7 @@ static Suite *slab_suite(void) {
         tcase_add_test(tc, test_stat_written_in_page_batches);
         tcase_add_test(tc, test_shrink_gives_empty_slabs_back);
         tcase_add_test(tc, test_shrinker_callbacks);
+        tcase_add_test(tc, test_slab_larger_than_cpu_list);
         tcase_add_test(tc, test_enomem_at_page_limit);
         tcase_add_test(tc, test_remote_free);
         tcase_add_test(tc, test_concurrent_stress);
