@@ -3,7 +3,7 @@
  * slab-remote.c - remote frees and remote drains against the slab fast
  * paths on every CPU, with a real client of a real membrokerd.
  *
- *   slab-remote SOCKET TENANT ROUNDS
+ *   slab-remote SOCKET TENANT ROUNDS [MIN_DRAINS]
  *
  * One worker thread pinned to each CPU the process may run on.  Every
  * round a worker allocates a batch of objects from three caches, stamps
@@ -56,7 +56,7 @@
 #define BATCH_OBJECTS 96u        /* allocated per round and worker */
 #define KEEP_OBJECTS 32u         /* held across rounds */
 #define NCACHES 3u
-#define MIN_DRAINS 1000ul        /* workers go on until the drainer made this many */
+#define MIN_DRAINS 1000ul        /* by default, workers go on until the drainer made this many */
 
 static const size_t sizes[NCACHES] = { 16, 64, 200 };
 static mb_client *client;
@@ -87,6 +87,7 @@ struct worker {
 
 static struct worker workers[MAX_WORKERS];
 static unsigned long drains; /* the drainer's rounds (atomic) */
+static unsigned long min_drains = MIN_DRAINS;
 static unsigned nworkers;
 static unsigned cpus[MAX_WORKERS];
 
@@ -126,7 +127,7 @@ static void *worker_run(void *arg) {
         pin(w->cpu);
         mine = malloc(BATCH_OBJECTS * sizeof(*mine));
         CHECK(mine, "out of memory");
-        for (r = 0; r < rounds || __atomic_load_n(&drains, __ATOMIC_RELAXED) < MIN_DRAINS; r++) {
+        for (r = 0; r < rounds || __atomic_load_n(&drains, __ATOMIC_RELAXED) < min_drains; r++) {
                 size_t nmine = 0, nsend = 0;
                 struct obj *in;
                 size_t nin;
@@ -214,6 +215,8 @@ static void *drainer_run(void *arg) {
                 }
                 d->rounds++;
                 __atomic_store_n(&drains, d->rounds, __ATOMIC_RELAXED);
+                /* Let the workers on (valgrind runs one thread at a time). */
+                sched_yield();
         }
         return NULL;
 }
@@ -280,11 +283,13 @@ int main(int argc, char **argv) {
         uint64_t live_bytes = 0;
         int r;
 
-        if (argc != 4) {
-                fprintf(stderr, "usage: %s SOCKET TENANT ROUNDS\n", argv[0]);
+        if (argc != 4 && argc != 5) {
+                fprintf(stderr, "usage: %s SOCKET TENANT ROUNDS [MIN_DRAINS]\n", argv[0]);
                 return 2;
         }
         rounds = strtoul(argv[3], NULL, 10);
+        if (argc == 5)
+                min_drains = strtoul(argv[4], NULL, 10);
         CHECK(sched_getaffinity(0, sizeof(set), &set) == 0, "sched_getaffinity");
         for (unsigned c = 0; c < CPU_SETSIZE && nworkers < MAX_WORKERS; c++)
                 if (CPU_ISSET(c, &set))
