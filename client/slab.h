@@ -81,7 +81,11 @@
  * table (at most half full: 16 bytes per slab).  So a 64-byte object costs
  * (48 + 16) / 64 = 1 byte of metadata, an 8-byte one 0.125 byte; the
  * figure including alignment padding and the unused tail of the page is in
- * mb_cache_stats() `overhead_bytes_per_object`.
+ * mb_cache_stats() `overhead_bytes_per_object`.  Per cache and CPU slot,
+ * outside the broker pages: the list's word (a cache line) and its array
+ * of cpu_cap object pointers (cpu_max + a slab's objects: about 4.5 KiB
+ * for 64-byte objects, 8 KiB at most on 4 KiB pages), which a CPU that
+ * never uses the cache never touches.
  *
  * Byte-grained charging and the slab stat
  * ---------------------------------------
