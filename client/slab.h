@@ -83,7 +83,7 @@
  * figure including alignment padding and the unused tail of the page is in
  * mb_cache_stats() `overhead_bytes_per_object`.  Per cache and CPU slot,
  * outside the broker pages: the list's word (a cache line) and its array
- * of cpu_cap object pointers (cpu_max + a slab's objects: about 4.5 KiB
+ * of cpu_cap object pointers (cpu_max + 1, or more on large pages: 4 KiB
  * for 64-byte objects, 8 KiB at most on 4 KiB pages), which a CPU that
  * never uses the cache never touches.
  *
