@@ -277,9 +277,13 @@ int mb_cache_stats(mb_cache *cache, struct mb_cache_stats *ret);
 
 /* The byte-grained charging of all caches of a client (see client/slab.h):
  * (charged_pages - uncharged_pages) * page size == live object bytes +
- * stock_bytes; reclaimable/unreclaimable_bytes are what has been written to
- * the stats region, pending_* what the per-CPU stocks hold back (each
- * below one page per CPU).  All zero when the client has no cache. */
+ * stock_bytes, where stock_bytes are the charged bytes no live object
+ * holds: the per-CPU byte stocks (each below one page) and the free
+ * objects on the caches' per-CPU lists (charged when they enter a list);
+ * reclaimable/unreclaimable_bytes are what has been written to the stats
+ * region, pending_* what is still to be written so that it equals the live
+ * objects' bytes (mb_slab_drain() writes it).  All zero when the client has
+ * no cache. */
 struct mb_slab_stats {
         uint64_t charged_pages;
         uint64_t uncharged_pages;

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pcpu_lock.h - which CPU the calling thread runs on, the rseq fence on a
- * CPU, and the per-CPU lock word that the slab caches (slab.h) take on
- * their fast paths: the user-space stand-in for the kernel's local_lock()
- * around a per-CPU structure (kmem_cache_cpu).  The page stocks (stock.h)
- * need no lock on their fast paths: each operation is one restartable
- * sequence committed by the store of the stock's word, and their slow
- * paths take that word's lock bits the same two ways as below.
+ * CPU, and the per-CPU lock word of the slab caches (slab.h): the
+ * user-space stand-in for the kernel's local_lock() around a per-CPU
+ * structure (kmem_cache_cpu).  Neither the slab caches nor the page stocks
+ * (stock.h) take a lock on their fast paths: each operation is one
+ * restartable sequence committed by the store of a word.  The slab
+ * sequences read this lock word and leave to the locked path while it is
+ * held; the slab slow paths and remote operations take it as below (the
+ * page stocks take their word's lock bits the same two ways).
  *
  * The CPU.  glibc (2.35 and later) registers a struct rseq for every thread
  * it starts; the kernel keeps its cpu_id current on every return to user

@@ -18,37 +18,50 @@
  * Structure
  * ---------
  *  - Per CPU (the CPU slot of mb_client_cpu(), the same one the page stock
- *    uses), every cache keeps a free list of objects, linked through a free
- *    pointer stored in the free objects themselves.  mb_cache_alloc() pops
- *    from it, mb_cache_free() pushes onto it.  Both take the client's
- *    per-CPU slab lock, like the kernel's local_lock around
- *    memcg_stock_pcp: the per-CPU lock of pcpu_lock.h, shared with the page
- *    stocks, taken with a restartable sequence (rseq), so without any atomic
- *    instruction, by the threads of that CPU, and remotely (compare and
- *    swap plus an rseq membarrier) by anyone else.  MEMBROKER_SLAB_RSEQ=0
- *    takes it in atomic mode.
+ *    uses), every cache keeps a list of free objects: an array of object
+ *    pointers (LIFO) and one 64-bit word (count, operations), as tcmalloc's
+ *    per-CPU slabs.  In rseq mode mb_cache_alloc() and mb_cache_free() are
+ *    each one restartable sequence that pops or pushes a pointer and
+ *    commits with the single store of the word: no lock, no atomic
+ *    instruction, no access to any line another CPU writes (the cache's
+ *    read-mostly fields, this CPU's word, its slots and its per-CPU lock
+ *    word, which the sequence only reads), no access to the object on
+ *    alloc.  The per-CPU lock of pcpu_lock.h (the kernel's local_lock
+ *    around kmem_cache_cpu) is taken by the slow paths of this CPU and by
+ *    remote operations (drain, shrink, stats) from other CPUs: a compare
+ *    and swap, then membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ) on
+ *    the owning CPU, which aborts a sequence that read the lock word free
+ *    before the swap.  A sequence that finds the lock held, the list empty
+ *    or full leaves to the locked path.  MEMBROKER_SLAB_RSEQ=0 (or no rseq)
+ *    runs every operation under the lock, taken in atomic mode.
  *  - When the per-CPU list is empty, the CPU takes the whole free lists of
- *    slabs of the cache at once, until it holds half of `cpu_max`: the
- *    cache's partial slabs first, then its empty ones, else a new page (a
- *    new slab becomes the CPU's active slab, cf. SLUB's c->slab /
- *    get_freelist()).  When a per-CPU list grows past `cpu_max` objects
- *    (twice a slab's objects, at least what 32 KiB hold, at most 1024),
- *    half of it goes back to the slabs the objects belong to, in one batch
- *    under the cache lock (like SLUB's put_cpu_partial()/__slab_free(), or
- *    the per-CPU "sheaves" of newer kernels).
+ *    slabs of the cache at once, until it holds half of `cpu_max`: its own
+ *    partial slabs first (SLUB's per-CPU partial list: a slab joins the
+ *    partial list of the CPU that last took objects from it, so that a
+ *    CPU's objects stay in its own slabs and two CPUs do not write objects
+ *    of one cache line), then the cache's empty slabs, then other CPUs'
+ *    partial slabs, else a new page (a new slab becomes the CPU's active
+ *    slab, cf. SLUB's c->slab / get_freelist()).  When a per-CPU list
+ *    passes `cpu_max` objects (twice a slab's objects, at least what 32 KiB
+ *    hold, at most 1024), its oldest half goes back to the slabs the
+ *    objects belong to, in one batch under the cache lock (like SLUB's
+ *    put_cpu_partial()/__slab_free(), or the per-CPU "sheaves" of newer
+ *    kernels).
  *  - Remote frees: an object freed on another CPU than the one it was
- *    allocated on simply goes onto the freeing CPU's list; objects are not
- *    owned by CPUs, only by slabs, and every slab's free list and counters
- *    are changed under the cache lock.  A thread that migrates between
- *    reading its CPU slot and taking the lock is also correct: it then uses
- *    the other slot's list under that slot's lock.
- *  - Per cache: partial slabs (some objects free), empty slabs (all free)
- *    and full slabs (on no list, like SLUB's).  Past `empty_keep` empty
- *    slabs (SLUB's calculate_min_partial(): 5..10 by object size) an empty
- *    slab is given back at once; mb_cache_shrink() gives every empty slab
- *    back (like __kmem_cache_shrink()).  Reclaimable caches register a
- *    shrinker: count = empty slabs + the slabs that draining the per-CPU
- *    lists would empty, scan = drain and give them back.
+ *    allocated on simply goes onto the freeing CPU's list, touching no line
+ *    of the allocating CPU (where SLUB's __slab_free() would cmpxchg the
+ *    slab's shared freelist); objects are not owned by CPUs, only by slabs,
+ *    and every slab's free list and counters are changed under the cache
+ *    lock when a list is trimmed.  A thread that migrates between reading
+ *    its CPU and its sequence's commit is restarted by the kernel.
+ *  - Per cache: partial slabs (some objects free; per CPU, above), empty
+ *    slabs (all free) and full slabs (on no list, like SLUB's).  Past
+ *    `empty_keep` empty slabs (SLUB's calculate_min_partial(): 5..10 by
+ *    object size) an empty slab is given back at once; mb_cache_shrink()
+ *    gives every empty slab back (like __kmem_cache_shrink()).
+ *    Reclaimable caches register a shrinker: count = empty slabs + the
+ *    slabs that draining the per-CPU lists would empty, scan = drain and
+ *    give them back.
  *
  * Object sizes
  * ------------
@@ -68,7 +81,11 @@
  * table (at most half full: 16 bytes per slab).  So a 64-byte object costs
  * (48 + 16) / 64 = 1 byte of metadata, an 8-byte one 0.125 byte; the
  * figure including alignment padding and the unused tail of the page is in
- * mb_cache_stats() `overhead_bytes_per_object`.
+ * mb_cache_stats() `overhead_bytes_per_object`.  Per cache and CPU slot,
+ * outside the broker pages: the list's word (a cache line) and its array
+ * of cpu_cap object pointers (cpu_max + 1, or more on large pages: 4 KiB
+ * for 64-byte objects, 8 KiB at most on 4 KiB pages), which a CPU that
+ * never uses the cache never touches.
  *
  * Byte-grained charging and the slab stat
  * ---------------------------------------
@@ -78,29 +95,41 @@
  *     include them, whether their objects are in use or not.
  *  2. Objects: like the kernel's obj_stock (mm/memcontrol.c
  *     consume_obj_stock(), refill_obj_stock(), obj_cgroup_charge()), every
- *     CPU slot has a byte stock.  An allocation consumes the cache's
- *     `object_bytes` (object plus its in-slab metadata and padding, as the
- *     kernel charges obj_full_size()) from it; when it runs dry, whole
- *     pages' worth of bytes are charged (counted in `charged_pages`) and the
- *     leftover stays in the stock.  A free refills it, and when it holds more
- *     than a page, the whole pages' worth are uncharged (`uncharged_pages`)
- *     and the remainder (< 1 page) stays.  Invariant, per client:
+ *     CPU slot has a byte stock.  Objects are charged when they enter a
+ *     CPU's list (a refill: whole slabs' free lists at a time) and
+ *     uncharged when they leave it (a trim, a drain), `object_bytes` each
+ *     (object plus its in-slab metadata and padding, as the kernel charges
+ *     obj_full_size()), so that the fast paths, which move objects between
+ *     a CPU list and the application, need no byte-stock update: the one
+ *     store that commits a sequence cannot cover both the cache's list and
+ *     the CPU's stock, which all caches share.  When the stock runs dry,
+ *     whole pages' worth of bytes are charged (counted in `charged_pages`)
+ *     and the leftover stays in the stock; when it holds more than a page,
+ *     the whole pages' worth are uncharged (`uncharged_pages`) and the
+ *     remainder (< 1 page) stays.  Invariant, per client:
  *       (charged_pages - uncharged_pages) * page_size
- *           == bytes of live objects + bytes in the byte stocks,
- *     and the byte stocks hold at most ncpus * page_size bytes.  The byte
- *     charge is the object-level view of the same memory: it does not take
- *     more pages from the daemon (the slab pages already are charged); the
- *     difference between slab pages and charged bytes is the slab's
- *     fragmentation (empty and partial slabs, metadata, page tails).
+ *           == bytes of live objects + bytes on the per-CPU lists
+ *              + bytes in the byte stocks,
+ *     the byte stocks holding at most ncpus * page_size bytes and the lists
+ *     at most cpu_max objects per cache and CPU; mb_slab_stats() reports
+ *     the last two together as `stock_bytes`.  The byte charge is the
+ *     object-level view of the same memory: it does not take more pages
+ *     from the daemon (the slab pages already are charged); the difference
+ *     between slab pages and charged bytes is the slab's fragmentation
+ *     (empty and partial slabs, metadata, page tails).
  *  3. The stat: `slab_reclaimable` / `slab_unreclaimable` are the bytes of
  *     live objects of reclaimable / other caches (NR_SLAB_RECLAIMABLE_B /
  *     NR_SLAB_UNRECLAIMABLE_B), `slab` their sum.  Deltas gather in the
- *     per-CPU stock and are written into the client's stats region with
- *     mb_client_stat_add() when they pass a page's worth, like the kernel's
- *     __account_obj_stock(); the daemon folds them through rstat like every
- *     activity counter.  So the stat may lag by < page_size bytes per item
- *     per CPU; mb_slab_drain() (and destroying the client's last cache)
- *     writes everything, after which the stat is exact.
+ *     per-CPU stock with the charges (so the objects on a CPU's lists count
+ *     as if live until they leave it) and are written into the client's
+ *     stats region with mb_client_stat_add() when they pass a page's
+ *     worth, like the kernel's __account_obj_stock(); the daemon folds them
+ *     through rstat like every activity counter.  So the stat may lag by
+ *     < page_size bytes per item per CPU, plus the bytes on the CPU's lists
+ *     (at most cpu_max objects per cache and CPU: about 32 KiB, at least two
+ *     slabs); mb_slab_drain() (and destroying the client's last cache)
+ *     writes everything but the bytes on the lists, which it keeps pending,
+ *     after which the stat is exact.
  *
  * Debug mode (MB_CACHE_DEBUG, or MEMBROKER_SLAB_DEBUG=1 for every cache)
  * ---------------------------------------------------------------------
@@ -113,13 +142,16 @@
  * pointer that is not the start of an object, red zone overwrite, write
  * after free.  A bad free is ignored (nothing is corrupted); a damaged red
  * zone or poison is reported and repaired.  When debug mode is off, the
- * alloc and free paths pay one predictable branch for it.  (Without debug
+ * alloc and free paths pay one predictable branch for it (shared with the
+ * fork check: fast_gen).  (Without debug
  * mode, frees of foreign pointers are still detected, and dropped, when the
  * per-CPU list is flushed, but a double free is not.)
  *
  * Locks, in order: slab_registry_lock -> ctx->lock -> per-CPU slab lock ->
- * cache->lock.  mb_page_alloc()/mb_page_free() and constructors are called
- * with no lock held.
+ * cache->lock (mb_slab_stats() and mb_slab_drain() hold ctx->lock while
+ * they take each CPU's lock, to count the caches' list bytes).
+ * mb_page_alloc()/mb_page_free() and constructors are called with no lock
+ * held.
  *
  * Caches must be destroyed before mb_close() of their client.
  *
@@ -151,6 +183,8 @@
 #define SLAB_CPU_MAX_MIN_OBJECTS 8u
 #define SLAB_CPU_MAX_MAX_OBJECTS 1024u
 #define SLAB_CPU_LIST_BYTES (32u * 1024u) /* what a per-CPU list may park, at least 2 slabs' worth */
+#define SLAB_MAX_CPUS 65536u      /* a slab's owner CPU is 16 bits */
+#define SLAB_DEBUG_GEN 0x80000000u /* fast_gen of a debug cache: fork_gen + this */
 #define SLAB_RSEQ_TRIES 3u        /* fast-path attempts before the slow lock */
 #define SLAB_RSEQ_ENV "MEMBROKER_SLAB_RSEQ" /* =0: atomic per-CPU locks only */
 
@@ -189,7 +223,9 @@ struct mb_slab {
         uint64_t key;               /* page index relative to cache->base */
         void *freelist;             /* free objects not held by any CPU */
         uint32_t nfree;             /* objects on freelist */
-        uint32_t list;              /* SLAB_ON_* */
+        uint16_t list;              /* SLAB_ON_* */
+        uint16_t cpu;               /* the CPU that last took objects from it:
+                                     * whose partial list it joins */
 };
 
 /* The client's per-CPU slab state: the lock that serialises all slab work
@@ -220,25 +256,88 @@ struct slab_ctx {
         ptrdiff_t cpu_offset;             /* mb_client_cpu_offset() */
 };
 
-/* A cache's per-CPU free list; changed under the client's per-CPU lock. */
+/*
+ * A cache's per-CPU list: an array of free objects (LIFO, the most
+ * recently freed on top) and one 64-bit word, as tcmalloc's per-CPU slabs
+ * keep a "current" index: the rseq fast paths commit an operation with the
+ * single store of the word.
+ *
+ *   word bits  0..23  count   objects in slots[]
+ *        bits 24..63  ops     fast-path operations since the last fold
+ *
+ * The fast paths never touch the counters below: allocs + frees since the
+ * fold == ops, and frees - allocs == count - base_count, so a holder of the
+ * per-CPU lock folds ops into allocs and frees (cache_cpu_fold()) before
+ * it changes the list itself.  A sequence whose ops would reach bit 63
+ * takes the locked path instead, which folds: the field never wraps.
+ */
+#define CACHE_CPU_COUNT_BITS 24u
+#define CACHE_CPU_COUNT_MASK ((UINT64_C(1) << CACHE_CPU_COUNT_BITS) - 1)
+#define CACHE_CPU_OPS_ONE (UINT64_C(1) << CACHE_CPU_COUNT_BITS)
+
 struct cache_cpu {
-        void *freelist;
-        uint32_t count;
-        uint32_t _pad;
-        uint64_t allocs;
+        uint64_t word;           /* count | ops << CACHE_CPU_COUNT_BITS */
+        void **slots;            /* room for the cache's cpu_max objects */
+        uint64_t allocs;         /* folded; per-CPU lock held */
         uint64_t frees;
+        uint64_t base_count;     /* count at the last fold */
 } _cacheline_aligned_;
+
+_Static_assert(offsetof(struct cache_cpu, word) == 0 && offsetof(struct cache_cpu, slots) == 8,
+               "the sequences read word and slots at (%[cc]) and 8(%[cc])");
+
+/* Objects on @cc's list: a racy peek from anywhere, exact under the lock. */
+static inline uint32_t cache_cpu_count(const struct cache_cpu *cc) {
+        return (uint32_t) (__atomic_load_n(&cc->word, __ATOMIC_RELAXED) & CACHE_CPU_COUNT_MASK);
+}
+
+/* The allocs and frees of @cc including the unfolded ops.  Lock held. */
+static inline void cache_cpu_counters(const struct cache_cpu *cc, uint64_t *ret_allocs, uint64_t *ret_frees) {
+        uint64_t w = __atomic_load_n(&cc->word, __ATOMIC_RELAXED);
+        int64_t ops = (int64_t) (w >> CACHE_CPU_COUNT_BITS);
+        int64_t d = (int64_t) (w & CACHE_CPU_COUNT_MASK) - (int64_t) cc->base_count;
+
+        *ret_allocs = cc->allocs + (uint64_t) ((ops - d) / 2);
+        *ret_frees = cc->frees + (uint64_t) ((ops + d) / 2);
+}
+
+/* Fold the fast paths' ops into allocs and frees.  Per-CPU lock held (no
+ * sequence of that CPU runs), before the holder changes the list. */
+static inline void cache_cpu_fold(struct cache_cpu *cc) {
+        uint64_t count = cc->word & CACHE_CPU_COUNT_MASK;
+
+        cache_cpu_counters(cc, &cc->allocs, &cc->frees);
+        cc->base_count = count;
+        __atomic_store_n(&cc->word, count, __ATOMIC_RELAXED);
+}
+
+/* Set the count of the folded @cc.  Per-CPU lock held. */
+static inline void cache_cpu_set_count(struct cache_cpu *cc, uint32_t count) {
+        cc->base_count = count;
+        __atomic_store_n(&cc->word, (uint64_t) count, __ATOMIC_RELAXED);
+}
+
+/* Link the @n objects of @v through their free pointers (into a list for
+ * the slab functions); returns its head. */
+static inline void *cache_cpu_link(const mb_cache *s, void **v, uint32_t n);
 
 struct mb_cache {
         /* Read-mostly, used on every alloc and free. */
         struct slab_ctx *ctx;
         mb_client *client;
         struct cache_cpu *cpu;
+        void **slots;            /* every CPU's slots[] */
+        struct slab_pcpu *pcpu;  /* ctx->pcpu: the per-CPU lock words */
+        ptrdiff_t rseq_area;     /* ctx->rseq_area */
+        uint32_t rseq_ncpus;     /* ctx->ncpus in rseq mode, else 0: no sequence runs */
         uint32_t object_bytes;   /* slot stride: bytes an object takes and is charged */
         uint32_t fp_offset;      /* free pointer, from the object start */
         uint32_t cpu_max;        /* per-CPU list length that triggers a flush */
+        uint32_t cpu_cap;        /* room in each CPU's slots[] */
         uint32_t stat;           /* SLAB_STAT_* */
         uint32_t fork_gen;       /* slab_fork_gen at creation */
+        uint32_t fast_gen;       /* what slab_fork_gen must be for the fast
+                                  * paths: fork_gen, never that in debug mode */
         bool debug;
         bool poison;
 
@@ -254,7 +353,7 @@ struct mb_cache {
         /* Slabs; under lock (slow paths only: on its own cache line, away
          * from the read-mostly fields above). */
         pthread_mutex_t lock _cacheline_aligned_;
-        struct slab_list_node partial;
+        struct slab_list_node *partial; /* per CPU: slabs last taken by that CPU */
         struct slab_list_node empty;
         uint64_t nr_partial;
         uint64_t nr_empty;       /* also read without the lock by the shrinker's count */
@@ -323,6 +422,16 @@ static inline void *slab_get_fp(const mb_cache *s, const void *obj) {
 
 static inline void slab_set_fp(const mb_cache *s, void *obj, void *next) {
         memcpy((char *) obj + s->fp_offset, &next, sizeof(next));
+}
+
+static inline void *cache_cpu_link(const mb_cache *s, void **v, uint32_t n) {
+        void *head = NULL;
+
+        for (uint32_t i = n; i-- > 0;) {
+                slab_set_fp(s, v[i], head);
+                head = v[i];
+        }
+        return head;
 }
 
 static inline uint64_t *slab_tag(const mb_cache *s, void *obj) {
@@ -458,7 +567,8 @@ void slab_ctx_stat_write(struct slab_ctx *ctx, unsigned stat, int64_t delta);
 /**
  * slab_ctx_get - find or make the slab context of @c and take a reference.
  * slab_registry_lock held.  Returns 0 and *@ret, -EINVAL for a page size
- * that is not a power of two, or -ENOMEM.
+ * that is not a power of two or more than SLAB_MAX_CPUS CPU slots, or
+ * -ENOMEM.
  */
 int slab_ctx_get(mb_client *c, struct slab_ctx **ret);
 
@@ -498,12 +608,15 @@ void slab_page_move(mb_cache *s, struct mb_slab *slab, uint32_t list);
 size_t slab_page_flush_list(mb_cache *s, void *list);
 
 /**
- * slab_page_take_partial - give a CPU the whole free lists of partial (else
- * empty) slabs, until it holds half its cpu_max: SLUB's get_partial() +
- * get_freelist().  The CPU's list is empty on entry.  Cache lock taken
- * here.  True when it got any object.
+ * slab_page_take_partial - give CPU @cpu the whole free lists of slabs,
+ * until it holds half its cpu_max: SLUB's get_partial() + get_freelist().
+ * Its own partial slabs first (SLUB's per-CPU partial list: a CPU's objects
+ * stay in its own slabs, so that two CPUs do not write objects of one
+ * cache line), then empty ones, then other CPUs' partial slabs.  The CPU's
+ * list is empty on entry.  Cache lock taken here.  True when it got any
+ * object.
  */
-bool slab_page_take_partial(mb_cache *s, void **ret_list, uint32_t *ret_count);
+bool slab_page_take_partial(mb_cache *s, unsigned cpu, void **ret_list, uint32_t *ret_count);
 
 /* Give up to @max empty slabs back.  No lock held.  Returns how many. */
 size_t slab_page_release_empty(mb_cache *s, size_t max);

@@ -31,34 +31,175 @@ static void slab_cache_setup_once(void) {
         (void) pthread_atfork(NULL, NULL, slab_cache_atfork_child);
 }
 
-/* ---- alloc and free ---- */
+/* ---- alloc and free ----
+ *
+ * rseq mode: mb_cache_alloc() and mb_cache_free() are each one
+ * restartable sequence on this CPU's list of the cache (struct cache_cpu),
+ * committed by the store of its word, as tcmalloc's per-CPU caches commit
+ * their index: no lock, no atomic instruction, no byte-stock or stat
+ * update (the byte stock is charged when objects enter a CPU list and
+ * uncharged when they leave it: slab.h), no access to the object on
+ * alloc.  The sequence reads the CPU's per-CPU lock word and leaves to the
+ * locked path while anyone holds it: a slow path of this CPU, or a remote
+ * locker (drain, shrink, stats), whose rseq fence aborts a sequence that
+ * read the word before its swap.  Atomic mode (MEMBROKER_SLAB_RSEQ=0, no
+ * rseq) and every slow path take the lock and fold the sequences' counts
+ * first (cache_cpu_fold()).
+ */
 
-static inline void *slab_cache_pop(mb_cache *s, struct slab_pcpu *p, struct cache_cpu *cc, int64_t *flush) {
-        void *obj = cc->freelist, *next = slab_get_fp(s, obj);
+enum { SLAB_RSEQ_DONE, SLAB_RSEQ_SLOW, SLAB_RSEQ_ABORTED };
 
-        slab_pcpu_assert_locked(p);
-        /* prefetch_freepointer(): the next pop reads the next object. */
-        if (next)
-                __builtin_prefetch((char *) next + s->fp_offset);
-        cc->freelist = next;
-        cc->count--;
-        cc->allocs++;
-        slab_stock_charge(s->ctx, p, s->stat, s->object_bytes, flush);
-        return obj;
+#if PCPU_HAVE_RSEQ
+/* Publish the descriptor in rseq->rseq_cs (offset 8 of glibc's struct
+ * rseq at __rseq_offset), check rseq->cpu_id (offset 4), then that nobody
+ * holds the CPU's lock word; %%rdx = the list's word, %%rcx its count,
+ * %%rax the slots. */
+#define SLAB_RSEQ_ENTER                                                        \
+        ".pushsection __rseq_cs, \"aw\"\n\t"                                   \
+        ".balign 32\n\t"                                                       \
+        "3:\n\t"                                                               \
+        ".long 0x0, 0x0\n\t"                 /* version, flags */              \
+        ".quad 1f, (2f - 1f), 4f\n\t"        /* start, post_commit_offset, abort */ \
+        ".popsection\n\t"                                                      \
+        "1:\n\t"                                                               \
+        "leaq 3b(%%rip), %%rax\n\t"                                            \
+        "movq %%rax, %%fs:8(%[off])\n\t"                                       \
+        "cmpl %[cpu], %%fs:4(%[off])\n\t"                                      \
+        "jnz 4f\n\t"                                                           \
+        "movq %[pcpu], %%rcx\n\t"                                              \
+        "cmpl $0, (%%rcx,%[pofs])\n\t"       /* pcpu[cpu].lock */              \
+        "jnz %l[slow]\n\t"                                                     \
+        "movq (%[cc]), %%rdx\n\t"                                              \
+        "movl %%edx, %%ecx\n\t"                                                \
+        "movq 8(%[cc]), %%rax\n\t"           /* rax = slots */                 \
+        "andl %[cmask], %%ecx\n\t"           /* rcx = count */
+/* The commit: the word, ops moved on (the add sets bit 63 when they are
+ * due for a fold). */
+#define SLAB_RSEQ_COMMIT                                                       \
+        "addq %[delta], %%rdx\n\t"                                             \
+        "js %l[slow]\n\t"                                                      \
+        "movq %%rdx, (%[cc])\n\t"            /* commit */                      \
+        "2:\n\t"                                                               \
+        ".pushsection __rseq_failure, \"ax\"\n\t"                              \
+        ".byte 0x0f, 0xb9, 0x3d\n\t"         /* ud1 <sig>(%%rip), %%edi */      \
+        ".long 0x53053053\n\t"               /* PCPU_RSEQ_SIG */               \
+        "4:\n\t"                                                               \
+        "jmp %l[aborted]\n\t"                                                  \
+        ".popsection\n\t"
+
+_Static_assert(PCPU_RSEQ_SIG == 0x53053053, "the signature in the abort handler");
+_Static_assert(offsetof(struct slab_pcpu, lock) == 0, "the sequences read the lock at pcpu[cpu]");
+_Static_assert(CACHE_CPU_OPS_ONE + 1 <= INT32_MAX, "an immediate");
+
+/* Pop the top of @cc, the list of CPU @cpu, into *@ret as one sequence
+ * (slab_alloc_node()'s this_cpu_cmpxchg_double() of freelist and tid).
+ * SLAB_RSEQ_SLOW when the lock is held, the list empty or the ops due for
+ * a fold. */
+static inline __attribute__((always_inline)) int slab_rseq_pop(const mb_cache *s, struct cache_cpu *cc,
+                                                               uint32_t cpu, void **ret) {
+        void *obj;
+
+        __asm__ __volatile__ goto(SLAB_RSEQ_ENTER
+                                  "jz %l[slow]\n\t"                         /* empty */
+                                  "movq -8(%%rax,%%rcx,8), %[obj]\n\t"
+                                  SLAB_RSEQ_COMMIT
+                                  : [obj] "=&r"(obj)
+                                  : [off] "r"(s->rseq_area), [cpu] "r"(cpu), [cc] "r"(cc),
+                                    [pcpu] "m"(s->pcpu), [pofs] "r"((uint64_t) cpu * sizeof(struct slab_pcpu)),
+                                    [cmask] "i"((uint32_t) CACHE_CPU_COUNT_MASK), [delta] "i"(CACHE_CPU_OPS_ONE - 1)
+                                  : "memory", "cc", "rax", "rcx", "rdx"
+                                  : slow, aborted);
+        *ret = obj;
+        return SLAB_RSEQ_DONE;
+slow:
+        return SLAB_RSEQ_SLOW;
+aborted:
+        return SLAB_RSEQ_ABORTED;
 }
 
-/* ___slab_alloc(): this CPU's list is empty.  Called with @p locked,
- * returns with it unlocked. */
+/* Push @obj on @cc, the list of CPU @cpu, as one sequence (do_slab_free()'s
+ * fast path); the slot is written inside it, and again by a restart.
+ * SLAB_RSEQ_SLOW when the lock is held, the list holds cpu_max objects
+ * (the locked path trims it) or the ops are due for a fold. */
+static inline __attribute__((always_inline)) int slab_rseq_push(const mb_cache *s, struct cache_cpu *cc,
+                                                                uint32_t cpu, void *obj) {
+        __asm__ __volatile__ goto(SLAB_RSEQ_ENTER
+                                  "cmpl %[max], %%ecx\n\t"
+                                  "jae %l[slow]\n\t"                        /* full: trim */
+                                  "movq %[obj], (%%rax,%%rcx,8)\n\t"
+                                  SLAB_RSEQ_COMMIT
+                                  :
+                                  : [off] "r"(s->rseq_area), [cpu] "r"(cpu), [cc] "r"(cc),
+                                    [pcpu] "m"(s->pcpu), [pofs] "r"((uint64_t) cpu * sizeof(struct slab_pcpu)),
+                                    [obj] "r"(obj), [max] "m"(s->cpu_max),
+                                    [cmask] "i"((uint32_t) CACHE_CPU_COUNT_MASK), [delta] "i"(CACHE_CPU_OPS_ONE + 1)
+                                  : "memory", "cc", "rax", "rcx", "rdx"
+                                  : slow, aborted);
+        return SLAB_RSEQ_DONE;
+slow:
+        return SLAB_RSEQ_SLOW;
+aborted:
+        return SLAB_RSEQ_ABORTED;
+}
+#endif
+
+/* The rseq CPU of the caller: the struct rseq glibc keeps in every thread
+ * (registered or not); at or beyond s->rseq_ncpus (0 in atomic mode) when
+ * no sequence may run. */
+static inline uint32_t slab_fast_cpu(const mb_cache *s) {
+        return pcpu_rseq_cpu(s->rseq_area + (ptrdiff_t) offsetof(struct rseq, cpu_id));
+}
+
+/* Pop the top of this CPU's list, @p locked, @cc folded, not empty. */
+static inline void *slab_cache_pop(mb_cache *s, struct slab_pcpu *p, struct cache_cpu *cc) {
+        uint32_t count = cache_cpu_count(cc) - 1;
+
+        (void) s;
+        slab_pcpu_assert_locked(p);
+        cache_cpu_set_count(cc, count);
+        cc->allocs++;
+        return cc->slots[count];
+}
+
+/* A CPU's list gets @n objects (refill) or gives them back (@n < 0, trim or
+ * drain): charge or uncharge their bytes in the CPU's byte stock, a batch
+ * of objects at a time (slab.h), so that the fast paths need none.  @p
+ * locked; stat deltas to write into *@flush. */
+static void slab_cache_charge_list(mb_cache *s, struct slab_pcpu *p, int64_t n, int64_t *flush) {
+        if (n > 0)
+                slab_stock_charge(s->ctx, p, s->stat, (uint32_t) n * s->object_bytes, flush);
+        else if (n < 0)
+                slab_stock_uncharge(s->ctx, p, s->stat, (uint32_t) -n * s->object_bytes, flush);
+}
+
+/* Put the list @list of @count objects into the empty, folded @cc and
+ * charge them. */
+static void slab_cache_fill(mb_cache *s, struct slab_pcpu *p, struct cache_cpu *cc, void *list, uint32_t count,
+                            int64_t *flush) {
+        uint32_t i = count;
+
+        mb_assert_debug(cache_cpu_count(cc) == 0 && count < s->cpu_cap);
+        /* The list's head on top: the order the slab would hand them out. */
+        for (void *o = list; o; o = slab_get_fp(s, o))
+                cc->slots[--i] = o;
+        cache_cpu_set_count(cc, count);
+        slab_cache_charge_list(s, p, count, flush);
+}
+
+/* ___slab_alloc(): this CPU's list is empty.  Called with @p locked and
+ * @cc folded, returns with @p unlocked. */
 static void *slab_cache_alloc_slow(mb_cache *s, struct slab_pcpu *p, struct cache_cpu *cc, int64_t *flush) {
         struct slab_ctx *ctx = s->ctx;
         struct mb_slab *slab;
+        uint32_t count = 0;
         unsigned cpu;
-        void *obj;
+        void *obj, *list = NULL;
         int r;
 
         slab_pcpu_assert_locked(p);
-        if (slab_page_take_partial(s, &cc->freelist, &cc->count)) {
-                obj = slab_cache_pop(s, p, cc, flush);
+        if (slab_page_take_partial(s, (unsigned) (cc - s->cpu), &list, &count)) {
+                slab_cache_fill(s, p, cc, list, count, flush);
+                obj = slab_cache_pop(s, p, cc);
                 slab_pcpu_unlock(p);
                 return obj;
         }
@@ -70,6 +211,7 @@ static void *slab_cache_alloc_slow(mb_cache *s, struct slab_pcpu *p, struct cach
 
         p = slab_pcpu_lock_this(ctx, &cpu);
         cc = &s->cpu[cpu];
+        cache_cpu_fold(cc);
         pthread_mutex_lock(&s->lock);
         r = slab_page_insert(s, slab);
         if (r < 0) {
@@ -83,41 +225,41 @@ static void *slab_cache_alloc_slow(mb_cache *s, struct slab_pcpu *p, struct cach
         }
         s->nr_slabs++;
         s->slabs_allocated++;
-        if (!cc->freelist) {
+        slab->cpu = (uint16_t) cpu;
+        if (cache_cpu_count(cc) == 0) {
                 /* The new slab becomes this CPU's active slab. */
-                cc->freelist = slab->freelist;
-                cc->count = slab->nfree;
+                slab_cache_fill(s, p, cc, slab->freelist, slab->nfree, flush);
                 slab->freelist = NULL;
                 slab->nfree = 0;
         } else
                 /* Someone refilled this CPU meanwhile: keep the slab. */
                 slab_page_move(s, slab, SLAB_ON_EMPTY);
         pthread_mutex_unlock(&s->lock);
-        obj = slab_cache_pop(s, p, cc, flush);
+        obj = slab_cache_pop(s, p, cc);
         slab_pcpu_unlock(p);
         return obj;
 }
 
-/* mb_cache_alloc() of an inherited or debug cache, or with an empty CPU
- * list: everything out of line, so that the fast path stays small. */
-static __attribute__((noinline)) void *slab_cache_alloc_slowpath(mb_cache *s, struct slab_pcpu *p,
-                                                                struct cache_cpu *cc) {
+/* mb_cache_alloc() under the per-CPU lock: atomic mode, an inherited or
+ * debug cache, a sequence that could not commit, an empty CPU list.  Out
+ * of line, so that the fast path stays small. */
+static __attribute__((noinline)) void *slab_cache_alloc_locked(mb_cache *s) {
+        struct slab_pcpu *p;
+        struct cache_cpu *cc;
         int64_t flush = 0;
         unsigned cpu;
         void *obj;
 
-        if (!p) {
-                if (slab_cache_inherited(s)) {
-                        mb_set_error("slab cache %s: inherited from the parent process; unusable after fork()",
-                                     s->name);
-                        errno = ECHILD;
-                        return NULL;
-                }
-                p = slab_pcpu_lock_this(s->ctx, &cpu);
-                cc = &s->cpu[cpu];
+        if (slab_cache_inherited(s)) {
+                mb_set_error("slab cache %s: inherited from the parent process; unusable after fork()", s->name);
+                errno = ECHILD;
+                return NULL;
         }
-        if (_likely_(cc->freelist)) {
-                obj = slab_cache_pop(s, p, cc, &flush);
+        p = slab_pcpu_lock_this(s->ctx, &cpu);
+        cc = &s->cpu[cpu];
+        cache_cpu_fold(cc);
+        if (_likely_(cache_cpu_count(cc) > 0)) {
+                obj = slab_cache_pop(s, p, cc);
                 slab_pcpu_unlock(p);
         } else {
                 obj = slab_cache_alloc_slow(s, p, cc, &flush);
@@ -131,94 +273,133 @@ static __attribute__((noinline)) void *slab_cache_alloc_slowpath(mb_cache *s, st
         return obj;
 }
 
-static __attribute__((noinline)) void slab_cache_stat_write(mb_cache *s, int64_t flush) {
-        slab_ctx_stat_write(s->ctx, s->stat, flush);
+#if PCPU_HAVE_RSEQ
+/* A sequence was aborted (preempted, migrated, signalled): try again on
+ * the CPU the thread runs on now, then take the lock. */
+static __attribute__((noinline)) void *slab_cache_alloc_retry(mb_cache *s) {
+        for (unsigned tries = 1; tries < SLAB_RSEQ_TRIES; tries++) {
+                uint32_t cpu = slab_fast_cpu(s);
+                struct cache_cpu *cc = &s->cpu[cpu];
+                void *obj;
+                int r;
+
+                if (cpu >= s->rseq_ncpus)
+                        break;
+                r = slab_rseq_pop(s, cc, cpu, &obj);
+                if (r == SLAB_RSEQ_DONE)
+                        return obj;
+                if (r == SLAB_RSEQ_SLOW)
+                        break;
+        }
+        return slab_cache_alloc_locked(s);
 }
+#endif
 
 void *mb_cache_alloc(mb_cache *s) {
-        struct slab_pcpu *p;
-        struct cache_cpu *cc;
-        int64_t flush = 0;
-        unsigned cpu;
-        void *obj, *next;
+#if PCPU_HAVE_RSEQ
+        /* Neither debug mode nor an inherited cache: one compare. */
+        if (_likely_(s->fast_gen == __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED))) {
+                uint32_t cpu = slab_fast_cpu(s);
 
-        if (_unlikely_(s->debug | (s->fork_gen != __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED))))
-                return slab_cache_alloc_slowpath(s, NULL, NULL);
-        p = slab_pcpu_lock_this(s->ctx, &cpu);
-        cc = &s->cpu[cpu];
-        obj = cc->freelist;
-        if (_unlikely_(!obj))
-                return slab_cache_alloc_slowpath(s, p, cc);
-        next = slab_get_fp(s, obj);
-        /* prefetch_freepointer(): the next pop reads the next object (in
-         * integer arithmetic: next may be NULL, and a prefetch of a bad
-         * address is harmless). */
-        __builtin_prefetch((const void *) ((uintptr_t) next + s->fp_offset));
-        cc->freelist = next;
-        cc->count--;
-        cc->allocs++;
-        slab_stock_charge(s->ctx, p, s->stat, s->object_bytes, &flush);
-        slab_pcpu_unlock(p);
-        if (_unlikely_(flush))
-                slab_cache_stat_write(s, flush);
-        return obj;
+                if (_likely_(cpu < s->rseq_ncpus)) {
+                        struct cache_cpu *cc = &s->cpu[cpu];
+                        void *obj;
+                        int r = slab_rseq_pop(s, cc, cpu, &obj);
+
+                        if (_likely_(r == SLAB_RSEQ_DONE))
+                                return obj;
+                        if (r == SLAB_RSEQ_ABORTED)
+                                return slab_cache_alloc_retry(s);
+                }
+        }
+#endif
+        return slab_cache_alloc_locked(s);
 }
 
-/* The per-CPU list is over cpu_max: keep the most recently freed half,
- * give the rest back to the slabs.  Called with @p locked, unlocks it. */
-static void slab_cache_cpu_trim(mb_cache *s, struct slab_pcpu *p, struct cache_cpu *cc) {
-        uint32_t keep = s->cpu_max / 2;
-        void *last = cc->freelist, *rest;
+/* The per-CPU list passed cpu_max (slots[] has room: cpu_cap): keep
+ * the most recently freed half of cpu_max, give the
+ * oldest half back to the slabs (uncharging their bytes).  Called with @p
+ * locked and @cc folded; unlocks @p. */
+static void slab_cache_cpu_trim(mb_cache *s, struct slab_pcpu *p, struct cache_cpu *cc, int64_t *flush) {
+        uint32_t count = cache_cpu_count(cc), keep = s->cpu_max / 2, give = count - keep;
+        void *rest = cache_cpu_link(s, cc->slots, give);
 
-        for (uint32_t i = 1; i < keep; i++)
-                last = slab_get_fp(s, last);
-        rest = slab_get_fp(s, last);
-        slab_set_fp(s, last, NULL);
-        cc->count = keep;
+        memmove(cc->slots, cc->slots + give, keep * sizeof(void *));
+        cache_cpu_set_count(cc, keep);
+        slab_cache_charge_list(s, p, -(int64_t) give, flush);
         slab_pcpu_unlock(p);
         slab_page_flush_list(s, rest);
 }
 
-/* mb_cache_free() of an inherited or debug cache. */
-static __attribute__((noinline)) bool slab_cache_free_check(mb_cache *s, void *obj) {
-        if (slab_cache_inherited(s))
-                return false;
-        return slab_debug_free(s, obj);
-}
-
-/* The CPU list passed cpu_max: trim it (unlocks @p), then write @flush. */
-static __attribute__((noinline)) void slab_cache_free_trim(mb_cache *s, struct slab_pcpu *p, struct cache_cpu *cc,
-                                                           int64_t flush) {
-        slab_cache_cpu_trim(s, p, cc);
-        if (flush)
-                slab_ctx_stat_write(s->ctx, s->stat, flush);
-}
-
-void mb_cache_free(mb_cache *s, void *obj) {
-        unsigned cpu;
+/* mb_cache_free() under the per-CPU lock (see slab_cache_alloc_locked()). */
+static __attribute__((noinline)) void slab_cache_free_locked(mb_cache *s, void *obj) {
         struct slab_pcpu *p;
         struct cache_cpu *cc;
         int64_t flush = 0;
+        unsigned cpu;
+        uint32_t count;
 
-        if (_unlikely_(!obj))
-                return;
-        if (_unlikely_(s->debug | (s->fork_gen != __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED))) &&
-            !slab_cache_free_check(s, obj))
-                return;
-
+        if (_unlikely_(s->debug | slab_cache_inherited(s))) {
+                if (slab_cache_inherited(s) || !slab_debug_free(s, obj))
+                        return;
+        }
         p = slab_pcpu_lock_this(s->ctx, &cpu);
         cc = &s->cpu[cpu];
-        slab_set_fp(s, obj, cc->freelist);
-        cc->freelist = obj;
+        cache_cpu_fold(cc);
+        count = cache_cpu_count(cc);
+        cc->slots[count] = obj;
+        cache_cpu_set_count(cc, count + 1);
         cc->frees++;
-        slab_stock_uncharge(s->ctx, p, s->stat, s->object_bytes, &flush);
-        if (_unlikely_(++cc->count > s->cpu_max)) {
-                slab_cache_free_trim(s, p, cc, flush);
-                return;
-        }
-        slab_pcpu_unlock(p);
+        if (_unlikely_(count + 1 > s->cpu_max))
+                slab_cache_cpu_trim(s, p, cc, &flush);
+        else
+                slab_pcpu_unlock(p);
         if (_unlikely_(flush))
-                slab_cache_stat_write(s, flush);
+                slab_ctx_stat_write(s->ctx, s->stat, flush);
+}
+
+#if PCPU_HAVE_RSEQ
+/* As slab_cache_alloc_retry(). */
+static __attribute__((noinline)) void slab_cache_free_retry(mb_cache *s, void *obj) {
+        for (unsigned tries = 1; tries < SLAB_RSEQ_TRIES; tries++) {
+                uint32_t cpu = slab_fast_cpu(s);
+                struct cache_cpu *cc = &s->cpu[cpu];
+                int r;
+
+                if (cpu >= s->rseq_ncpus)
+                        break;
+                r = slab_rseq_push(s, cc, cpu, obj);
+                if (r == SLAB_RSEQ_DONE)
+                        return;
+                if (r == SLAB_RSEQ_SLOW)
+                        break;
+        }
+        slab_cache_free_locked(s, obj);
+}
+#endif
+
+void mb_cache_free(mb_cache *s, void *obj) {
+        if (_unlikely_(!obj))
+                return;
+#if PCPU_HAVE_RSEQ
+        /* Neither debug mode nor an inherited cache: one compare. */
+        if (_likely_(s->fast_gen == __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED))) {
+                uint32_t cpu = slab_fast_cpu(s);
+
+                if (_likely_(cpu < s->rseq_ncpus)) {
+                        struct cache_cpu *cc = &s->cpu[cpu];
+                        int r = slab_rseq_push(s, cc, cpu, obj);
+
+                        if (_likely_(r == SLAB_RSEQ_DONE))
+                                return;
+                        if (r == SLAB_RSEQ_ABORTED) {
+                                slab_cache_free_retry(s, obj);
+                                return;
+                        }
+                }
+        }
+#endif
+        slab_cache_free_locked(s, obj);
 }
 
 /* ---- create / destroy ---- */
@@ -299,6 +480,7 @@ mb_cache *mb_cache_create(mb_client *c, const char *name, size_t object_size, si
         if (slab_debug_env())
                 s->flags |= MB_CACHE_DEBUG;
         s->debug = s->flags & MB_CACHE_DEBUG;
+        s->fast_gen = s->debug ? s->fork_gen + SLAB_DEBUG_GEN : s->fork_gen;
         s->stat = (flags & MB_CACHE_RECLAIMABLE) ? SLAB_STAT_RECLAIMABLE : SLAB_STAT_UNRECLAIMABLE;
         s->object_size = object_size;
         s->align = MB_MAX(align, (size_t) SLAB_MIN_ALIGN_BYTES);
@@ -314,7 +496,6 @@ mb_cache *mb_cache_create(mb_client *c, const char *name, size_t object_size, si
                                        MB_MIN((size_t) SLAB_CPU_MAX_MAX_OBJECTS,
                                               MB_MAX(2 * s->objects, SLAB_CPU_LIST_BYTES / s->object_bytes)));
         s->empty_keep = slab_cache_empty_keep(s->object_bytes);
-        slab_list_init(&s->partial);
         slab_list_init(&s->empty);
         slab_list_init(&s->ctx_node);
         s->name = strdup(name);
@@ -332,12 +513,43 @@ mb_cache *mb_cache_create(mb_client *c, const char *name, size_t object_size, si
                 errno = -r;
                 return NULL;
         }
+        s->pcpu = s->ctx->pcpu;
+        s->rseq_area = s->ctx->rseq_area;
+        /* A client that reads no CPU inline (cpu_offset < 0) gets no sequence. */
+        s->rseq_ncpus = s->ctx->rseq && s->ctx->cpu_offset >= 0 ? s->ctx->ncpus : 0;
         s->cpu = aligned_alloc(MB_CACHELINE_BYTES, s->ctx->ncpus * sizeof(struct cache_cpu));
         if (!s->cpu) {
                 r = -ENOMEM;
                 goto fail;
         }
         memset(s->cpu, 0, s->ctx->ncpus * sizeof(struct cache_cpu));
+        s->partial = calloc(s->ctx->ncpus, sizeof(*s->partial));
+        if (!s->partial) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        for (unsigned i = 0; i < s->ctx->ncpus; i++)
+                slab_list_init(&s->partial[i]);
+        {
+                /* Each CPU's slots on cache lines of their own. */
+                size_t stride;
+
+                /* A refill takes whole slabs until the list holds half of
+                 * cpu_max, so it may end below cpu_max / 2 + objects, which
+                 * can pass cpu_max (1024 at most) on large pages; a locked
+                 * push may hold cpu_max + 1 before the trim. */
+                s->cpu_cap = s->cpu_max / 2 + (uint32_t) s->objects + 1;
+                s->cpu_cap = MB_MAX(s->cpu_cap, s->cpu_max + 1);
+                stride = slab_align_up(s->cpu_cap * sizeof(void *), MB_CACHELINE_BYTES);
+
+                s->slots = aligned_alloc(MB_CACHELINE_BYTES, s->ctx->ncpus * stride);
+                if (!s->slots) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                for (unsigned i = 0; i < s->ctx->ncpus; i++)
+                        s->cpu[i].slots = (void **) ((char *) s->slots + i * stride);
+        }
         pthread_mutex_init(&s->lock, NULL);
 
         if (flags & MB_CACHE_RECLAIMABLE) {
@@ -361,6 +573,8 @@ mb_cache *mb_cache_create(mb_client *c, const char *name, size_t object_size, si
         return TAKE_PTR(s);
 
 fail:
+        free(s->slots);
+        free(s->partial);
         free(s->cpu);
         free(s->name);
         {
@@ -386,7 +600,9 @@ size_t mb_cache_destroy(mb_cache *s) {
                 for (size_t i = 0; i < s->table_size; i++)
                         free(s->table[i]);
                 free(s->table);
-                free(s->cpu);
+                free(s->slots);
+        free(s->partial);
+        free(s->cpu);
                 free(s->name);
                 free(s);
                 return 0;
@@ -394,12 +610,14 @@ size_t mb_cache_destroy(mb_cache *s) {
         if (s->shrinker_registered)
                 (void) mb_unregister_shrinker(s->client, &s->shrinker);
 
+        /* Drained while still on the context's list, so that a concurrent
+         * mb_slab_stats() counts the bytes of its CPU lists until they are
+         * uncharged. */
+        slab_reclaim_drain_cpus(s);
         {
                 MB_LOCK_GUARD(&ctx->lock);
                 slab_list_del(&s->ctx_node);
         }
-
-        slab_reclaim_drain_cpus(s);
         (void) slab_page_release_empty(s, SIZE_MAX);
 
         /* What is left holds live objects (kmem_cache_destroy() complains
@@ -431,6 +649,8 @@ size_t mb_cache_destroy(mb_cache *s) {
 
         free(s->table);
         pthread_mutex_destroy(&s->lock);
+        free(s->slots);
+        free(s->partial);
         free(s->cpu);
         free(s->name);
         free(s);
@@ -461,10 +681,12 @@ int mb_cache_stats(mb_cache *s, struct mb_cache_stats *ret) {
 
         for (unsigned cpu = 0; cpu < s->ctx->ncpus; cpu++) {
                 struct slab_pcpu *p = slab_pcpu_lock_cpu(s->ctx, cpu);
+                uint64_t allocs, frees;
 
-                st.allocs += s->cpu[cpu].allocs;
-                st.frees += s->cpu[cpu].frees;
-                st.cpu_free_objects += s->cpu[cpu].count;
+                cache_cpu_counters(&s->cpu[cpu], &allocs, &frees);
+                st.allocs += allocs;
+                st.frees += frees;
+                st.cpu_free_objects += cache_cpu_count(&s->cpu[cpu]);
                 slab_pcpu_unlock(p);
         }
         st.live_objects = st.allocs - st.frees;

@@ -37,13 +37,32 @@ void slab_ctx_stat_write(struct slab_ctx *ctx, unsigned stat, int64_t delta) {
         __atomic_fetch_add(&ctx->written[stat], delta, __ATOMIC_RELAXED);
 }
 
-/* drain_obj_stock() of one CPU (caller holds its lock): take the pending
- * stat deltas into @ret_flush (to write after unlocking) and uncharge the
- * whole pages' worth of the stock. */
-static void slab_ctx_pcpu_drain(struct slab_ctx *ctx, struct slab_pcpu *p, int64_t ret_flush[static _SLAB_STAT_NR]) {
+/* The bytes of the objects on CPU @cpu's lists, per stat: charged when
+ * they entered the list (slab.h), not live.  ctx->lock and the CPU's lock
+ * held. */
+static void slab_ctx_list_bytes(struct slab_ctx *ctx, unsigned cpu, int64_t ret[static _SLAB_STAT_NR]) {
+        for (unsigned i = 0; i < _SLAB_STAT_NR; i++)
+                ret[i] = 0;
+        for (struct slab_list_node *n = ctx->caches.next; n != &ctx->caches; n = n->next) {
+                mb_cache *s = slab_container_of(n, mb_cache, ctx_node);
+
+                ret[s->stat] += (int64_t) cache_cpu_count(&s->cpu[cpu]) * s->object_bytes;
+        }
+}
+
+/* drain_obj_stock() of one CPU (caller holds ctx->lock and the CPU's
+ * lock): take the pending stat deltas into @ret_flush (to write after
+ * unlocking), all but the bytes of the objects on the CPU's lists, which
+ * stay pending so that the written stat is the bytes of live objects; and
+ * uncharge the whole pages' worth of the stock. */
+static void slab_ctx_pcpu_drain(struct slab_ctx *ctx, unsigned cpu, int64_t ret_flush[static _SLAB_STAT_NR]) {
+        struct slab_pcpu *p = &ctx->pcpu[cpu];
+        int64_t listed[_SLAB_STAT_NR];
+
+        slab_ctx_list_bytes(ctx, cpu, listed);
         for (unsigned i = 0; i < _SLAB_STAT_NR; i++) {
-                ret_flush[i] = p->pending[i];
-                p->pending[i] = 0;
+                ret_flush[i] = p->pending[i] - listed[i];
+                p->pending[i] = listed[i];
         }
         if (p->nr_bytes >= (int64_t) ctx->page_size) {
                 p->uncharged_pages += (uint64_t) p->nr_bytes >> ctx->page_shift;
@@ -74,7 +93,7 @@ int slab_ctx_get(mb_client *c, struct slab_ctx **ret) {
                 }
 
         ps = mb_page_size(c);
-        if (!slab_is_pow2(ps))
+        if (!slab_is_pow2(ps) || mb_client_ncpus(c) == 0 || mb_client_ncpus(c) > SLAB_MAX_CPUS)
                 return -EINVAL;
         ctx = calloc(1, sizeof(*ctx));
         if (!ctx)
@@ -111,11 +130,12 @@ static struct slab_ctx *slab_ctx_find(mb_client *c) {
 }
 
 static void slab_ctx_drain(struct slab_ctx *ctx) {
+        MB_LOCK_GUARD(&ctx->lock);
         for (unsigned cpu = 0; cpu < ctx->ncpus; cpu++) {
                 int64_t flush[_SLAB_STAT_NR];
 
                 slab_pcpu_lock_cpu(ctx, cpu);
-                slab_ctx_pcpu_drain(ctx, &ctx->pcpu[cpu], flush);
+                slab_ctx_pcpu_drain(ctx, cpu, flush);
                 slab_pcpu_unlock(&ctx->pcpu[cpu]);
                 for (unsigned i = 0; i < _SLAB_STAT_NR; i++)
                         slab_ctx_stat_write(ctx, i, flush[i]);
@@ -137,14 +157,19 @@ void slab_ctx_put(struct slab_ctx *ctx) {
 
 /* The slab stats of @ctx into @st.  slab_registry_lock held. */
 static void slab_ctx_stats(struct slab_ctx *ctx, struct mb_slab_stats *st) {
+        MB_LOCK_GUARD(&ctx->lock);
         for (unsigned cpu = 0; cpu < ctx->ncpus; cpu++) {
                 struct slab_pcpu *p = slab_pcpu_lock_cpu(ctx, cpu);
+                int64_t listed[_SLAB_STAT_NR];
 
+                slab_ctx_list_bytes(ctx, cpu, listed);
                 st->charged_pages += p->charged_pages;
                 st->uncharged_pages += p->uncharged_pages;
-                st->stock_bytes += (uint64_t) p->nr_bytes;
-                st->pending_reclaimable_bytes += p->pending[SLAB_STAT_RECLAIMABLE];
-                st->pending_unreclaimable_bytes += p->pending[SLAB_STAT_UNRECLAIMABLE];
+                st->stock_bytes += (uint64_t) (p->nr_bytes + listed[SLAB_STAT_RECLAIMABLE] +
+                                               listed[SLAB_STAT_UNRECLAIMABLE]);
+                st->pending_reclaimable_bytes += p->pending[SLAB_STAT_RECLAIMABLE] - listed[SLAB_STAT_RECLAIMABLE];
+                st->pending_unreclaimable_bytes +=
+                        p->pending[SLAB_STAT_UNRECLAIMABLE] - listed[SLAB_STAT_UNRECLAIMABLE];
                 slab_pcpu_unlock(p);
         }
         st->reclaimable_bytes = __atomic_load_n(&ctx->written[SLAB_STAT_RECLAIMABLE], __ATOMIC_RELAXED);

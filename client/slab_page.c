@@ -136,9 +136,9 @@ void slab_page_move(mb_cache *s, struct mb_slab *slab, uint32_t list) {
                 slab_list_del(&slab->node);
                 __atomic_store_n(&s->nr_empty, s->nr_empty - 1, __ATOMIC_RELAXED);
         }
-        slab->list = list;
+        slab->list = (uint16_t) list;
         if (list == SLAB_ON_PARTIAL) {
-                slab_list_add_tail(&s->partial, &slab->node);
+                slab_list_add_tail(&s->partial[slab->cpu], &slab->node);
                 s->nr_partial++;
         } else if (list == SLAB_ON_EMPTY) {
                 slab_list_add_tail(&s->empty, &slab->node);
@@ -209,24 +209,40 @@ size_t slab_page_flush_list(mb_cache *s, void *list) {
         return slab_page_discard_finish(s, chain);
 }
 
-bool slab_page_take_partial(mb_cache *s, void **ret_list, uint32_t *ret_count) {
+/* The next slab for CPU @cpu (take_partial()), or NULL. */
+static struct slab_list_node *slab_page_next_for(mb_cache *s, unsigned cpu) {
+        unsigned ncpus = s->ctx->ncpus;
+
+        if (!slab_list_empty(&s->partial[cpu]))
+                return s->partial[cpu].next;
+        if (!slab_list_empty(&s->empty))
+                return s->empty.next;
+        if (s->nr_partial == 0)
+                return NULL;
+        for (unsigned k = 1; k < ncpus; k++) {
+                struct slab_list_node *h = &s->partial[(cpu + k) % ncpus];
+
+                if (!slab_list_empty(h))
+                        return h->next;
+        }
+        return NULL;
+}
+
+bool slab_page_take_partial(mb_cache *s, unsigned cpu, void **ret_list, uint32_t *ret_count) {
         uint32_t count = 0;
         void *list = NULL;
 
         pthread_mutex_lock(&s->lock);
         while (count < s->cpu_max / 2) {
-                struct slab_list_node *n = NULL;
+                struct slab_list_node *n = slab_page_next_for(s, cpu);
                 struct mb_slab *slab;
                 void *tail;
 
-                if (!slab_list_empty(&s->partial))
-                        n = s->partial.next;
-                else if (!slab_list_empty(&s->empty))
-                        n = s->empty.next;
                 if (!n)
                         break;
                 slab = slab_container_of(n, struct mb_slab, node);
                 slab_page_move(s, slab, SLAB_ON_NO_LIST);
+                slab->cpu = (uint16_t) cpu;
                 /* Chain the slab's list in front of what we have. */
                 tail = slab->freelist;
                 while (slab_get_fp(s, tail))

@@ -19,14 +19,25 @@ size_t slab_reclaim_drain_cpus(mb_cache *s) {
         size_t n = 0;
 
         for (unsigned cpu = 0; cpu < s->ctx->ncpus; cpu++) {
-                struct slab_pcpu *p = slab_pcpu_lock_cpu(s->ctx, cpu);
+                struct slab_pcpu *p;
                 struct cache_cpu *cc = &s->cpu[cpu];
+                int64_t flush = 0;
                 void *list;
 
-                list = cc->freelist;
-                cc->freelist = NULL;
-                cc->count = 0;
+                /* A racy peek spares locking (a membarrier in rseq mode)
+                 * an empty list; objects that arrive meanwhile stay. */
+                if (cache_cpu_count(cc) == 0)
+                        continue;
+                p = slab_pcpu_lock_cpu(s->ctx, cpu);
+                cache_cpu_fold(cc);
+                list = cache_cpu_link(s, cc->slots, cache_cpu_count(cc));
+                /* The objects leave the CPU: their bytes leave its stock. */
+                if (cache_cpu_count(cc) > 0)
+                        slab_stock_uncharge(s->ctx, p, s->stat, cache_cpu_count(cc) * s->object_bytes, &flush);
+                cache_cpu_set_count(cc, 0);
                 slab_pcpu_unlock(p);
+                if (flush)
+                        slab_ctx_stat_write(s->ctx, s->stat, flush);
                 n += slab_page_flush_list(s, list);
         }
         return n;
@@ -74,7 +85,7 @@ unsigned long slab_reclaim_count(void *userdata) {
         if (slab_cache_inherited(s))
                 return 0;
         for (unsigned cpu = 0; cpu < ctx->ncpus; cpu++)
-                cached += __atomic_load_n(&s->cpu[cpu].count, __ATOMIC_RELAXED);
+                cached += cache_cpu_count(&s->cpu[cpu]);
         if (cached == 0)
                 return (unsigned long) __atomic_load_n(&s->nr_empty, __ATOMIC_RELAXED);
 
@@ -84,9 +95,10 @@ unsigned long slab_reclaim_count(void *userdata) {
         for (unsigned cpu = 0; cpu < ctx->ncpus; cpu++) {
                 struct slab_pcpu *p = slab_pcpu_lock_cpu(ctx, cpu);
                 struct cache_cpu *cc = &s->cpu[cpu];
+                uint32_t count = cache_cpu_count(cc);
 
-                if (nkeys + cc->count > alloc) {
-                        size_t a = MB_MAX(2 * alloc, nkeys + cc->count);
+                if (nkeys + count > alloc) {
+                        size_t a = MB_MAX(2 * alloc, nkeys + count);
                         uint64_t *k = realloc(keys, a * sizeof(*k));
 
                         if (!k) {
@@ -98,8 +110,8 @@ unsigned long slab_reclaim_count(void *userdata) {
                         keys = k;
                         alloc = a;
                 }
-                for (void *o = cc->freelist; o; o = slab_get_fp(s, o))
-                        keys[nkeys++] = ((uintptr_t) o - base) >> ctx->page_shift;
+                for (uint32_t i = 0; i < count; i++)
+                        keys[nkeys++] = ((uintptr_t) cc->slots[i] - base) >> ctx->page_shift;
                 slab_pcpu_unlock(p);
         }
         qsort(keys, nkeys, sizeof(*keys), slab_reclaim_key_cmp);

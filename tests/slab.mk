@@ -22,6 +22,11 @@ check_PROGRAMS += tests/slab-client
 tests_slab_client_SOURCES = tests/slab-client.c
 tests_slab_client_LDADD = client/libmembroker.la
 
+# Integration: remote frees and drains against the fast paths on every CPU.
+check_PROGRAMS += tests/slab-remote
+tests_slab_remote_SOURCES = tests/slab-remote.c
+tests_slab_remote_LDADD = client/libmembroker.la
+
 SLAB_INTEGRATION_TESTS = \
 	tests/test-slab-concurrency.sh \
 	tests/test-slab-stats.sh \
@@ -31,6 +36,7 @@ SLAB_INTEGRATION_TESTS = \
 	tests/test-slab-destroy.sh \
 	tests/test-slab-debug-env.sh \
 	tests/test-slab-norseq.sh \
+	tests/test-slab-remote.sh \
 	tests/test-slab-reclaim-proactive.sh \
 	tests/test-slab-reclaim-max.sh \
 	tests/test-slab-reclaim-unreclaimable.sh \

@@ -79,14 +79,25 @@ static uint64_t live_bytes(mb_cache *s) {
         return st.live_objects * st.object_bytes;
 }
 
-/* The byte stock invariant and the stat: see client/slab.h. */
-static void check_charging(uint64_t live_reclaimable, uint64_t live_unreclaimable) {
+/* Bytes of the objects on @s's per-CPU lists: charged, not live. */
+static uint64_t list_bytes(mb_cache *s) {
+        struct mb_cache_stats st;
+
+        ck_assert_int_eq(mb_cache_stats(s, &st), 0);
+        return st.cpu_free_objects * st.object_bytes;
+}
+
+/* The byte stock invariant and the stat: see client/slab.h.  @listed: the
+ * bytes on the caches' per-CPU lists (list_bytes()), which stock_bytes
+ * includes beside the byte stocks proper (each below a page). */
+static void check_charging(uint64_t live_reclaimable, uint64_t live_unreclaimable, uint64_t listed) {
         struct mb_slab_stats ss;
 
         ck_assert_int_eq(mb_slab_stats(client, &ss), 0);
         ck_assert_uint_eq((ss.charged_pages - ss.uncharged_pages) * PAGE_BYTES,
                           live_reclaimable + live_unreclaimable + ss.stock_bytes);
-        ck_assert_uint_le(ss.stock_bytes, (uint64_t) NCPUS * PAGE_BYTES);
+        ck_assert_uint_ge(ss.stock_bytes, listed);
+        ck_assert_uint_le(ss.stock_bytes - listed, (uint64_t) NCPUS * PAGE_BYTES);
         ck_assert_int_eq(ss.reclaimable_bytes + ss.pending_reclaimable_bytes, (int64_t) live_reclaimable);
         ck_assert_int_eq(ss.unreclaimable_bytes + ss.pending_unreclaimable_bytes, (int64_t) live_unreclaimable);
         ck_assert_int_eq(fake_client_stat(client, MB_STAT_SLAB_RECLAIMABLE), ss.reclaimable_bytes);
@@ -280,30 +291,33 @@ START_TEST(test_byte_stock_and_stat_exact) {
                                         b[i] = mb_cache_alloc(u);
                         }
                 }
-                check_charging(live_bytes(r), live_bytes(u));
+                check_charging(live_bytes(r), live_bytes(u), list_bytes(r) + list_bytes(u));
         }
         ck_assert_int_eq(mb_slab_stats(client, &ss), 0);
         ck_assert_uint_gt(ss.charged_pages, 0);
-        ck_assert_uint_gt(ss.uncharged_pages, 0);
 
         /* After the drain the stats region holds the exact figures. */
         mb_slab_drain(client);
         ck_assert_int_eq(mb_slab_stats(client, &ss), 0);
         ck_assert_int_eq(ss.pending_reclaimable_bytes, 0);
         ck_assert_int_eq(ss.pending_unreclaimable_bytes, 0);
-        ck_assert_uint_lt(ss.stock_bytes, (uint64_t) NCPUS * PAGE_BYTES);
+        ck_assert_uint_lt(ss.stock_bytes - list_bytes(r) - list_bytes(u), (uint64_t) NCPUS * PAGE_BYTES);
         ck_assert_int_eq(fake_client_stat(client, MB_STAT_SLAB_RECLAIMABLE), (int64_t) live_bytes(r));
         ck_assert_int_eq(fake_client_stat(client, MB_STAT_SLAB_UNRECLAIMABLE), (int64_t) live_bytes(u));
-        check_charging(live_bytes(r), live_bytes(u));
+        check_charging(live_bytes(r), live_bytes(u), list_bytes(r) + list_bytes(u));
 
         for (size_t i = 0; i < N; i++) {
                 mb_cache_free(r, a[i]);
                 mb_cache_free(u, b[i]);
         }
+        /* Lists past cpu_max went back to the slabs: their bytes were
+         * uncharged (refill_obj_stock() of whole pages' worth). */
+        ck_assert_int_eq(mb_slab_stats(client, &ss), 0);
+        ck_assert_uint_gt(ss.uncharged_pages, 0);
         mb_slab_drain(client);
         ck_assert_int_eq(fake_client_stat(client, MB_STAT_SLAB_RECLAIMABLE), 0);
         ck_assert_int_eq(fake_client_stat(client, MB_STAT_SLAB_UNRECLAIMABLE), 0);
-        check_charging(0, 0);
+        check_charging(0, 0, list_bytes(r) + list_bytes(u));
         ck_assert_uint_eq(mb_cache_destroy(r), 0);
         ck_assert_uint_eq(mb_cache_destroy(u), 0);
         free(a);
@@ -397,6 +411,49 @@ START_TEST(test_shrinker_callbacks) {
 }
 END_TEST
 
+/* Large pages: a slab of 8-byte objects holds more than cpu_max (1024)
+ * objects, so a refill brings more than cpu_max to a CPU's list at once
+ * (the list's slots have room for it: cpu_cap). */
+START_TEST(test_slab_larger_than_cpu_list) {
+        enum { BIG_PAGE = 65536, N = 20000 };
+        mb_client *big = fake_client_new(64, BIG_PAGE, NCPUS);
+        mb_cache *s = mb_cache_create(big, "tiny-on-big-pages", 8, 0, 0, NULL);
+        void **o = calloc(N, sizeof(void *));
+        struct mb_cache_stats st;
+        struct mb_slab_stats ss;
+
+        ck_assert_ptr_nonnull(s);
+        ck_assert_ptr_nonnull(o);
+        for (unsigned round = 0; round < 3; round++) {
+                fake_client_set_cpu((int) (round % NCPUS));
+                for (size_t i = 0; i < N; i++) {
+                        o[i] = mb_cache_alloc(s);
+                        ck_assert_ptr_nonnull(o[i]);
+                        *(uint64_t *) o[i] = i;
+                }
+                fake_client_set_cpu((int) ((round + 1) % NCPUS));
+                for (size_t i = 0; i < N; i++) {
+                        ck_assert_uint_eq(*(uint64_t *) o[i], i);
+                        mb_cache_free(s, o[i]);
+                }
+        }
+        ck_assert_int_eq(mb_cache_stats(s, &st), 0);
+        ck_assert_uint_gt(st.objects_per_slab, 1024);
+        ck_assert_uint_eq(st.live_objects, 0);
+        ck_assert_uint_eq(st.allocs, 3 * N);
+        ck_assert_int_eq(mb_slab_stats(big, &ss), 0);
+        ck_assert_uint_eq((ss.charged_pages - ss.uncharged_pages) * BIG_PAGE, ss.stock_bytes);
+        ck_assert_uint_eq(mb_cache_shrink(s) > 0, 1);
+        ck_assert_int_eq(mb_cache_stats(s, &st), 0);
+        ck_assert_uint_eq(st.slabs, 0);
+        ck_assert_uint_eq(mb_cache_destroy(s), 0);
+        ck_assert_uint_eq(fake_client_pages_in_use(big), 0);
+        fake_client_set_cpu(-1);
+        free(o);
+        fake_client_free(big);
+}
+END_TEST
+
 START_TEST(test_enomem_at_page_limit) {
         mb_cache *s = mb_cache_create(client, "limited", 1024, 0, 0, NULL);
         void *o[9];
@@ -408,7 +465,7 @@ START_TEST(test_enomem_at_page_limit) {
         errno = 0;
         ck_assert_ptr_null(mb_cache_alloc(s));
         ck_assert_int_eq(errno, ENOMEM);
-        check_charging(0, live_bytes(s));
+        check_charging(0, live_bytes(s), list_bytes(s));
         ck_assert_uint_eq(live_bytes(s), 8 * 1024);
         for (size_t i = 0; i < 8; i++)
                 mb_cache_free(s, o[i]);
@@ -451,7 +508,7 @@ START_TEST(test_remote_free) {
         ck_assert_int_eq(pthread_join(t, NULL), 0);
         ck_assert_int_eq(mb_cache_stats(s, &st), 0);
         ck_assert_uint_eq(st.live_objects, 0);
-        check_charging(0, 0);
+        check_charging(0, 0, list_bytes(s));
         /* CPU 1 gets them back through the slabs. */
         for (size_t i = 0; i < N; i++)
                 ck_assert_ptr_nonnull(h.objs[i] = mb_cache_alloc(s));
@@ -550,7 +607,13 @@ START_TEST(test_concurrent_stress) {
                 ck_assert_int_eq(pthread_join(t[i], NULL), 0);
                 ck_assert(!st[i].failed);
         }
-        check_charging(0, 0);
+        {
+                uint64_t listed = 0;
+
+                for (unsigned c = 0; c < STRESS_CACHES; c++)
+                        listed += list_bytes(caches[c]);
+                check_charging(0, 0, listed);
+        }
         for (unsigned c = 0; c < STRESS_CACHES; c++) {
                 mb_cache_shrink(caches[c]);
                 ck_assert_uint_eq(mb_cache_destroy(caches[c]), 0);
@@ -779,6 +842,7 @@ static Suite *slab_suite(void) {
         tcase_add_test(tc, test_stat_written_in_page_batches);
         tcase_add_test(tc, test_shrink_gives_empty_slabs_back);
         tcase_add_test(tc, test_shrinker_callbacks);
+        tcase_add_test(tc, test_slab_larger_than_cpu_list);
         tcase_add_test(tc, test_enomem_at_page_limit);
         tcase_add_test(tc, test_remote_free);
         tcase_add_test(tc, test_concurrent_stress);
