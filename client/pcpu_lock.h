@@ -153,6 +153,28 @@ static inline void pcpu_unlock(int *lock) {
 enum { PCPU_RSEQ_LOCKED, PCPU_RSEQ_BUSY, PCPU_RSEQ_ABORTED };
 
 /*
+ * The entry of a restartable sequence, x86-64, for inline asm with operands
+ * %[off] (glibc's __rseq_offset: the struct rseq from %fs) and %[cpu]: emit
+ * the sequence's descriptor into the __rseq_cs section (start label 1,
+ * commit label 2, abort handler 4, which the caller places after glibc's
+ * signature), publish it in rseq->rseq_cs (offset 8) and leave to the abort
+ * handler unless rseq->cpu_id (offset 4) is %[cpu].  Clobbers %rax.  The
+ * stocks' and the slab caches' sequences begin with it.
+ */
+#define PCPU_RSEQ_ENTER                                                        \
+        ".pushsection __rseq_cs, \"aw\"\n\t"                                   \
+        ".balign 32\n\t"                                                       \
+        "3:\n\t"                                                               \
+        ".long 0x0, 0x0\n\t"                 /* version, flags */              \
+        ".quad 1f, (2f - 1f), 4f\n\t"        /* start, post_commit_offset, abort */ \
+        ".popsection\n\t"                                                      \
+        "1:\n\t"                                                               \
+        "leaq 3b(%%rip), %%rax\n\t"                                            \
+        "movq %%rax, %%fs:8(%[off])\n\t"                                       \
+        "cmpl %[cpu], %%fs:4(%[off])\n\t"                                      \
+        "jnz 4f\n\t"
+
+/*
  * pcpu_rseq_trylock - rseq mode: take @lock if the thread still runs on
  * @cpu and the lock is free.  @rseq_area is glibc's __rseq_offset (the
  * struct rseq from the thread pointer).  Returns PCPU_RSEQ_LOCKED,

@@ -55,17 +55,7 @@ enum { SLAB_RSEQ_DONE, SLAB_RSEQ_SLOW, SLAB_RSEQ_ABORTED };
  * holds the CPU's lock word; %%rdx = the list's word, %%rcx its count,
  * %%rax the slots. */
 #define SLAB_RSEQ_ENTER                                                        \
-        ".pushsection __rseq_cs, \"aw\"\n\t"                                   \
-        ".balign 32\n\t"                                                       \
-        "3:\n\t"                                                               \
-        ".long 0x0, 0x0\n\t"                 /* version, flags */              \
-        ".quad 1f, (2f - 1f), 4f\n\t"        /* start, post_commit_offset, abort */ \
-        ".popsection\n\t"                                                      \
-        "1:\n\t"                                                               \
-        "leaq 3b(%%rip), %%rax\n\t"                                            \
-        "movq %%rax, %%fs:8(%[off])\n\t"                                       \
-        "cmpl %[cpu], %%fs:4(%[off])\n\t"                                      \
-        "jnz 4f\n\t"                                                           \
+        PCPU_RSEQ_ENTER                                                           \
         "movq %[pcpu], %%rcx\n\t"                                              \
         "cmpl $0, (%%rcx,%[pofs])\n\t"       /* pcpu[cpu].lock */              \
         "jnz %l[slow]\n\t"                                                     \

@@ -44,17 +44,7 @@ enum { STOCK_RSEQ_DONE, STOCK_RSEQ_CHANGED, STOCK_RSEQ_ABORTED, STOCK_RSEQ_SLOW,
  * glibc registered precedes.
  */
 #define STOCK_RSEQ_ENTER                                                       \
-        ".pushsection __rseq_cs, \"aw\"\n\t"                                   \
-        ".balign 32\n\t"                                                       \
-        "3:\n\t"                                                               \
-        ".long 0x0, 0x0\n\t"                 /* version, flags */              \
-        ".quad 1f, (2f - 1f), 4f\n\t"        /* start, post_commit_offset, abort */ \
-        ".popsection\n\t"                                                      \
-        "1:\n\t"                                                               \
-        "leaq 3b(%%rip), %%rax\n\t"                                            \
-        "movq %%rax, %%fs:8(%[off])\n\t"                                       \
-        "cmpl %[cpu], %%fs:4(%[off])\n\t"                                      \
-        "jnz 4f\n\t"
+        PCPU_RSEQ_ENTER
 #define STOCK_RSEQ_COMPARE                                                     \
         "cmpq %[exp], (%[w])\n\t"                                              \
         "jnz %l[changed]\n\t"
