@@ -143,7 +143,7 @@ int ctl_stat_events(sd_bus *bus, int argc, char **argv) {
                 fputs("}\n", stdout);
         } else {
                 if (ctl_arg.legend)
-                        printf("%-10s %12s %12s\n", "EVENT", "SUBTREE", "LOCAL");
+                        printf("%-14s %12s %12s\n", "EVENT", "SUBTREE", "LOCAL");
                 for (size_t i = 0; i < l.n; i++) {
                         char local_key[128];
                         const struct ctl_kv *local;
@@ -153,10 +153,10 @@ int ctl_stat_events(sd_bus *bus, int argc, char **argv) {
                         snprintf(local_key, sizeof local_key, "%s.local", l.v[i].key);
                         local = ctl_kvlist_find(&l, local_key);
                         if (local)
-                                printf("%-10s %12" PRIu64 " %12" PRIu64 "\n", l.v[i].key, l.v[i].value,
+                                printf("%-14s %12" PRIu64 " %12" PRIu64 "\n", l.v[i].key, l.v[i].value,
                                        local->value);
                         else
-                                printf("%-10s %12" PRIu64 " %12s\n", l.v[i].key, l.v[i].value, "-");
+                                printf("%-14s %12" PRIu64 " %12s\n", l.v[i].key, l.v[i].value, "-");
                 }
         }
         ctl_kvlist_done(&l);
