@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,51 @@ int wire_frame_length(const uint8_t *buf, size_t len, uint32_t *ret_payload) {
         return 0;
 }
 
+/* Nested messages deeper than this are refused (ours nest two deep). */
+#define WIRE_MAX_NESTING 8
+
+/*
+ * protobuf-c keeps a field it does not know as an unknown field, even one
+ * numbered 0, which the protobuf encoding forbids: such a message packs
+ * into bytes it will not parse again.  Refuse it here, in every nested
+ * message, so that what the daemon accepts is what it could send back.
+ */
+static bool wire_msg_tags_valid(const ProtobufCMessage *m, unsigned depth) {
+        const ProtobufCMessageDescriptor *d = m->descriptor;
+
+        if (depth > WIRE_MAX_NESTING)
+                return false;
+        for (unsigned i = 0; i < m->n_unknown_fields; i++)
+                if (m->unknown_fields[i].tag == 0)
+                        return false;
+        for (unsigned i = 0; i < d->n_fields; i++) {
+                const ProtobufCFieldDescriptor *f = &d->fields[i];
+                const char *base = (const char *) m;
+
+                if (f->type != PROTOBUF_C_TYPE_MESSAGE)
+                        continue;
+                if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+                        size_t n = *(const size_t *) (base + f->quantifier_offset);
+                        ProtobufCMessage *const *v = *(ProtobufCMessage *const *const *) (base + f->offset);
+
+                        for (size_t k = 0; k < n; k++)
+                                if (!wire_msg_tags_valid(v[k], depth + 1))
+                                        return false;
+                        continue;
+                }
+                if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
+                    *(const uint32_t *) (base + f->quantifier_offset) != f->id)
+                        continue;
+                {
+                        const ProtobufCMessage *sub = *(ProtobufCMessage *const *) (base + f->offset);
+
+                        if (sub && !wire_msg_tags_valid(sub, depth + 1))
+                                return false;
+                }
+        }
+        return true;
+}
+
 int wire_frame_parse(const uint8_t *buf, size_t len, size_t *ret_consumed, Mb__Msg **ret_msg) {
         uint32_t payload;
         Mb__Msg *msg;
@@ -35,7 +81,7 @@ int wire_frame_parse(const uint8_t *buf, size_t len, size_t *ret_consumed, Mb__M
         msg = mb__msg__unpack(NULL, payload, buf + WIRE_HEADER_BYTES);
         if (!msg)
                 return -EBADMSG;
-        if (msg->body_case == MB__MSG__BODY__NOT_SET) {
+        if (msg->body_case == MB__MSG__BODY__NOT_SET || !wire_msg_tags_valid(&msg->base, 0)) {
                 mb__msg__free_unpacked(msg, NULL);
                 return -EBADMSG;
         }

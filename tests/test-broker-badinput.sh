@@ -36,6 +36,10 @@ bad huge-length EMSGSIZE send-hex ffffffff0000 read-error
 bad empty-frame EPROTO send-hex 00000000 read-error
 bad truncated-frame EPROTO hello app send-header 100 send-hex 0a0b0c shutdown-wr read-error
 bad truncated-header EPROTO hello app send-hex 0000 shutdown-wr read-error
+# A Charge carrying a field numbered 0 (tag bytes 80 00), which protobuf
+# forbids and protobuf-c would keep as an unknown field: refused, so that
+# the daemon accepts only what it could encode again.
+bad field-zero EPROTO hello app send-hex 000000091a0708011001800014 read-error
 bad charge-before-hello EPROTO charge 1
 bad second-hello EPROTO hello app hello app
 bad grant-from-client EPROTO hello app send-hex 0000000422020801 read-error
