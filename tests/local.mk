@@ -2,8 +2,15 @@
 # private dbus-daemon and busctl.  Each area keeps its own fragment.
 TEST_EXTENSIONS = .sh
 SH_LOG_COMPILER = $(SHELL)
+# MB_SANITIZED: the programs carry sanitizers (valgrind cannot run them).
+if ENABLE_SANITIZERS
+MB_SANITIZED = yes
+else
+MB_SANITIZED = no
+endif
 AM_TESTS_ENVIRONMENT = \
 	top_builddir='$(abs_top_builddir)'; export top_builddir; \
+	MB_SANITIZED='$(MB_SANITIZED)'; export MB_SANITIZED; \
 	top_srcdir='$(abs_top_srcdir)'; export top_srcdir; \
 	BUSCTL='$(BUSCTL)'; export BUSCTL; DBUS_DAEMON='$(DBUS_DAEMON)'; export DBUS_DAEMON;
 TESTS_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)

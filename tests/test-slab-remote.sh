@@ -27,7 +27,8 @@ remote MEMBROKER_RSEQ=0 MEMBROKER_SLAB_RSEQ=0
 # registration fails there): the fall-back, and no invalid access.
 if ! command -v valgrind >/dev/null; then
         echo "valgrind is not installed: the run under valgrind is left out"
-elif "$top_builddir/libtool" --mode=execute ldd "$top_builddir/tests/slab-remote" | grep -q libasan; then
+elif [ "${MB_SANITIZED:-no}" = yes ] ||
+        "$top_builddir/libtool" --mode=execute ldd "$top_builddir/tests/slab-remote" | grep -q libasan; then
         echo "a sanitizer build: the run under valgrind is left out"
 else
         rc=0
