@@ -13,6 +13,7 @@
 #include "macros.h"
 
 #define ARENA_OWNER_MARK UINT32_MAX /* arena_check_owned(): page seen once */
+#define ARENA_OWNER_PENDING (UINT32_MAX - 1) /* returned, punch pending */
 #define BITS_PER_WORD 64u
 #define ARENA_NAME_MAX_BYTES 200
 
@@ -472,6 +473,53 @@ uint64_t arena_release(struct arena *a, uint32_t owner, const struct arena_exten
         return released;
 }
 
+uint64_t arena_release_begin(struct arena *a, const struct arena_extent *extents, size_t n) {
+        uint64_t released = 0;
+
+        /* Only this owner's thread writes its pages' slots: no lock. */
+        for (size_t i = 0; i < n; i++) {
+                for (uint64_t p = extents[i].start; p < extents[i].start + extents[i].count; p++)
+                        owner_store(a, p, ARENA_OWNER_PENDING);
+                released += extents[i].count;
+        }
+        /* Counted as pending before nused drops: arena_fit() never sees
+         * the pages in neither. */
+        atomic_fetch_add_explicit(&a->npending, released, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&a->nused, released, memory_order_relaxed);
+        return released;
+}
+
+static void finish_run(struct arena *a, uint64_t start, uint64_t count) {
+        punch(a, start, count);
+        for (uint64_t p = start; p < start + count; p++)
+                owner_store(a, p, ARENA_OWNER_NONE);
+
+        pthread_mutex_lock(&a->lock);
+        mark_free_locked(a, start, count);
+        pthread_mutex_unlock(&a->lock);
+        atomic_fetch_sub_explicit(&a->npending, count, memory_order_relaxed);
+}
+
+void arena_release_finish(struct arena *a, const struct arena_extent *extents, size_t n) {
+        uint64_t run_start = 0, run_len = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                if (extents[i].count == 0)
+                        continue;
+                if (run_len > 0 && run_start + run_len == extents[i].start) {
+                        run_len += extents[i].count;
+                        continue;
+                }
+                if (run_len > 0)
+                        finish_run(a, run_start, run_len);
+                run_start = extents[i].start;
+                run_len = extents[i].count;
+        }
+        if (run_len > 0)
+                finish_run(a, run_start, run_len);
+        (void) arena_fit(a, false);
+}
+
 uint64_t arena_release_owner(struct arena *a, uint32_t owner, uint64_t held) {
         uint64_t released = 0, top;
 
@@ -532,11 +580,14 @@ static int arena_fit(struct arena *a, bool grant) {
 
         if (a->pick_fd < 0)
                 return 0;
+        /* Pages whose punch is pending still take room: count them. */
         if (!grant && atomic_load_explicit(&a->size_pages, memory_order_relaxed) <=
-                              atomic_load_explicit(&a->nused, memory_order_relaxed) + 2 * a->slack_pages)
+                              atomic_load_explicit(&a->nused, memory_order_relaxed) +
+                                      atomic_load_explicit(&a->npending, memory_order_relaxed) + 2 * a->slack_pages)
                 return 0;
         pthread_mutex_lock(&a->size_lock);
-        nused = atomic_load_explicit(&a->nused, memory_order_relaxed);
+        nused = atomic_load_explicit(&a->npending, memory_order_relaxed) +
+                atomic_load_explicit(&a->nused, memory_order_relaxed);
         want = a->size_pages;
         if (a->size_pages < nused + a->slack_pages)
                 want = nused + 2 * a->slack_pages;
@@ -653,7 +704,7 @@ int arena_audit(struct arena *a, struct arena_audit *ret) {
         };
         if (fstat(a->fd, &st) < 0)
                 return -errno;
-        nused = arena_used(a);
+        nused = arena_used(a) + atomic_load_explicit(&a->npending, memory_order_relaxed);
         if (a->pick_fd >= 0)
                 tmpfs_bytes = atomic_load(&a->size_pages) * a->page_size;
         ret->found_bytes = ret->backed_bytes = (uint64_t) st.st_blocks * 512;

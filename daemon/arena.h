@@ -42,7 +42,8 @@
 #include <sys/types.h>
 
 #define ARENA_OWNER_NONE 0u
-#define ARENA_OWNER_MAX (UINT32_MAX - 1) /* UINT32_MAX marks pages being returned */
+#define ARENA_OWNER_MAX (UINT32_MAX - 2) /* UINT32_MAX - 1 marks pages returned whose punch is
+                                        * pending, UINT32_MAX pages being checked */
 
 struct arena_extent {
         uint64_t start;
@@ -90,6 +91,9 @@ struct arena {
         uint64_t hint;       /* lowest full[] word that may have room */
         uint64_t top;        /* pages at or above this index were never used */
         _Atomic uint64_t nused; /* pages currently charged to clients */
+        _Atomic uint64_t npending; /* pages returned (no longer in nused)
+                                    * whose punch is pending: still marked
+                                    * used, so never handed out before it */
 
         uint32_t *owner;
         uint64_t *used;
@@ -188,6 +192,23 @@ bool arena_check_owned(struct arena *a, uint32_t owner, const struct arena_exten
  * Returns the number of pages released.
  */
 uint64_t arena_release(struct arena *a, uint32_t owner, const struct arena_extent *extents, size_t n);
+
+/**
+ * arena_release_begin - the first half of a deferred release: the pages of
+ * the @n extents @owner holds (checked with arena_check_owned() before) stop
+ * being its own and leave nused at once, but stay marked used, so that no
+ * client gets them before arena_release_finish() punched them (the zero-page
+ * guarantee).  Returns the number of pages.
+ */
+uint64_t arena_release_begin(struct arena *a, const struct arena_extent *extents, size_t n);
+
+/**
+ * arena_release_finish - punch and free the pages of @n extents given to
+ * arena_release_begin() before (by one or several calls), sorted by start;
+ * adjacent extents are punched as one run.  Shrinks the tmpfs instance
+ * after the punch when it is larger than the charge needs.
+ */
+void arena_release_finish(struct arena *a, const struct arena_extent *extents, size_t n);
 
 /**
  * arena_release_owner - return every page @owner holds (a disconnect or

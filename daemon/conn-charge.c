@@ -39,6 +39,12 @@ static void conn_grant(struct conn *c, uint32_t seq, uint32_t n, uint64_t thrott
         int nextents, r;
 
         nextents = arena_alloc(c->arena, c->owner, n, w->extents, MB_FRAME_MAX_EXTENTS);
+        if (nextents < 0 && w->npunch > 0) {
+                /* Pages this worker returned wait for their punch: do it
+                 * now, they are free after it. */
+                worker_flush_punch(w);
+                nextents = arena_alloc(c->arena, c->owner, n, w->extents, MB_FRAME_MAX_EXTENTS);
+        }
         if (nextents < 0) {
                 page_counter_uncharge(&t->memory, n);
                 log_warning("tenant %s: its arena cannot supply %u more pages (%" PRIu64 " of %" PRIu64 " in use)",
@@ -357,7 +363,13 @@ void conn_uncharge(struct conn *c, const Mb__Uncharge *u) {
 
         conn_daemon_stat(c, MB_STAT_UNCHARGE_REQUESTS, 1);
         if (u->n_extents > 0) {
-                released = arena_release(c->arena, c->owner, w->extents, u->n_extents);
+                /* Uncharged and no longer this client's at once; the punch
+                 * (and the shrink after it) runs once the Ack is written,
+                 * coalesced with the other returns of this loop turn.  The
+                 * pages stay marked used until then: nobody gets them
+                 * before they are zero. */
+                released = arena_release_begin(c->arena, w->extents, u->n_extents);
+                worker_defer_punch(w, c->arena, w->extents, u->n_extents);
                 c->held -= released;
                 reclaim_client_set_held(c->rc, c->held);
                 page_counter_uncharge(&c->tenant->memory, released);

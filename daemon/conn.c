@@ -384,6 +384,9 @@ void conn_free(struct conn *c) {
                 struct tenant *t = c->tenant;
                 uint64_t released = 0;
 
+                /* Pages it returned are punched before its arena may go. */
+                worker_flush_punch(w);
+
                 /* A parked charge that was charged already (over high). */
                 if (c->charge_parked && c->parked_charged)
                         page_counter_uncharge(&t->memory, c->parked_pages);

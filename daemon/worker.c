@@ -16,6 +16,8 @@
 
 /* The inbox's messages: an accepted socket to take over, or WORKER_STOP.
  * Sockets that come after the stop are closed. */
+static void worker_punch_cb(evutil_socket_t fd, short what, void *userdata);
+
 static void worker_inbox_handle(void *userdata, void *msg) {
         struct worker *w = userdata;
         int fd = *(int *) msg;
@@ -66,6 +68,20 @@ int worker_new(struct broker *b, unsigned index, const struct worker_ops *ops, s
         w->pb_extent_ptrs = calloc(MB_FRAME_MAX_EXTENTS, sizeof(*w->pb_extent_ptrs));
         w->frame = malloc(WIRE_HEADER_BYTES + WIRE_MAX_FRAME_BYTES);
         w->base = event_base_new();
+        /* Three priorities: everything at the default (1) but the deferred
+         * punch (2), which runs only once the writes of a turn are done.
+         * Before any event is made. */
+        if (w->base && event_base_priority_init(w->base, 3) < 0) {
+                worker_free(w);
+                return -ENOMEM;
+        }
+        if (w->base) {
+                w->punch_ev = event_new(w->base, -1, 0, worker_punch_cb, w);
+                if (!w->punch_ev || event_priority_set(w->punch_ev, 2) < 0) {
+                        worker_free(w);
+                        return -ENOMEM;
+                }
+        }
         r = w->base ? mailbox_new(w->base, sizeof(int), worker_inbox_handle, worker_inbox_dispose, w, &w->inbox)
                     : -ENOMEM;
         if (r < 0 || !w->extents || !w->pb_extents || !w->pb_extent_ptrs || !w->frame) {
@@ -74,6 +90,59 @@ int worker_new(struct broker *b, unsigned index, const struct worker_ops *ops, s
         }
         *ret = w;
         return 0;
+}
+
+static int worker_punch_cmp(const void *x, const void *y) {
+        const struct worker_punch *a = x, *b = y;
+
+        if (a->arena != b->arena)
+                return (uintptr_t) a->arena < (uintptr_t) b->arena ? -1 : 1;
+        return a->start < b->start ? -1 : a->start > b->start;
+}
+
+void worker_flush_punch(struct worker *w) {
+        size_t i = 0;
+
+        if (w->npunch == 0)
+                return;
+        /* Several uncharges' extents in order: adjacent ones punch as one. */
+        qsort(w->punch, w->npunch, sizeof(*w->punch), worker_punch_cmp);
+        while (i < w->npunch) {
+                struct arena *a = w->punch[i].arena;
+                size_t n = 0;
+
+                /* w->extents is free between messages: reuse it, a chunk
+                 * at a time. */
+                for (; i < w->npunch && w->punch[i].arena == a && n < WORKER_MAX_UNCHARGE_EXTENTS; i++, n++)
+                        w->extents[n] = (struct arena_extent) { w->punch[i].start, w->punch[i].count };
+                arena_release_finish(a, w->extents, n);
+        }
+        w->npunch = 0;
+}
+
+static void worker_punch_cb(evutil_socket_t fd, short what, void *userdata) {
+        (void) fd;
+        (void) what;
+        worker_flush_punch(userdata);
+}
+
+void worker_defer_punch(struct worker *w, struct arena *a, const struct arena_extent *extents, size_t n) {
+        if (n == 0)
+                return;
+        if (w->npunch + n > w->punch_alloc) {
+                size_t want = MB_MAX(w->punch_alloc * 2, w->npunch + n);
+                struct worker_punch *p = reallocarray(w->punch, want, sizeof(*p));
+
+                if (!p) {
+                        arena_release_finish(a, extents, n);
+                        return;
+                }
+                w->punch = p;
+                w->punch_alloc = want;
+        }
+        for (size_t i = 0; i < n; i++)
+                w->punch[w->npunch++] = (struct worker_punch) { a, extents[i].start, extents[i].count };
+        event_active(w->punch_ev, EV_TIMEOUT, 0);
 }
 
 int worker_start(struct worker *w) {
@@ -114,6 +183,10 @@ void worker_free(struct worker *w) {
         /* Connections never taken over (the thread never ran). */
         if (w->conns)
                 w->ops->disconnect_all(w);
+        worker_flush_punch(w);
+        if (w->punch_ev)
+                event_free(w->punch_ev);
+        free(w->punch);
         mailbox_free(w->inbox); /* closes the sockets still queued */
         if (w->base)
                 event_base_free(w->base);

@@ -59,6 +59,17 @@ struct worker {
         Mb__Extent *pb_extents;       /* MB_FRAME_MAX_EXTENTS */
         Mb__Extent **pb_extent_ptrs;
         uint8_t *frame;               /* WIRE_HEADER_BYTES + WIRE_MAX_FRAME_BYTES */
+
+        /* Pages returned (arena_release_begin()) whose hole punch waits for
+         * the end of this loop turn, after the replies went out (worker
+         * thread only). */
+        struct worker_punch {
+                struct arena *arena;
+                uint64_t start;
+                uint32_t count;
+        } *punch;
+        size_t npunch, punch_alloc;
+        struct event *punch_ev; /* lowest priority: runs after the writes */
 };
 
 /* Worker @index of @b, serving connections through @ops (static storage).
@@ -73,3 +84,19 @@ void worker_add_fd(struct worker *w, int fd);
  * thread. */
 void worker_stop(struct worker *w);
 void worker_free(struct worker *w);
+
+/**
+ * worker_defer_punch - queue the @n extents of @a, just returned with
+ * arena_release_begin(), for one coalesced hole punch at the end of this
+ * loop turn (after the pending writes, the Ack among them).  Worker thread
+ * only; the caller keeps @a alive until worker_flush_punch() ran.  When the
+ * queue cannot grow the extents are punched at once.
+ */
+void worker_defer_punch(struct worker *w, struct arena *a, const struct arena_extent *extents, size_t n);
+
+/**
+ * worker_flush_punch - punch and free every queued extent now (adjacent
+ * extents of one arena as one run).  Worker thread only; called before a
+ * connection lets go of its arena, and when a grant found its arena full.
+ */
+void worker_flush_punch(struct worker *w);

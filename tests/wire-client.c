@@ -12,6 +12,9 @@
  *   uncharge-all            Uncharge of every page held; Ack or Error
  *   uncharge START COUNT    Uncharge of one extent; Ack or Error
  *   uncharge-twice          Uncharge naming the first held page twice
+ *   uncharge-each-charge N  one Uncharge per held page (in page order), then
+ *                           a Charge of N, all in one write; reads the Acks
+ *                           and the Grant: "pipelined acked=A granted=G"
  *   expect-ok               the last reply was not an Error
  *   expect-error CODE       the last reply was Error{CODE} (ENOMEM, EACCES,
  *                           EINVAL, EPROTO, EMSGSIZE, ENOENT, EISDIR, ...)
@@ -431,6 +434,76 @@ static int64_t do_uncharge(const uint64_t *starts, const uint32_t *counts, size_
         return acked;
 }
 
+static int cmp_u64(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+
+        return x < y ? -1 : x > y;
+}
+
+static void step_uncharge_each_charge(uint32_t n) {
+        Mb__Msg msg = MB__MSG__INIT, *reply;
+        Mb__Uncharge u = MB__UNCHARGE__INIT;
+        Mb__Charge charge = MB__CHARGE__INIT;
+        Mb__Extent ext = MB__EXTENT__INIT, *ptr = &ext;
+        uint8_t *all = NULL, *buf;
+        size_t nall = 0, len, nsent = nheld;
+        int64_t acked = 0, granted = 0;
+        uint32_t charge_seq = 0;
+
+        qsort(held, nheld, sizeof(*held), cmp_u64);
+        for (size_t i = 0; i <= nsent; i++) {
+                if (i < nsent) {
+                        ext.start = held[i];
+                        ext.count = 1;
+                        u.seq = next_seq++;
+                        u.n_extents = 1;
+                        u.extents = &ptr;
+                        msg.body_case = MB__MSG__BODY_UNCHARGE;
+                        msg.uncharge = &u;
+                } else {
+                        charge.seq = charge_seq = next_seq++;
+                        charge.pages = n;
+                        msg.body_case = MB__MSG__BODY_CHARGE;
+                        msg.charge = &charge;
+                }
+                if (wire_frame_pack(&msg, &buf, &len) < 0) {
+                        errno = EMSGSIZE;
+                        die("pack");
+                }
+                all = realloc(all, nall + len);
+                if (!all)
+                        die("realloc");
+                memcpy(all + nall, buf, len);
+                nall += len;
+                free(buf);
+        }
+        write_all(all, nall);
+        free(all);
+        nheld = 0;
+
+        for (size_t i = 0; i <= nsent; i++) {
+                reply = recv_reply();
+                if (handle_error(reply)) {
+                        mb__msg__free_unpacked(reply, NULL);
+                        break;
+                }
+                if (reply->body_case == MB__MSG__BODY_ACK) {
+                        acked += (int64_t) reply->ack->pages;
+                } else if (reply->body_case == MB__MSG__BODY_GRANT && reply->grant->seq == charge_seq) {
+                        for (size_t j = 0; j < reply->grant->n_extents; j++) {
+                                held_add(reply->grant->extents[j]->start, reply->grant->extents[j]->count);
+                                granted += reply->grant->extents[j]->count;
+                        }
+                } else {
+                        errno = EPROTO;
+                        die("expected Ack or Grant");
+                }
+                last_error = 0;
+                mb__msg__free_unpacked(reply, NULL);
+        }
+        printf("pipelined acked=%" PRId64 " granted=%" PRId64 "\n", acked, granted);
+}
+
 static void step_uncharge_all(void) {
         uint64_t *starts = malloc((nheld ? nheld : 1) * sizeof(uint64_t));
         uint32_t *counts = malloc((nheld ? nheld : 1) * sizeof(uint32_t));
@@ -748,6 +821,9 @@ int main(int argc, char *argv[]) {
                         count = (uint32_t) strtoul(argv[i + 2], NULL, 10);
                         i += 2;
                         (void) do_uncharge(&start, &count, 1, true);
+                } else if (strcmp(s, "uncharge-each-charge") == 0) {
+                        need(argc, i, 1, s);
+                        step_uncharge_each_charge((uint32_t) strtoul(argv[++i], NULL, 10));
                 } else if (strcmp(s, "uncharge-twice") == 0) {
                         uint64_t starts[2];
                         uint32_t counts[2] = { 1, 1 };
