@@ -11,6 +11,7 @@
  * (shmem_reconfigure(), which refuses a size below the blocks in use).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -41,8 +42,8 @@ static int tmpfs_set_size(int fc, uint64_t size_bytes) {
         return 0;
 }
 
-int arena_tmpfs_create(const char *name, uint64_t size_bytes, uint64_t file_bytes, int *ret_file, int *ret_root,
-                       int *ret_pick) {
+int arena_tmpfs_create(const char *name, uint64_t size_bytes, uint64_t file_bytes, bool huge, int *ret_file,
+                       int *ret_root, int *ret_pick) {
         _cleanup_(closep) int fc = -1, mnt = -1, file = -1, root = -1, pick = -1;
         char fname[NAME_MAX + 1];
         int r;
@@ -55,6 +56,9 @@ int arena_tmpfs_create(const char *name, uint64_t size_bytes, uint64_t file_byte
                 return r;
         if (fsconfig(fc, FSCONFIG_SET_STRING, "nr_inodes", ARENA_TMPFS_NR_INODES, 0) < 0 ||
             fsconfig(fc, FSCONFIG_SET_STRING, "mode", "0700", 0) < 0 ||
+            /* shmem_parse_one() refuses huge= without transparent huge
+             * pages (has_transparent_hugepage()). */
+            (huge && fsconfig(fc, FSCONFIG_SET_STRING, "huge", "always", 0) < 0) ||
             fsconfig(fc, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
                 return -errno;
         mnt = fsmount(fc, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
@@ -107,9 +111,10 @@ int arena_tmpfs_resize(int pick_fd, uint64_t size_bytes) {
         return 0;
 }
 #else
-int arena_tmpfs_create(const char *name, uint64_t size_bytes, uint64_t file_bytes, int *ret_file, int *ret_root,
-                       int *ret_pick) {
+int arena_tmpfs_create(const char *name, uint64_t size_bytes, uint64_t file_bytes, bool huge, int *ret_file,
+                       int *ret_root, int *ret_pick) {
         (void) name;
+        (void) huge;
         (void) size_bytes;
         (void) file_bytes;
         (void) ret_file;
@@ -131,11 +136,11 @@ int arena_tmpfs_resize(int pick_fd, uint64_t size_bytes) {
 }
 #endif
 
-int arena_tmpfs_probe(void) {
+int arena_tmpfs_probe(bool huge) {
         _cleanup_(closep) int file = -1, root = -1, pick = -1;
         int r;
 
-        r = arena_tmpfs_create("probe", 4096, 4096, &file, &root, &pick);
+        r = arena_tmpfs_create("probe", 4096, 4096, huge, &file, &root, &pick);
         if (r < 0)
                 return r;
         /* Resizing must work too: it is what bounds the arena. */

@@ -127,7 +127,8 @@ static int arena_create(const char *name, uint64_t npages, uint64_t page_size, i
         if (backing && backing->tmpfs) {
                 /* Room for the slack only: nothing is charged yet. */
                 size_pages = MB_MAX(backing->slack_pages, (uint64_t) 1);
-                r = arena_tmpfs_create(name, size_pages * page_size, npages * page_size, &fd, &root_fd, &pick_fd);
+                r = arena_tmpfs_create(name, size_pages * page_size, npages * page_size, backing->huge, &fd, &root_fd,
+                                       &pick_fd);
                 if (r < 0)
                         return r;
         } else {

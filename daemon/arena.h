@@ -54,6 +54,8 @@ struct arena_extent {
 struct arena_backing {
         bool tmpfs;            /* its own tmpfs instance (else a sealed memfd) */
         uint64_t slack_pages;  /* the tmpfs size beyond nused (see above) */
+        bool huge;             /* the instance mounted huge=always (shmem
+                                * THP, shmem_is_huge()); tmpfs only */
 };
 
 /* What one arena_audit() found and did. */
@@ -253,12 +255,14 @@ int arena_audit(struct arena *a, struct arena_audit *ret);
  * arena_tmpfs_create - a new detached tmpfs instance of @size_bytes (never
  * 0) holding one unlinked file of @file_bytes named after @name: returns
  * the file, a directory fd of the instance's root and an fspick() fd to
- * resize it.
+ * resize it.  With @huge the instance is mounted huge=always: its pages
+ * are transparent huge pages wherever a whole aligned PMD fits.
  * Returns 0 or a negative errno (-EPERM without CAP_SYS_ADMIN, -ENOSYS on a
- * kernel or libc without the new mount API).
+ * kernel or libc without the new mount API, -EINVAL when the kernel refuses
+ * huge=, having no transparent huge pages).
  */
-int arena_tmpfs_create(const char *name, uint64_t size_bytes, uint64_t file_bytes, int *ret_file, int *ret_root,
-                       int *ret_pick);
+int arena_tmpfs_create(const char *name, uint64_t size_bytes, uint64_t file_bytes, bool huge, int *ret_file,
+                       int *ret_root, int *ret_pick);
 
 /* fspick() the instance whose root directory is @root_fd.  0 or -errno. */
 int arena_tmpfs_pick(int root_fd, int *ret_pick);
@@ -267,5 +271,6 @@ int arena_tmpfs_pick(int root_fd, int *ret_pick);
  * are in use (shmem_reconfigure()).  0 or -errno. */
 int arena_tmpfs_resize(int pick_fd, uint64_t size_bytes);
 
-/* Whether this process can make (and resize) a tmpfs instance: 0 or -errno. */
-int arena_tmpfs_probe(void);
+/* Whether this process can make (and resize) a tmpfs instance, mounted
+ * huge=always with @huge: 0 or -errno. */
+int arena_tmpfs_probe(bool huge);

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -28,17 +30,72 @@ static uint64_t now_usec(void) {
         return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 }
 
+#define AUDIT_SHMEM_THP_PATH "/sys/kernel/mm/transparent_hugepage/shmem_enabled"
+
+/* HugePages=thp: a tmpfs instance mounted huge=always must be possible.
+ * The kernel's shmem_enabled setting governs the internal shm mount and
+ * memfds only, except "deny", which refuses huge pages to every tmpfs
+ * (shmem_allowable_huge_orders()); without transparent huge pages the file
+ * is missing and fsconfig() refuses huge=.  0 or -errno with *ret_error. */
+static int audit_check_thp(char **ret_error) {
+        char buf[128] = "";
+        ssize_t n;
+        int fd, r;
+
+        fd = open(AUDIT_SHMEM_THP_PATH, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+                r = -errno;
+                if (ret_error && asprintf(ret_error, "HugePages=thp, but the kernel has no shmem transparent huge pages (%s: %s)",
+                             AUDIT_SHMEM_THP_PATH, strerror(-r)) < 0)
+                        *ret_error = NULL;
+                return r;
+        }
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n > 0 && strstr(buf, "[deny]")) {
+                if (ret_error && asprintf(ret_error, "HugePages=thp, but %s is \"deny\": the kernel gives no tmpfs huge pages",
+                             AUDIT_SHMEM_THP_PATH) < 0)
+                        *ret_error = NULL;
+                return -EOPNOTSUPP;
+        }
+        r = arena_tmpfs_probe(true);
+        if (r < 0) {
+                if (ret_error && asprintf(ret_error, "HugePages=thp, but no tmpfs instance can be made with huge=always: %s",
+                             strerror(-r)) < 0)
+                        *ret_error = NULL;
+                return r;
+        }
+        return 0;
+}
+
 int audit_choose_backing(struct broker *b, char **ret_error) {
         enum mb_arena_backing want = b->config->broker.arena_backing;
+        bool huge = b->config->broker.huge_pages == MB_HUGE_PAGES_THP;
         int r;
 
         broker_assert_main_thread(b);
+        if (huge) {
+                /* Never a silent fall-back to 4 KiB pages. */
+                if (want == MB_ARENA_BACKING_MEMFD) {
+                        if (ret_error && asprintf(ret_error, "HugePages=thp needs a tmpfs instance per tenant, not "
+                                                "ArenaBacking=memfd") < 0)
+                                *ret_error = NULL;
+                        return -EINVAL;
+                }
+                r = audit_check_thp(ret_error);
+                if (r < 0)
+                        return r;
+                b->arena_tmpfs = true;
+                log_info("arena backing: tmpfs with huge=always (a detached instance per tenant, sized to its "
+                         "charge + up to 2 x ChargeBatch pages, in 2 MiB transparent huge pages)");
+                return 0;
+        }
         if (want == MB_ARENA_BACKING_MEMFD) {
                 b->arena_tmpfs = false;
                 log_info("arena backing: memfd (ArenaBacking=memfd): only the audit bounds what clients back");
                 return 0;
         }
-        r = arena_tmpfs_probe();
+        r = arena_tmpfs_probe(false);
         if (r < 0) {
                 if (want == MB_ARENA_BACKING_TMPFS) {
                         if (ret_error && asprintf(ret_error,

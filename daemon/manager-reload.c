@@ -222,6 +222,8 @@ static int reload_apply(struct manager *m, struct mb_config *c, uint64_t read_us
                 log_warning("PressureReclaim= takes effect at the next start");
         if (c->broker.arena_backing != m->b.config->broker.arena_backing)
                 log_warning("ArenaBacking= takes effect at the next start");
+        if (c->broker.huge_pages != m->b.config->broker.huge_pages)
+                log_warning("HugePages= takes effect at the next start");
         if (c->broker.restart_grace_sec != m->b.config->broker.restart_grace_sec)
                 log_warning("RestartGraceSec= takes effect at the next start");
 

@@ -79,7 +79,10 @@ int manager_service_setup(struct manager *m, char **ret_error) {
                 .state = m->state,
                 .page_size = m->b.page_size,
                 .arena_tmpfs = m->b.arena_tmpfs,
-                .arena_memfd_fallback = m->b.config->broker.arena_backing == MB_ARENA_BACKING_AUTO,
+                /* Huge pages never fall back to 4 KiB ones in a memfd. */
+                .arena_memfd_fallback = m->b.config->broker.arena_backing == MB_ARENA_BACKING_AUTO &&
+                                        m->b.config->broker.huge_pages == MB_HUGE_PAGES_NO,
+                .arena_huge = m->b.config->broker.huge_pages == MB_HUGE_PAGES_THP,
                 .grace_sec = m->b.config->broker.restart_grace_sec,
         };
         r = restart_new(&params, &manager_restart_ops, m, &m->restart);

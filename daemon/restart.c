@@ -244,6 +244,7 @@ int restart_arena_new(struct restart *r, struct tenant_state *ts, uint64_t npage
         backing = (struct arena_backing) {
                 .tmpfs = r->p.arena_tmpfs,
                 .slack_pages = r->ops->charge_batch(r->userdata),
+                .huge = r->p.arena_huge,
         };
         k = arena_new_shared(ts->tenant->path, npages, r->p.page_size, ofd, RESTART_OWNERS_OFFSET_BYTES, &backing,
                              &a);

@@ -73,6 +73,7 @@ struct restart_params {
         uint64_t page_size;        /* bytes */
         bool arena_tmpfs;          /* new arenas on a tmpfs instance each */
         bool arena_memfd_fallback; /* ... or a memfd when no instance can be made */
+        bool arena_huge;           /* ... mounted huge=always (HugePages=thp) */
         unsigned grace_sec;        /* RestartGraceSec= */
 };
 

@@ -29,6 +29,7 @@ BROKER_TESTS = \
 	tests/test-broker-badinput.sh \
 	tests/test-broker-isolation.sh \
 	tests/test-broker-deferred-punch.sh \
+	tests/test-broker-hugepages.sh \
 	tests/test-broker-crash.sh \
 	tests/test-broker-limits.sh \
 	tests/test-broker-admission.sh \

@@ -191,7 +191,7 @@ struct parse_ctx {
         ssize_t tenant;    /* index of the [Tenant] being read, or -1 */
 
         /* Lines of the broker keys checked against each other at the end. */
-        unsigned capacity_line, page_size_line;
+        unsigned capacity_line, page_size_line, huge_pages_line;
 
         int r;             /* first error */
         char *error;       /* "file:line: reason" */
@@ -541,6 +541,11 @@ static int broker_key(struct parse_ctx *ctx, const char *key, const char *value)
         if (strcmp(key, "ArenaBacking") == 0)
                 return set_choice(ctx, key, value, (const char *const[]) { "auto", "tmpfs", "memfd" }, 3,
                                   (int *) &b->arena_backing);
+        if (strcmp(key, "HugePages") == 0) {
+                ctx->huge_pages_line = ctx->line;
+                return set_choice(ctx, key, value, (const char *const[]) { "no", "thp" }, 2,
+                                  (int *) &b->huge_pages);
+        }
         if (strcmp(key, "PressureReclaim") == 0)
                 return set_bool(ctx, key, value, &b->pressure_reclaim);
         if (strcmp(key, "MemoryRecursiveProtection") == 0)
@@ -761,6 +766,11 @@ int mb_config_parse_buffer(struct mb_config *c, const struct mb_config_env *env,
                         ctx_error_at(&ctx, ctx.capacity_line ?: ctx.page_size_line,
                                      "Capacity= (%" PRIu64 " bytes) is more than %ld pages", b->capacity_bytes,
                                      (long) PAGE_COUNTER_MAX);
+                else if (b->huge_pages == MB_HUGE_PAGES_THP && b->page_size != MB_THP_PAGE_SIZE_BYTES)
+                        ctx_error_at(&ctx, ctx.huge_pages_line,
+                                     "HugePages=thp needs PageSize=2M (the size of a shmem huge page), not %" PRIu64
+                                     " bytes",
+                                     b->page_size);
         }
 
         if (ctx.r < 0) {

@@ -59,6 +59,14 @@ enum mb_arena_backing {
         MB_ARENA_BACKING_MEMFD,    /* sealed memfds (bounded by the audit only) */
 };
 
+enum mb_huge_pages {
+        MB_HUGE_PAGES_NO = 0, /* 4 KiB shmem pages, whatever PageSize= */
+        MB_HUGE_PAGES_THP,    /* shmem THP: each tmpfs instance huge=always */
+};
+
+/* The PMD size of x86-64 and arm64 with 4 KiB pages: what a shmem THP is. */
+#define MB_THP_PAGE_SIZE_BYTES (UINT64_C(2) << 20)
+
 struct mb_broker_config {
         uint64_t capacity_bytes;       /* Capacity= resolved (bytes or % of RAM), default 25% */
         uint64_t page_size;            /* PageSize=, default 4096 */
@@ -70,6 +78,7 @@ struct mb_broker_config {
         bool pressure_reclaim;         /* PressureReclaim=, default no */
         bool memory_recursiveprot;     /* MemoryRecursiveProtection=, default no */
         enum mb_arena_backing arena_backing; /* ArenaBacking=, default auto */
+        enum mb_huge_pages huge_pages; /* HugePages=, default no */
         unsigned restart_grace_sec;    /* RestartGraceSec=, default 30: how long pages kept across a
                                         * restart wait for their client (daemon/restart.h) */
         unsigned max_connections_per_user; /* MaxConnectionsPerUser=, default 256, 0 = no cap; uid 0 exempt */
