@@ -434,12 +434,6 @@ static int64_t do_uncharge(const uint64_t *starts, const uint32_t *counts, size_
         return acked;
 }
 
-static int cmp_u64(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-
-        return x < y ? -1 : x > y;
-}
-
 static void step_uncharge_each_charge(uint32_t n) {
         Mb__Msg msg = MB__MSG__INIT, *reply;
         Mb__Uncharge u = MB__UNCHARGE__INIT;
@@ -448,58 +442,41 @@ static void step_uncharge_each_charge(uint32_t n) {
         uint8_t *all = NULL, *buf;
         size_t nall = 0, len, nsent = nheld;
         int64_t acked = 0, granted = 0;
-        uint32_t charge_seq = 0;
 
-        qsort(held, nheld, sizeof(*held), cmp_u64);
-        for (size_t i = 0; i <= nsent; i++) {
+        u.n_extents = 1;
+        u.extents = &ptr;
+        charge.pages = n;
+        for (size_t i = 0; i <= nsent; i++) { /* held[] is in page order */
+                msg.body_case = i < nsent ? MB__MSG__BODY_UNCHARGE : MB__MSG__BODY_CHARGE;
                 if (i < nsent) {
+                        msg.uncharge = &u;
+                        u.seq = next_seq++;
                         ext.start = held[i];
                         ext.count = 1;
-                        u.seq = next_seq++;
-                        u.n_extents = 1;
-                        u.extents = &ptr;
-                        msg.body_case = MB__MSG__BODY_UNCHARGE;
-                        msg.uncharge = &u;
                 } else {
-                        charge.seq = charge_seq = next_seq++;
-                        charge.pages = n;
-                        msg.body_case = MB__MSG__BODY_CHARGE;
                         msg.charge = &charge;
+                        charge.seq = next_seq++;
                 }
-                if (wire_frame_pack(&msg, &buf, &len) < 0) {
-                        errno = EMSGSIZE;
+                if (wire_frame_pack(&msg, &buf, &len) < 0 || !(all = realloc(all, nall + len)))
                         die("pack");
-                }
-                all = realloc(all, nall + len);
-                if (!all)
-                        die("realloc");
                 memcpy(all + nall, buf, len);
                 nall += len;
                 free(buf);
         }
         write_all(all, nall);
         free(all);
-        nheld = 0;
-
-        for (size_t i = 0; i <= nsent; i++) {
+        last_error = 0;
+        for (size_t i = nheld = 0; i <= nsent; mb__msg__free_unpacked(reply, NULL), i++) {
                 reply = recv_reply();
-                if (handle_error(reply)) {
-                        mb__msg__free_unpacked(reply, NULL);
-                        break;
-                }
-                if (reply->body_case == MB__MSG__BODY_ACK) {
+                if (reply->body_case == MB__MSG__BODY_ACK)
                         acked += (int64_t) reply->ack->pages;
-                } else if (reply->body_case == MB__MSG__BODY_GRANT && reply->grant->seq == charge_seq) {
+                else if (reply->body_case == MB__MSG__BODY_GRANT && reply->grant->seq == charge.seq)
                         for (size_t j = 0; j < reply->grant->n_extents; j++) {
                                 held_add(reply->grant->extents[j]->start, reply->grant->extents[j]->count);
                                 granted += reply->grant->extents[j]->count;
                         }
-                } else {
-                        errno = EPROTO;
+                else if (!handle_error(reply))
                         die("expected Ack or Grant");
-                }
-                last_error = 0;
-                mb__msg__free_unpacked(reply, NULL);
         }
         printf("pipelined acked=%" PRId64 " granted=%" PRId64 "\n", acked, granted);
 }
