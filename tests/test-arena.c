@@ -170,6 +170,41 @@ START_TEST(test_release_owner_punches) {
 }
 END_TEST
 
+/* A deferred release: uncharged and no longer the owner's at once, but not
+ * handed out (nor its memory freed) before arena_release_finish() punched it. */
+START_TEST(test_release_deferred) {
+        struct arena *a = new_arena(8);
+        uint32_t o = new_owner(a);
+        struct arena_extent e[4], back[2] = { { 2, 2 }, { 4, 2 } };
+        uint64_t backed = 0;
+        uint8_t *map;
+
+        ck_assert_int_eq(arena_alloc(a, o, 8, e, 4), 1);
+        map = mmap(NULL, 8 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, a->fd, 0);
+        ck_assert_ptr_ne(map, MAP_FAILED);
+        memset(map, 0xcd, 8 * PAGE);
+
+        ck_assert_uint_eq(arena_release_begin(a, back, 2), 4);
+        ck_assert_uint_eq(arena_used(a), 4);
+        /* Not the owner's any more: a second return of them is refused. */
+        ck_assert(!arena_check_owned(a, o, &back[0], 1, NULL));
+        /* Not free yet: the arena is full, the data still there. */
+        ck_assert_int_lt(arena_alloc(a, o, 1, e, 4), 0);
+        ck_assert_uint_eq(map[3 * PAGE], 0xcd);
+
+        arena_release_finish(a, back, 2);
+        ck_assert_int_eq(arena_backed_bytes(a, &backed), 0);
+        ck_assert_uint_eq(backed, 4 * PAGE);
+        ck_assert_uint_eq(map[2 * PAGE], 0);
+        ck_assert_uint_eq(map[5 * PAGE + PAGE - 1], 0);
+        ck_assert_int_eq(arena_alloc(a, o, 4, e, 4), 1);
+        ck_assert_uint_eq(e[0].start, 2);
+        ck_assert_uint_eq(arena_used(a), 8);
+        munmap(map, 8 * PAGE);
+        arena_free(a);
+}
+END_TEST
+
 START_TEST(test_sealed) {
         struct arena *a = new_arena(16);
 
@@ -416,6 +451,7 @@ static Suite *arena_suite(void) {
         tcase_add_test(tc, test_alloc_full_changes_nothing);
         tcase_add_test(tc, test_check_owned);
         tcase_add_test(tc, test_release_owner_punches);
+        tcase_add_test(tc, test_release_deferred);
         tcase_add_test(tc, test_sealed);
         tcase_add_test(tc, test_metadata_per_page);
         tcase_add_test(tc, test_odd_size_never_hands_out_past_the_end);
