@@ -8,7 +8,9 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +30,10 @@
 
 static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t need, uint32_t flags);
 
+/* How often a grant that finds its arena full waits for the punches other
+ * workers have pending (one sched_yield() each). */
+#define CONN_PUNCH_WAIT_TRIES 1000u
+
 /* Grant @n charged pages: pick them in the arena, record them, reply. */
 static void conn_grant(struct conn *c, uint32_t seq, uint32_t n, uint64_t throttle_usec) {
         struct tenant *t = c->tenant;
@@ -43,6 +49,15 @@ static void conn_grant(struct conn *c, uint32_t seq, uint32_t n, uint64_t thrott
                 /* Pages this worker returned wait for their punch: do it
                  * now, they are free after it. */
                 worker_flush_punch(w);
+                nextents = arena_alloc(c->arena, c->owner, n, w->extents, MB_FRAME_MAX_EXTENTS);
+        }
+        /* Pages another worker returned are free at the end of its loop
+         * turn (a short wait, and only where the tenant's charge fills
+         * the arena). */
+        for (unsigned i = 0; nextents < 0 && i < CONN_PUNCH_WAIT_TRIES &&
+                             atomic_load_explicit(&c->arena->npending, memory_order_relaxed) > 0;
+             i++) {
+                sched_yield();
                 nextents = arena_alloc(c->arena, c->owner, n, w->extents, MB_FRAME_MAX_EXTENTS);
         }
         if (nextents < 0) {
