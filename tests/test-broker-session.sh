@@ -41,10 +41,15 @@ grep -q '^pages ok$' <<<"$out" || fail "returned pages are not zero"
 
 # The audit: a client that writes to pages it returned backs memory that is
 # charged to nobody; the daemon punches those pages (within a tenth of a
-# second), counts an overrun on the tenant and logs it once.
-wire_bg "$MB_TMP/c2.out" hello app charge 4 write-pages 0x11 uncharge-all expect-ok write-arena 0 4 0x22 \
-        touch "$MB_TMP/dirty" hold
+# second), counts an overrun on the tenant and logs it once.  The punch of
+# the returned pages follows the Ack: the client writes once it has run
+# (a write before it would only be punched with them).
+wire_bg "$MB_TMP/c2.out" hello app charge 4 write-pages 0x11 uncharge-all expect-ok touch "$MB_TMP/returned" \
+        wait-file "$MB_TMP/punched" write-arena 0 4 0x22 touch "$MB_TMP/dirty" hold
 c2=$MB_BG_PID
+wait_for 20 test -e "$MB_TMP/returned" || fail "client did not return its pages"
+wait_for 20 eval '[ "$(mb_dump_state; mb_state app arena_backed)" = 0 ]' || fail "the returned pages were not punched"
+touch "$MB_TMP/punched"
 wait_for 20 test -e "$MB_TMP/dirty" || fail "client did not write"
 wait_for 20 sh -c "grep -q 'tenant app: overrun: 16 KiB (4 pages) of its arena were backed though no client held them' '$MB_TMP/daemon.log'" ||
         fail "the audit did not log the overrun"
