@@ -31,7 +31,9 @@
  *     serving that client (its worker), so checking and releasing one's own
  *     pages needs no lock; the lock is taken once per extent to give the
  *     indices back.  A page is hole-punched while still marked used, so it is
- *     never handed to another client before its contents are gone.
+ *     never handed to another client before its contents are gone; a
+ *     deferred release (arena_release_begin()/arena_release_finish()) takes
+ *     it out of nused at once and keeps it used until the punch.
  */
 #pragma once
 
