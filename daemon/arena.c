@@ -474,20 +474,30 @@ uint64_t arena_release(struct arena *a, uint32_t owner, const struct arena_exten
         return released;
 }
 
-uint64_t arena_release_begin(struct arena *a, const struct arena_extent *extents, size_t n) {
-        uint64_t released = 0;
+int arena_release_begin(struct arena *a, const struct arena_extent *extents, size_t n, uint64_t *ret_released) {
+        uint64_t released = 0, pending;
+
+        for (size_t i = 0; i < n; i++)
+                released += extents[i].count;
+        /* At most one slack of pages waits for its punch: they are backed
+         * but no longer in nused, and arena_fit() keeps the instance at
+         * nused + slack at least, room for them without growing for them. */
+        pending = atomic_load_explicit(&a->npending, memory_order_relaxed);
+        do {
+                if (pending + released > a->slack_pages)
+                        return -ENOSPC;
+        } while (!atomic_compare_exchange_weak_explicit(&a->npending, &pending, pending + released,
+                                                        memory_order_relaxed, memory_order_relaxed));
 
         /* Only this owner's thread writes its pages' slots: no lock. */
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n; i++)
                 for (uint64_t p = extents[i].start; p < extents[i].start + extents[i].count; p++)
                         owner_store(a, p, ARENA_OWNER_PENDING);
-                released += extents[i].count;
-        }
-        /* Counted as pending before nused drops: arena_fit() never sees
-         * the pages in neither. */
-        atomic_fetch_add_explicit(&a->npending, released, memory_order_relaxed);
+        /* Counted as pending before nused drops: the audit never sees the
+         * pages in neither. */
         atomic_fetch_sub_explicit(&a->nused, released, memory_order_relaxed);
-        return released;
+        *ret_released = released;
+        return 0;
 }
 
 static void finish_run(struct arena *a, uint64_t start, uint64_t count) {
@@ -581,14 +591,14 @@ static int arena_fit(struct arena *a, bool grant) {
 
         if (a->pick_fd < 0)
                 return 0;
-        /* Pages whose punch is pending still take room: count them. */
+        /* Pages whose punch is pending (arena_release_begin()) are not
+         * counted: at most one slack of them, the room this leaves above
+         * nused holds them, and the bound stays nused + 2 x slack. */
         if (!grant && atomic_load_explicit(&a->size_pages, memory_order_relaxed) <=
-                              atomic_load_explicit(&a->nused, memory_order_relaxed) +
-                                      atomic_load_explicit(&a->npending, memory_order_relaxed) + 2 * a->slack_pages)
+                              atomic_load_explicit(&a->nused, memory_order_relaxed) + 2 * a->slack_pages)
                 return 0;
         pthread_mutex_lock(&a->size_lock);
-        nused = atomic_load_explicit(&a->npending, memory_order_relaxed) +
-                atomic_load_explicit(&a->nused, memory_order_relaxed);
+        nused = atomic_load_explicit(&a->nused, memory_order_relaxed);
         want = a->size_pages;
         if (a->size_pages < nused + a->slack_pages)
                 want = nused + 2 * a->slack_pages;

@@ -97,7 +97,8 @@ struct arena {
         _Atomic uint64_t nused; /* pages currently charged to clients */
         _Atomic uint64_t npending; /* pages returned (no longer in nused)
                                     * whose punch is pending: still marked
-                                    * used, so never handed out before it */
+                                    * used, so never handed out before it;
+                                    * at most slack_pages */
 
         uint32_t *owner;
         uint64_t *used;
@@ -202,9 +203,14 @@ uint64_t arena_release(struct arena *a, uint32_t owner, const struct arena_exten
  * the @n extents @owner holds (checked with arena_check_owned() before) stop
  * being its own and leave nused at once, but stay marked used, so that no
  * client gets them before arena_release_finish() punched them (the zero-page
- * guarantee).  Returns the number of pages.
+ * guarantee).  At most slack_pages pages of the arena wait for their punch
+ * at any time (they are backed and charged to nobody; the tmpfs size keeps
+ * that much room above nused, so the bound on the backing is unchanged).
+ * Returns 0 with the number of pages in *@ret_released, or -ENOSPC when the
+ * pages would pass that cap: nothing changed, release them with
+ * arena_release() (punched at once).
  */
-uint64_t arena_release_begin(struct arena *a, const struct arena_extent *extents, size_t n);
+int arena_release_begin(struct arena *a, const struct arena_extent *extents, size_t n, uint64_t *ret_released);
 
 /**
  * arena_release_finish - punch and free the pages of @n extents given to

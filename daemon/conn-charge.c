@@ -359,6 +359,7 @@ void conn_uncharge(struct conn *c, const Mb__Uncharge *u) {
         Mb__Msg msg = MB__MSG__INIT;
         Mb__Ack ack = MB__ACK__INIT;
         uint64_t bad = 0, released = 0;
+        int r;
 
         if (u->n_extents > WORKER_MAX_UNCHARGE_EXTENTS)
                 return conn_fail(c, true, u->seq, EINVAL, "too many extents");
@@ -382,9 +383,19 @@ void conn_uncharge(struct conn *c, const Mb__Uncharge *u) {
                  * (and the shrink after it) runs once the Ack is written,
                  * coalesced with the other returns of this loop turn.  The
                  * pages stay marked used until then: nobody gets them
-                 * before they are zero. */
-                released = arena_release_begin(c->arena, w->extents, u->n_extents);
-                worker_defer_punch(w, c->arena, w->extents, u->n_extents);
+                 * before they are zero.  Past the cap on pages waiting for
+                 * their punch (one slack per arena: the bound on its
+                 * backing), this worker's pending punches run first, and
+                 * if that is not enough these pages are punched now. */
+                r = arena_release_begin(c->arena, w->extents, u->n_extents, &released);
+                if (r < 0 && w->npunch > 0) {
+                        worker_flush_punch(w);
+                        r = arena_release_begin(c->arena, w->extents, u->n_extents, &released);
+                }
+                if (r < 0)
+                        released = arena_release(c->arena, c->owner, w->extents, u->n_extents);
+                else
+                        worker_defer_punch(w, c->arena, w->extents, u->n_extents);
                 c->held -= released;
                 reclaim_client_set_held(c->rc, c->held);
                 page_counter_uncharge(&c->tenant->memory, released);

@@ -68,16 +68,14 @@ int worker_new(struct broker *b, unsigned index, const struct worker_ops *ops, s
         w->pb_extent_ptrs = calloc(MB_FRAME_MAX_EXTENTS, sizeof(*w->pb_extent_ptrs));
         w->frame = malloc(WIRE_HEADER_BYTES + WIRE_MAX_FRAME_BYTES);
         w->base = event_base_new();
-        /* Three priorities: everything at the default (1) but the deferred
-         * punch (2), which runs only once the writes of a turn are done.
-         * Before any event is made. */
-        if (w->base && event_base_priority_init(w->base, 3) < 0) {
-                worker_free(w);
-                return -ENOMEM;
-        }
+        /* One priority for every event: the punch, activated by a
+         * return, goes to the end of the loop turn's active queue, behind
+         * the reads (and their replies) already due in this turn, and runs
+         * in that turn whatever follows (a lower priority would starve
+         * while clients keep the worker busy). */
         if (w->base) {
                 w->punch_ev = event_new(w->base, -1, 0, worker_punch_cb, w);
-                if (!w->punch_ev || event_priority_set(w->punch_ev, 2) < 0) {
+                if (!w->punch_ev) {
                         worker_free(w);
                         return -ENOMEM;
                 }
@@ -105,17 +103,15 @@ void worker_flush_punch(struct worker *w) {
 
         if (w->npunch == 0)
                 return;
-        /* Several uncharges' extents in order: adjacent ones punch as one. */
+        /* Several returns' extents in order: adjacent ones punch as one. */
         qsort(w->punch, w->npunch, sizeof(*w->punch), worker_punch_cmp);
         while (i < w->npunch) {
+                struct arena_extent run = { w->punch[i].start, w->punch[i].count };
                 struct arena *a = w->punch[i].arena;
-                size_t n = 0;
 
-                /* w->extents is free between messages: reuse it, a chunk
-                 * at a time. */
-                for (; i < w->npunch && w->punch[i].arena == a && n < WORKER_MAX_UNCHARGE_EXTENTS; i++, n++)
-                        w->extents[n] = (struct arena_extent) { w->punch[i].start, w->punch[i].count };
-                arena_release_finish(a, w->extents, n);
+                for (i++; i < w->npunch && w->punch[i].arena == a && w->punch[i].start == run.start + run.count; i++)
+                        run.count += w->punch[i].count;
+                arena_release_finish(a, &run, 1);
         }
         w->npunch = 0;
 }

@@ -69,7 +69,7 @@ struct worker {
                 uint32_t count;
         } *punch;
         size_t npunch, punch_alloc;
-        struct event *punch_ev; /* lowest priority: runs after the writes */
+        struct event *punch_ev; /* runs at the end of the loop turn */
 };
 
 /* Worker @index of @b, serving connections through @ops (static storage).

@@ -101,10 +101,13 @@ END_TEST
 START_TEST(test_restore_punches_unheld) {
         struct arena *a = NULL, *b = NULL;
         struct arena_extent e[4];
+        uint64_t released = 0;
         uint32_t o;
         int fd, ofd, tfd = owner_table();
 
-        ck_assert_int_eq(arena_new_shared("t", NPAGES, PAGE, tfd, OFFSET, NULL, &a), 0);
+        ck_assert_int_eq(arena_new_shared("t", NPAGES, PAGE, tfd, OFFSET, &(struct arena_backing) { .slack_pages = 4 },
+                                          &a),
+                         0);
         a->owner_fd = tfd;
         o = new_owner(a);
         ck_assert_int_eq(arena_alloc(a, o, 20, e, 4), 1);
@@ -113,7 +116,8 @@ START_TEST(test_restore_punches_unheld) {
         /* A page being returned when the daemon died. */
         a->owner[5] = UINT32_MAX;
         /* A page returned whose punch had not run yet. */
-        ck_assert_uint_eq(arena_release_begin(a, &(struct arena_extent) { .start = 6, .count = 1 }, 1), 1);
+        ck_assert_int_eq(arena_release_begin(a, &(struct arena_extent) { .start = 6, .count = 1 }, 1, &released), 0);
+        ck_assert_uint_eq(released, 1);
         die(a, &fd, &ofd);
 
         ck_assert_int_eq(arena_restore(fd, -1, PAGE, 0, ofd, OFFSET, "t", &b), 0);

@@ -173,18 +173,23 @@ END_TEST
 /* A deferred release: uncharged and no longer the owner's at once, but not
  * handed out (nor its memory freed) before arena_release_finish() punched it. */
 START_TEST(test_release_deferred) {
-        struct arena *a = new_arena(8);
-        uint32_t o = new_owner(a);
+        struct arena_backing memfd = { .slack_pages = 4 };
+        struct arena *a = NULL;
+        uint32_t o;
         struct arena_extent e[4], back[2] = { { 2, 2 }, { 4, 2 } };
-        uint64_t backed = 0;
+        uint64_t backed = 0, released = 0;
         uint8_t *map;
+
+        ck_assert_int_eq(arena_new("test", 8, PAGE, &memfd, &a), 0);
+        o = new_owner(a);
 
         ck_assert_int_eq(arena_alloc(a, o, 8, e, 4), 1);
         map = mmap(NULL, 8 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, a->fd, 0);
         ck_assert_ptr_ne(map, MAP_FAILED);
         memset(map, 0xcd, 8 * PAGE);
 
-        ck_assert_uint_eq(arena_release_begin(a, back, 2), 4);
+        ck_assert_int_eq(arena_release_begin(a, back, 2, &released), 0);
+        ck_assert_uint_eq(released, 4);
         ck_assert_uint_eq(arena_used(a), 4);
         /* Not the owner's any more: a second return of them is refused. */
         ck_assert(!arena_check_owned(a, o, &back[0], 1, NULL));
@@ -440,6 +445,56 @@ START_TEST(test_tmpfs_size_restored) {
 }
 END_TEST
 
+/* Pages whose punch is deferred are no longer charged but still backed:
+ * the tmpfs instance must not grow for them (its size stays within what is
+ * held + 2 x slack), so at most one slack of pages may wait for their punch;
+ * a return beyond that is refused (the caller punches it at once). */
+START_TEST(test_tmpfs_deferred_bound) {
+        struct arena *a = new_tmpfs_arena(4096, 16);
+        struct arena_extent e[4], back = { 0, 16 }, more = { 16, 1 };
+        uint64_t released = 0;
+        struct stat st;
+        char buf[PAGE];
+        uint32_t o;
+
+        if (!a)
+                return;
+        o = new_owner(a);
+        ck_assert_int_eq(arena_alloc(a, o, 100, e, 4), 1);
+        ck_assert_int_eq(arena_grant_prepare(a, e, 1), 0);
+        scribble(a, 0, 100, 0x11);
+
+        ck_assert_int_eq(arena_release_begin(a, &back, 1, &released), 0);
+        ck_assert_uint_eq(released, 16);
+        /* One slack pending already: the next return is refused, changes
+         * nothing, and the page stays its owner's. */
+        ck_assert_int_eq(arena_release_begin(a, &more, 1, &released), -ENOSPC);
+        ck_assert(arena_check_owned(a, o, &more, 1, NULL));
+        ck_assert_uint_eq(arena_used(a), 84);
+
+        /* A grant while 16 pages wait for their punch: the instance grows
+         * to what is held + 2 x slack, no more, and the new pages fit. */
+        ck_assert_int_eq(arena_alloc(a, o, 100, e, 4), 1);
+        ck_assert_uint_eq(e[0].start, 100);
+        ck_assert_int_eq(arena_grant_prepare(a, e, 1), 0);
+        ck_assert_uint_le(a->size_pages, 184 + 2 * 16);
+        scribble(a, 100, 100, 0x22);
+        memset(buf, 0x42, sizeof(buf));
+        for (uint64_t p = 200; p < 4096; p++)
+                if (pwrite(a->fd, buf, PAGE, (off_t) (p * PAGE)) != (ssize_t) PAGE)
+                        break;
+        ck_assert_int_eq(fstat(a->fd, &st), 0);
+        ck_assert_uint_le((uint64_t) st.st_blocks * 512, (184 + 2 * 16) * PAGE);
+
+        /* Written while pending: gone with the punch, zero when granted. */
+        scribble(a, 0, 16, 0x33);
+        arena_release_finish(a, &back, 1);
+        ck_assert_uint_eq(byte_at(a, 3), 0);
+        ck_assert_int_eq(arena_release_begin(a, &more, 1, &released), 0);
+        arena_release_finish(a, &more, 1);
+        arena_free(a);
+}
+END_TEST
 
 static Suite *arena_suite(void) {
         Suite *s = suite_create("arena");
@@ -462,6 +517,7 @@ static Suite *arena_suite(void) {
         tcase_add_test(tc, test_tmpfs_bound);
         tcase_add_test(tc, test_tmpfs_shrink_refused_then_resize_again);
         tcase_add_test(tc, test_tmpfs_size_restored);
+        tcase_add_test(tc, test_tmpfs_deferred_bound);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -53,5 +53,21 @@ wait_for 30 eval '[ "$(mb_now a arena_backed)" = 0 ] && [ "$(mb_state a usage)" 
         fail "a is left with usage $(mb_state a usage), arena_used $(mb_state a arena_used), backed $(mb_state a arena_backed)"
 [ "$(mb_event a overrun)" = 0 ] || fail "the audit or a grant found returned pages not punched"
 pass "nothing left charged or backed"
+# 4. A client writes into the pages it returned right after the Ack, racing
+#    with their deferred punch: a write before the punch goes with it, one
+#    after is found when the pages are granted again (or by the audit);
+#    either way the next holder reads zeroes, never the 0x66.
+wire_bg "$MB_TMP/b1.out" hello a charge 64 expect-ok write-pages 0x5a uncharge 0 32 expect-ok \
+        write-arena 0 32 0x66 touch "$MB_TMP/b1.ready" hold
+b1=$MB_BG_PID
+wait_for 30 test -e "$MB_TMP/b1.ready" || { cat "$MB_TMP/b1.out"; fail "client b1 did not return and write its pages"; }
+out=$(wire hello a charge 32 expect-ok check-pages 0) || { echo "$out"; fail "pages written after their return reached the next holder"; }
+grep -q '^grant pages=32 extents=1 first=0$' <<<"$out" || { echo "$out"; fail "b2 did not get the pages b1 returned"; }
+out=$(wire hello a charge 32 expect-ok check-pages 0) || { echo "$out"; fail "b3's pages are not zero"; }
+pass "pages written by their former holder just after the Ack are zero for the next ones"
+kill -TERM "$b1"; wait "$b1" 2>/dev/null || true
+wait_for 30 eval '[ "$(mb_now a arena_backed)" = 0 ] && [ "$(mb_state a usage)" = 0 ] && [ "$(mb_state a arena_used)" = 0 ]' ||
+        fail "a is left with usage $(mb_state a usage), arena_used $(mb_state a arena_used), backed $(mb_state a arena_backed)"
+
 mb_daemon_alive
 mb_stop_clean
