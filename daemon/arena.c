@@ -133,9 +133,16 @@ static int arena_create(const char *name, uint64_t npages, uint64_t page_size, i
                         return r;
         } else {
                 snprintf(memfd_name, sizeof(memfd_name), "membroker-arena:%s", name);
-                fd = memfd_create(memfd_name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-                if (fd < 0)
-                        return -errno;
+                if (backing && backing->hugetlb) {
+                        r = arena_hugetlb_memfd(memfd_name, page_size);
+                        if (r < 0)
+                                return r;
+                        fd = r;
+                } else {
+                        fd = memfd_create(memfd_name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+                        if (fd < 0)
+                                return -errno;
+                }
                 if (ftruncate(fd, (off_t) (npages * page_size)) < 0)
                         return -errno;
                 /* Clients map the whole arena; they must not be able to
@@ -148,6 +155,7 @@ static int arena_create(const char *name, uint64_t npages, uint64_t page_size, i
         if (r < 0)
                 return r;
         a->fd = TAKE_FD(fd);
+        a->hugetlb = backing && backing->hugetlb;
         a->tmpfs = root_fd >= 0;
         a->root_fd = TAKE_FD(root_fd);
         a->pick_fd = TAKE_FD(pick_fd);
@@ -658,6 +666,9 @@ static uint64_t backed_pages_in(struct arena *a, uint64_t first, uint64_t last) 
 int arena_grant_prepare(struct arena *a, const struct arena_extent *extents, size_t n) {
         uint64_t dirty = 0;
 
+        if (a->hugetlb)
+                return arena_hugetlb_grant_prepare(a, extents, n);
+
         /* Pages handed out are zero: a page a client wrote into while it
          * was free still holds that data (the punch at release came first). */
         for (size_t i = 0; i < n; i++) {
@@ -695,8 +706,10 @@ static uint64_t punch_unheld_locked(struct arena *a, uint64_t first, uint64_t la
                 }
                 for (q = p + 1; q < last && !page_used_locked(a, q); q++)
                         ;
-                k = backed_pages_in(a, p, q);
-                if (k > 0) {
+                /* hugetlbfs has no SEEK_DATA: every free run is punched,
+                 * and the caller counts what that freed. */
+                k = a->hugetlb ? 0 : backed_pages_in(a, p, q);
+                if (k > 0 || a->hugetlb) {
                         punch(a, p, q - p);
                         n += k;
                 }
@@ -751,6 +764,9 @@ int arena_audit(struct arena *a, struct arena_audit *ret) {
         (void) arena_fit(a, false);
         if (fstat(a->fd, &st) == 0)
                 ret->backed_bytes = (uint64_t) st.st_blocks * 512;
+        /* hugetlb: the backing found beyond what is held, in pages. */
+        if (a->hugetlb && ret->found_bytes > nused * a->page_size)
+                ret->overrun_pages += DIV_ROUND_UP(ret->found_bytes - nused * a->page_size, a->page_size);
         return 0;
 }
 
@@ -851,6 +867,7 @@ int arena_restore(int fd, int root_fd, uint64_t page_size, uint64_t slack_pages,
         /* Memory nobody holds goes back: walk the backed parts of the arena.
          * From here on nothing fails: the arena owns @fd and @root_fd. */
         a->fd = fd;
+        a->hugetlb = arena_fd_is_hugetlb(fd);
         if (root_fd >= 0) {
                 struct statfs sf;
 

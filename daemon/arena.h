@@ -58,7 +58,12 @@ struct arena_backing {
         uint64_t slack_pages;  /* the tmpfs size beyond nused (see above) */
         bool huge;             /* the instance mounted huge=always (shmem
                                 * THP, shmem_is_huge()); tmpfs only */
+        bool hugetlb;          /* a memfd of 2 MiB hugetlb pages (not
+                                * tmpfs; arena-hugetlb.c) */
 };
+
+/* The hugetlb page an arena of HugePages=hugetlbfs is made of. */
+#define ARENA_HUGETLB_PAGE_SIZE_BYTES (UINT64_C(2) << 20)
 
 /* What one arena_audit() found and did. */
 struct arena_audit {
@@ -94,6 +99,7 @@ struct arena {
         uint64_t nfull_words; /* words of full[] */
         uint64_t hint;       /* lowest full[] word that may have room */
         uint64_t top;        /* pages at or above this index were never used */
+        bool hugetlb;        /* on hugetlbfs (arena-hugetlb.c) */
         _Atomic uint64_t nused; /* pages currently charged to clients */
         _Atomic uint64_t npending; /* pages returned (no longer in nused)
                                     * whose punch is pending: still marked
@@ -282,3 +288,27 @@ int arena_tmpfs_resize(int pick_fd, uint64_t size_bytes);
 /* Whether this process can make (and resize) a tmpfs instance, mounted
  * huge=always with @huge: 0 or -errno. */
 int arena_tmpfs_probe(bool huge);
+
+/**
+ * arena_hugetlb_memfd - a new memfd of hugetlb pages of @page_size bytes
+ * (2 MiB only: MFD_HUGETLB | MFD_HUGE_2MB), named @name.  Returns the fd or
+ * a negative errno (-EINVAL for another page size or a kernel without
+ * hugetlbfs, -ENOENT/-ENOSYS where memfds cannot be hugetlb).
+ */
+int arena_hugetlb_memfd(const char *name, uint64_t page_size);
+
+/* Whether @fd is a file on hugetlbfs (HUGETLBFS_MAGIC). */
+bool arena_fd_is_hugetlb(int fd);
+
+/**
+ * arena_hugetlb_grant_prepare - arena_grant_prepare() of a hugetlb arena:
+ * punch the @n extents (hugetlbfs cannot tell which pages hold data) and
+ * allocate them, zeroed, so that the client's first touch finds them.
+ * Returns 0, or -ENOMEM when the pool has no free page for them (nothing
+ * of them is left allocated).
+ */
+int arena_hugetlb_grant_prepare(struct arena *a, const struct arena_extent *extents, size_t n);
+
+/* Whether this process can make a sealed memfd of 2 MiB hugetlb pages:
+ * 0 or -errno.  Allocates no page. */
+int arena_hugetlb_probe(void);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -31,6 +32,37 @@ static uint64_t now_usec(void) {
 }
 
 #define AUDIT_SHMEM_THP_PATH "/sys/kernel/mm/transparent_hugepage/shmem_enabled"
+#define AUDIT_HUGETLB_2M_DIR "/sys/kernel/mm/hugepages/hugepages-2048kB"
+
+/* *ret_error = the formatted message (NULL when out of memory). */
+static void set_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);
+static void set_error(char **ret_error, const char *fmt, ...) {
+        va_list ap;
+
+        if (!ret_error)
+                return;
+        va_start(ap, fmt);
+        if (vasprintf(ret_error, fmt, ap) < 0)
+                *ret_error = NULL;
+        va_end(ap);
+}
+
+/* The first line of @path into @buf (newline cut): 0 or -errno. */
+static int read_line(const char *path, char *buf, size_t size) {
+        ssize_t n;
+        int fd;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        n = read(fd, buf, size - 1);
+        close(fd);
+        if (n < 0)
+                return -errno;
+        buf[n] = '\0';
+        buf[strcspn(buf, "\n")] = '\0';
+        return 0;
+}
 
 /* HugePages=thp: a tmpfs instance mounted huge=always must be possible.
  * The kernel's shmem_enabled setting governs the internal shm mount and
@@ -38,48 +70,72 @@ static uint64_t now_usec(void) {
  * (shmem_allowable_huge_orders()); without transparent huge pages the file
  * is missing and fsconfig() refuses huge=.  0 or -errno with *ret_error. */
 static int audit_check_thp(char **ret_error) {
-        char buf[128] = "";
-        ssize_t n;
-        int fd, r;
+        char buf[128];
+        int r;
 
-        fd = open(AUDIT_SHMEM_THP_PATH, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-                r = -errno;
-                if (ret_error && asprintf(ret_error, "HugePages=thp, but the kernel has no shmem transparent huge pages (%s: %s)",
-                             AUDIT_SHMEM_THP_PATH, strerror(-r)) < 0)
-                        *ret_error = NULL;
+        r = read_line(AUDIT_SHMEM_THP_PATH, buf, sizeof(buf));
+        if (r < 0) {
+                set_error(ret_error, "HugePages=thp: the kernel has no shmem transparent huge pages (%s: %s)",
+                          AUDIT_SHMEM_THP_PATH, strerror(-r));
                 return r;
         }
-        n = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (n > 0 && strstr(buf, "[deny]")) {
-                if (ret_error && asprintf(ret_error, "HugePages=thp, but %s is \"deny\": the kernel gives no tmpfs huge pages",
-                             AUDIT_SHMEM_THP_PATH) < 0)
-                        *ret_error = NULL;
+        if (strstr(buf, "[deny]")) {
+                set_error(ret_error, "HugePages=thp: %s is 'deny': the kernel gives no tmpfs huge pages",
+                          AUDIT_SHMEM_THP_PATH);
                 return -EOPNOTSUPP;
         }
         r = arena_tmpfs_probe(true);
         if (r < 0) {
-                if (ret_error && asprintf(ret_error, "HugePages=thp, but no tmpfs instance can be made with huge=always: %s",
-                             strerror(-r)) < 0)
-                        *ret_error = NULL;
+                set_error(ret_error, "HugePages=thp: no tmpfs instance can be made with huge=always: %s",
+                          strerror(-r));
                 return r;
         }
         return 0;
 }
 
+/* HugePages=hugetlbfs: 2 MiB hugetlb pages in the pool (reserved, or
+ * allowed as surplus) and memfds of them.  Only the pool is checked, not
+ * how many pages are free: those a previous daemon's arenas hold are in
+ * use.  0 or -errno with *ret_error. */
+static int audit_check_hugetlb(char **ret_error) {
+        char nr[32] = "", overcommit[32] = "";
+        int r;
+
+        r = read_line(AUDIT_HUGETLB_2M_DIR "/nr_hugepages", nr, sizeof(nr));
+        if (r < 0) {
+                set_error(ret_error, "HugePages=hugetlbfs: the kernel has no 2 MiB hugetlb pages (%s: %s)",
+                          AUDIT_HUGETLB_2M_DIR, strerror(-r));
+                return r;
+        }
+        (void) read_line(AUDIT_HUGETLB_2M_DIR "/nr_overcommit_hugepages", overcommit, sizeof(overcommit));
+        if (strtoull(nr, NULL, 10) == 0 && strtoull(overcommit, NULL, 10) == 0) {
+                set_error(ret_error, "HugePages=hugetlbfs: no 2 MiB pages reserved (vm.nr_hugepages=0, "
+                                     "vm.nr_overcommit_hugepages=0)");
+                return -ENOMEM;
+        }
+        r = arena_hugetlb_probe();
+        if (r < 0) {
+                set_error(ret_error, "HugePages=hugetlbfs: no memfd of 2 MiB hugetlb pages can be made "
+                                     "(memfd_create(MFD_HUGETLB)): %s",
+                          strerror(-r));
+                return r;
+        }
+        log_info("arena backing: a sealed memfd of 2 MiB hugetlb pages per tenant (%s of them reserved): "
+                 "hugetlbfs cannot be resized, so only the audit and the pool bound what clients back",
+                 nr);
+        return 0;
+}
+
 int audit_choose_backing(struct broker *b, char **ret_error) {
         enum mb_arena_backing want = b->config->broker.arena_backing;
-        bool huge = b->config->broker.huge_pages == MB_HUGE_PAGES_THP;
+        enum mb_huge_pages huge = b->config->broker.huge_pages;
         int r;
 
         broker_assert_main_thread(b);
-        if (huge) {
-                /* Never a silent fall-back to 4 KiB pages. */
+        /* Never a silent fall-back to 4 KiB pages. */
+        if (huge == MB_HUGE_PAGES_THP) {
                 if (want == MB_ARENA_BACKING_MEMFD) {
-                        if (ret_error && asprintf(ret_error, "HugePages=thp needs a tmpfs instance per tenant, not "
-                                                "ArenaBacking=memfd") < 0)
-                                *ret_error = NULL;
+                        set_error(ret_error, "HugePages=thp needs a tmpfs instance per tenant, not ArenaBacking=memfd");
                         return -EINVAL;
                 }
                 r = audit_check_thp(ret_error);
@@ -88,6 +144,18 @@ int audit_choose_backing(struct broker *b, char **ret_error) {
                 b->arena_tmpfs = true;
                 log_info("arena backing: tmpfs with huge=always (a detached instance per tenant, sized to its "
                          "charge + up to 2 x ChargeBatch pages, in 2 MiB transparent huge pages)");
+                return 0;
+        }
+        if (huge == MB_HUGE_PAGES_HUGETLBFS) {
+                if (want == MB_ARENA_BACKING_TMPFS) {
+                        set_error(ret_error, "HugePages=hugetlbfs needs a hugetlb memfd per tenant, not "
+                                             "ArenaBacking=tmpfs");
+                        return -EINVAL;
+                }
+                r = audit_check_hugetlb(ret_error);
+                if (r < 0)
+                        return r;
+                b->arena_tmpfs = false;
                 return 0;
         }
         if (want == MB_ARENA_BACKING_MEMFD) {

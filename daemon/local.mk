@@ -6,7 +6,7 @@ sbin_PROGRAMS += daemon/membrokerd
 # them without main() (tests/test-mailbox does).
 noinst_LTLIBRARIES += daemon/libmbbroker.la
 daemon_libmbbroker_la_SOURCES = \
-	%reldir%/arena.c %reldir%/arena.h %reldir%/arena-tmpfs.c \
+	%reldir%/arena.c %reldir%/arena.h %reldir%/arena-tmpfs.c %reldir%/arena-hugetlb.c \
 	%reldir%/audit.c %reldir%/audit.h \
 	%reldir%/auth.c %reldir%/auth.h \
 	%reldir%/log.c %reldir%/log.h \

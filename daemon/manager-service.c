@@ -83,6 +83,7 @@ int manager_service_setup(struct manager *m, char **ret_error) {
                 .arena_memfd_fallback = m->b.config->broker.arena_backing == MB_ARENA_BACKING_AUTO &&
                                         m->b.config->broker.huge_pages == MB_HUGE_PAGES_NO,
                 .arena_huge = m->b.config->broker.huge_pages == MB_HUGE_PAGES_THP,
+                .arena_hugetlb = m->b.config->broker.huge_pages == MB_HUGE_PAGES_HUGETLBFS,
                 .grace_sec = m->b.config->broker.restart_grace_sec,
         };
         r = restart_new(&params, &manager_restart_ops, m, &m->restart);

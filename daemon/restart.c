@@ -245,6 +245,7 @@ int restart_arena_new(struct restart *r, struct tenant_state *ts, uint64_t npage
                 .tmpfs = r->p.arena_tmpfs,
                 .slack_pages = r->ops->charge_batch(r->userdata),
                 .huge = r->p.arena_huge,
+                .hugetlb = r->p.arena_hugetlb,
         };
         k = arena_new_shared(ts->tenant->path, npages, r->p.page_size, ofd, RESTART_OWNERS_OFFSET_BYTES, &backing,
                              &a);

@@ -74,6 +74,7 @@ struct restart_params {
         bool arena_tmpfs;          /* new arenas on a tmpfs instance each */
         bool arena_memfd_fallback; /* ... or a memfd when no instance can be made */
         bool arena_huge;           /* ... mounted huge=always (HugePages=thp) */
+        bool arena_hugetlb;        /* memfds of hugetlb pages (HugePages=hugetlbfs) */
         unsigned grace_sec;        /* RestartGraceSec= */
 };
 

@@ -9,7 +9,7 @@ tests_wire_client_LDADD = proto/libmbproto.la $(PROTOBUF_C_LIBS)
 # Unit test of the arena (free-index pool, owner table, hole punching).
 check_PROGRAMS += tests/test-arena
 TESTS += tests/test-arena
-tests_test_arena_SOURCES = tests/test-arena.c daemon/arena.c daemon/arena-tmpfs.c daemon/arena.h
+tests_test_arena_SOURCES = tests/test-arena.c daemon/arena.c daemon/arena-tmpfs.c daemon/arena-hugetlb.c daemon/arena.h
 tests_test_arena_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/daemon
 tests_test_arena_CFLAGS = $(TESTS_CFLAGS)
 tests_test_arena_LDADD = $(TESTS_LIBS)
@@ -30,6 +30,7 @@ BROKER_TESTS = \
 	tests/test-broker-isolation.sh \
 	tests/test-broker-deferred-punch.sh \
 	tests/test-broker-hugepages.sh \
+	tests/test-broker-hugetlbfs.sh \
 	tests/test-broker-crash.sh \
 	tests/test-broker-limits.sh \
 	tests/test-broker-admission.sh \

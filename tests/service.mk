@@ -30,7 +30,7 @@ EXTRA_DIST += tests/service-lib.sh
 # The restart side of the arena: owner table in a memfd, restore, transfer.
 check_PROGRAMS += tests/test-arena-restore
 TESTS += tests/test-arena-restore
-tests_test_arena_restore_SOURCES = tests/test-arena-restore.c daemon/arena.c daemon/arena-tmpfs.c daemon/arena.h
+tests_test_arena_restore_SOURCES = tests/test-arena-restore.c daemon/arena.c daemon/arena-tmpfs.c daemon/arena-hugetlb.c daemon/arena.h
 tests_test_arena_restore_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/daemon
 tests_test_arena_restore_CFLAGS = $(TESTS_CFLAGS)
 tests_test_arena_restore_LDADD = $(TESTS_LIBS)

@@ -338,6 +338,10 @@ START_TEST(test_broker_keys) {
         ck_assert_int_eq(c->broker.huge_pages, MB_HUGE_PAGES_THP);
         ck_assert_uint_eq(c->broker.page_size, 2 * 1024 * 1024);
         mb_config_free(c);
+        write_file("membroker.conf", "[Broker]\nPageSize=2M\nHugePages=hugetlbfs\n");
+        c = load_ok();
+        ck_assert_int_eq(c->broker.huge_pages, MB_HUGE_PAGES_HUGETLBFS);
+        mb_config_free(c);
 
         /* Percent of RAM; an empty value resets to the default. */
         write_file("membroker.conf",
@@ -681,9 +685,11 @@ static const struct error_case errors[] = {
           "bad boolean 'maybe' for OOMGroup= (yes/no, true/false, on/off, 1/0)" },
         { "membroker.conf", "[Broker]\nArenaBacking=shm\n", 2,
           "ArenaBacking= must be auto, tmpfs or memfd, not 'shm'" },
-        { "membroker.conf", "[Broker]\nHugePages=2M\n", 2, "HugePages= must be no or thp, not '2M'" },
+        { "membroker.conf", "[Broker]\nHugePages=2M\n", 2, "HugePages= must be no, thp or hugetlbfs, not '2M'" },
         { "membroker.conf", "[Broker]\nHugePages=thp\n", 2,
-          "HugePages=thp needs PageSize=2M (the size of a shmem huge page), not 4096 bytes" },
+          "HugePages=thp needs PageSize=2M (the size of a huge page), not 4096 bytes" },
+        { "membroker.conf", "[Broker]\nPageSize=1G\nHugePages=hugetlbfs\n", 3,
+          "HugePages=hugetlbfs needs PageSize=2M (the size of a huge page), not 1073741824 bytes" },
         { "tenants.d/a.conf", "[Tenant]\nPath=a\nAllowUsers=root no_such_user_mbtest\n", 3,
           "unknown user 'no_such_user_mbtest' in AllowUsers=" },
         { "tenants.d/a.conf", "[Tenant]\nPath=a\nAllowUsers=4294967295\n", 3, "bad user id '4294967295' in AllowUsers=" },

@@ -543,7 +543,7 @@ static int broker_key(struct parse_ctx *ctx, const char *key, const char *value)
                                   (int *) &b->arena_backing);
         if (strcmp(key, "HugePages") == 0) {
                 ctx->huge_pages_line = ctx->line;
-                return set_choice(ctx, key, value, (const char *const[]) { "no", "thp" }, 2,
+                return set_choice(ctx, key, value, (const char *const[]) { "no", "thp", "hugetlbfs" }, 3,
                                   (int *) &b->huge_pages);
         }
         if (strcmp(key, "PressureReclaim") == 0)
@@ -766,11 +766,11 @@ int mb_config_parse_buffer(struct mb_config *c, const struct mb_config_env *env,
                         ctx_error_at(&ctx, ctx.capacity_line ?: ctx.page_size_line,
                                      "Capacity= (%" PRIu64 " bytes) is more than %ld pages", b->capacity_bytes,
                                      (long) PAGE_COUNTER_MAX);
-                else if (b->huge_pages == MB_HUGE_PAGES_THP && b->page_size != MB_THP_PAGE_SIZE_BYTES)
+                else if (b->huge_pages != MB_HUGE_PAGES_NO && b->page_size != MB_HUGE_PAGE_SIZE_BYTES)
                         ctx_error_at(&ctx, ctx.huge_pages_line,
-                                     "HugePages=thp needs PageSize=2M (the size of a shmem huge page), not %" PRIu64
+                                     "HugePages=%s needs PageSize=2M (the size of a huge page), not %" PRIu64
                                      " bytes",
-                                     b->page_size);
+                                     b->huge_pages == MB_HUGE_PAGES_THP ? "thp" : "hugetlbfs", b->page_size);
         }
 
         if (ctx.r < 0) {

@@ -60,12 +60,14 @@ enum mb_arena_backing {
 };
 
 enum mb_huge_pages {
-        MB_HUGE_PAGES_NO = 0, /* 4 KiB shmem pages, whatever PageSize= */
-        MB_HUGE_PAGES_THP,    /* shmem THP: each tmpfs instance huge=always */
+        MB_HUGE_PAGES_NO = 0,    /* 4 KiB shmem pages, whatever PageSize= */
+        MB_HUGE_PAGES_THP,       /* shmem THP: each tmpfs instance huge=always */
+        MB_HUGE_PAGES_HUGETLBFS, /* a memfd of 2 MiB hugetlb pages per tenant */
 };
 
-/* The PMD size of x86-64 and arm64 with 4 KiB pages: what a shmem THP is. */
-#define MB_THP_PAGE_SIZE_BYTES (UINT64_C(2) << 20)
+/* The PMD size of x86-64 and arm64 with 4 KiB pages: what a shmem THP and
+ * a default hugetlb page are. */
+#define MB_HUGE_PAGE_SIZE_BYTES (UINT64_C(2) << 20)
 
 struct mb_broker_config {
         uint64_t capacity_bytes;       /* Capacity= resolved (bytes or % of RAM), default 25% */
