@@ -24,6 +24,24 @@
  *
  * Environment: MB_BENCH_QUICK=1 (a short churn), MB_LAT_RATE (pages/s,
  * default 100000), MB_LAT_WINDOW (default 65536), MB_LAT_ROUNDS (default 2).
+ *
+ * Table 13b, huge pages: bytes per second of pages allocated and touched
+ * (one byte written in every 4 KiB of each page: all of it backed) at full
+ * speed, with PageSize=4K and with PageSize=2M on 4 KiB shmem pages, on
+ * shmem THP and on hugetlb pages.  PageSize= is the daemon's: one daemon
+ * per row, started by bench/mb-bench.sh, each row one child:
+ *
+ *   bench-latency --bytes               one row (MEMBROKER_SOCKET, tenant
+ *                                       "t"): prints "bytes_per_s p50 p99
+ *                                       p999 page_size" (ns per page
+ *                                       allocated and touched)
+ *   bench-latency --huge LABEL=FILE...  the table from the rows' outputs
+ *                                       (a FILE holding "skipped: why"
+ *                                       prints that); the first row is the
+ *                                       4 KiB base
+ *
+ * MB_HUGE_WINDOW_MIB (default 64, quick 4) and MB_HUGE_ROUNDS (default 4,
+ * quick 1): each round allocates and touches that many MiB, then frees it.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -170,6 +188,57 @@ static int child(const char *kindarg, bool touch) {
         return 0;
 }
 
+/* Table 13b's row: pages allocated and touched at full speed. */
+static int bytes_child(void) {
+        bool quick = getenv("MB_BENCH_QUICK") && strcmp(getenv("MB_BENCH_QUICK"), "0") != 0;
+        uint64_t window_bytes = env_u64("MB_HUGE_WINDOW_MIB", quick ? 4 : 64) << 20;
+        uint64_t rounds = env_u64("MB_HUGE_ROUNDS", quick ? 1 : 4), npages, nlat = 0, busy_ns = 0;
+        mb_client *c = NULL;
+        size_t page;
+        uint64_t *lat;
+        void **live;
+
+        if (mb_connect(NULL, "t", &c) < 0) {
+                fprintf(stderr, "mb_connect t: %s\n", mb_last_error());
+                return 2;
+        }
+        pin_first_cpu();
+        page = mb_page_size(c);
+        npages = window_bytes / page ? window_bytes / page : 1;
+        lat = calloc(npages * rounds, sizeof(*lat));
+        live = calloc(npages, sizeof(*live));
+        if (!lat || !live)
+                return 2;
+        for (uint64_t r = 0; r < rounds; r++) {
+                uint64_t phase = bench_now_ns();
+
+                for (uint64_t i = 0; i < npages; i++) {
+                        uint64_t a = bench_now_ns(), b;
+                        char *p = mb_page_alloc(c);
+
+                        if (!p) {
+                                fprintf(stderr, "allocation %" PRIu64 " failed: %s\n", nlat, strerror(errno));
+                                return 3;
+                        }
+                        for (size_t off = 0; off < page; off += LAT_PAGE_BYTES)
+                                ((volatile char *) p)[off] = 1;
+                        b = bench_now_ns();
+                        live[i] = p;
+                        lat[nlat++] = b - a;
+                }
+                busy_ns += bench_now_ns() - phase;
+                for (uint64_t i = 0; i < npages; i++)
+                        (void) mb_page_free(c, live[i]);
+        }
+        qsort(lat, nlat, sizeof(*lat), cmp_u64);
+        printf("%.0f %" PRIu64 " %" PRIu64 " %" PRIu64 " %zu\n", (double) (nlat * page) / ((double) busy_ns / 1e9),
+               lat[nlat / 2], lat[nlat * 99 / 100], lat[nlat * 999 / 1000], page);
+        free(lat);
+        free(live);
+        mb_close(c);
+        return 0;
+}
+
 struct row {
         const char *name;
         const char *kind;
@@ -217,6 +286,84 @@ static const char *fmt_ns(char *buf, size_t size, uint64_t ns) {
         return buf;
 }
 
+static const char *fmt_bytes_per_s(char *buf, size_t size, double v) {
+        if (v >= 1e9)
+                snprintf(buf, size, "%.2f GB/s", v / 1e9);
+        else
+                snprintf(buf, size, "%.0f MB/s", v / 1e6);
+        return buf;
+}
+
+/* Table 13b from the rows' outputs (see the top of the file). */
+static int huge_table(int n, char **specs) {
+        double base = 0, rtt;
+        char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
+        unsigned ca, cb;
+
+        bench_table_begin("Table 13b: huge pages, pages allocated and touched",
+                          "How many bytes per second of pages does an application get, allocated and touched "
+                          "(every 4 KiB written), with PageSize=2M on huge pages against 4 KiB pages?");
+        rtt = bench_round_trip_ns(&ca, &cb);
+        bench_table_columns("daemon", "bytes/s allocated and touched", "ratio to PageSize=4K",
+                            "p50 per page", "p99 per page", "p99.9 per page", NULL);
+        for (int i = 0; i < n; i++) {
+                char label[128], line[256] = "", *eq = strrchr(specs[i], '=');
+                unsigned long long p50, p99, p999, page;
+                double bps;
+                FILE *f;
+
+                if (!eq)
+                        return 2;
+                snprintf(label, sizeof(label), "%.*s", (int) (eq - specs[i]), specs[i]);
+                f = fopen(eq + 1, "re");
+                if (f) {
+                        if (!fgets(line, sizeof(line), f))
+                                line[0] = '\0';
+                        fclose(f);
+                }
+                line[strcspn(line, "\n")] = '\0';
+                if (sscanf(line, "%lf %llu %llu %llu %llu", &bps, &p50, &p99, &p999, &page) != 5) {
+                        bench_table_cells(label, line[0] ? line : "did not run", "", "", "", "", NULL);
+                        continue;
+                }
+                if (i == 0)
+                        base = bps;
+                snprintf(b2, sizeof(b2), "%s", base > 0 ? bench_fmt_ratio(b6, sizeof(b6), bps / base) : "-");
+                bench_table_cells(label, fmt_bytes_per_s(b1, sizeof(b1), bps), i == 0 ? "1.00× (base)" : b2,
+                                  fmt_ns(b3, sizeof(b3), p50), fmt_ns(b4, sizeof(b4), p99),
+                                  fmt_ns(b5, sizeof(b5), p999), NULL);
+        }
+        bench_note("Each row its own daemon (PageSize= is the broker's), one limited tenant (MemoryMax=3G; "
+                   "ChargeBatch=64 with 4 KiB pages, 8 with 2 MiB ones); per round the application allocates "
+                   "%s MiB one page at a time at full speed and writes one byte in every 4 KiB of each page, "
+                   "then frees them; per page: mb_page_alloc() and the writes, timed together.",
+                   getenv("MB_BENCH_QUICK") && strcmp(getenv("MB_BENCH_QUICK"), "0") != 0 ? "4" : "64");
+        if (rtt > 0)
+                bench_note("Cross-CPU round trip of this run (unix socketpair ping-pong, CPUs %u and %u): %s.", ca,
+                           cb, fmt_ns(b1, sizeof(b1), (uint64_t) rtt));
+        else
+                bench_note("Cross-CPU round trip: not measured (%s).", strerror((int) -rtt));
+        for (int i = 1; i < n && base > 0; i++) {
+                char label[128], line[256] = "", *eq = strrchr(specs[i], '=');
+                unsigned long long p50, p99, p999, page;
+                double bps;
+                FILE *f;
+
+                snprintf(label, sizeof(label), "%.*s", (int) (eq - specs[i]), specs[i]);
+                if (strstr(label, "HugePages=no") || !(f = fopen(eq + 1, "re")))
+                        continue;
+                if (!fgets(line, sizeof(line), f))
+                        line[0] = '\0';
+                fclose(f);
+                if (sscanf(line, "%lf %llu %llu %llu %llu", &bps, &p50, &p99, &p999, &page) != 5)
+                        continue;
+                bench_target(bps >= 10 * base, "PageSize=2M on huge pages, touched: at least 10x the bytes/s of "
+                             "4 KiB pages", "%s: %s against %s (%s)", label, fmt_bytes_per_s(b1, sizeof(b1), bps),
+                             fmt_bytes_per_s(b2, sizeof(b2), base), bench_fmt_ratio(b3, sizeof(b3), bps / base));
+        }
+        return bench_finish();
+}
+
 int main(int argc, char **argv) {
         struct row rows[] = {
                 { "mb_page_alloc(), limited tenant (ChargeBatch 64)", "mb:lim", false, NULL, NULL },
@@ -240,8 +387,12 @@ int main(int argc, char **argv) {
 
         if (argc == 4 && strcmp(argv[1], "--child") == 0)
                 return child(argv[2], strcmp(argv[3], "1") == 0);
+        if (argc == 2 && strcmp(argv[1], "--bytes") == 0)
+                return bytes_child();
+        if (argc >= 3 && strcmp(argv[1], "--huge") == 0)
+                return huge_table(argc - 2, argv + 2);
         if (argc != 1) {
-                fprintf(stderr, "usage: bench-latency [--child KIND TOUCH]\n");
+                fprintf(stderr, "usage: bench-latency [--child KIND TOUCH | --bytes | --huge LABEL=FILE...]\n");
                 return 2;
         }
         churn_params(&ch);

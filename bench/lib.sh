@@ -37,9 +37,13 @@ mb_bench_cleanup() {
         for ((i = ${#MB_CGROUP_DIRS[@]} - 1; i >= 0; i--)); do
                 mb_cgroup_remove "${MB_CGROUP_DIRS[$i]}"
         done
+        # table 13b reserved hugetlb pages: put the pool back
+        [ -n "$MB_HUGETLB_ORIG" ] && echo "$MB_HUGETLB_ORIG" >"$MB_HUGETLB_POOL/nr_hugepages"
         rm -rf "$MB_TMP"
         exit $rc
 }
+MB_HUGETLB_POOL=/sys/kernel/mm/hugepages/hugepages-2048kB
+MB_HUGETLB_ORIG=
 trap mb_bench_cleanup EXIT
 trap 'exit 130' INT TERM
 

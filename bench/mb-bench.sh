@@ -366,7 +366,57 @@ t_latency() {
         MEMBROKER_SOCKET="$MB_SOCK" "$BENCH_BIN/bench-latency"
         local rc=$?
         mb_stop_daemon
+        t_latency_huge || rc=$?
         return $rc
+}
+
+# huge_row OUT PAGESIZE BATCH [BROKER KEY...]: one row of table 13b, its
+# own daemon; the figures (or "skipped: why") in OUT
+huge_row() {
+        local out=$1 ps=$2 batch=$3 conf=$MB_TMP/huge; shift 3
+        mb_config "$conf" 4G "PageSize=$ps" "$@"
+        mb_tenant "$conf" t "Path=t" "ChargeBatch=$batch" "MemoryMax=3G"
+        if ! mb_start_daemon "$conf"; then
+                echo "skipped: membrokerd did not start ($(grep -m1 'error' "$MB_TMP/daemon.log" | tail -c 150))" >"$out"
+                return 0
+        fi
+        MEMBROKER_SOCKET="$MB_SOCK" "$BENCH_BIN/bench-latency" --bytes >"$out" || echo "skipped: the row failed" >"$out"
+        # the same daemon, the library's thread not faulting pages in
+        if [ -n "${HUGE_NOPOP_OUT:-}" ]; then
+                MEMBROKER_POPULATE=0 MEMBROKER_SOCKET="$MB_SOCK" "$BENCH_BIN/bench-latency" --bytes >"$HUGE_NOPOP_OUT" ||
+                        echo "skipped: the row failed" >"$HUGE_NOPOP_OUT"
+        fi
+        mb_stop_daemon
+}
+
+# ---- table 13b: huge pages (hugetlb pages need root: 96 of them are
+# reserved for the row, and the pool put back) ----
+t_latency_huge() {
+        local rows=() f=$MB_TMP/huge-
+        huge_row "${f}4k" 4K 64
+        rows+=("PageSize=4K (4 KiB shmem pages)=${f}4k")
+        huge_row "${f}no" 2M 8
+        rows+=("PageSize=2M, HugePages=no (4 KiB shmem pages)=${f}no")
+        HUGE_NOPOP_OUT="${f}thp0" huge_row "${f}thp" 2M 8 "HugePages=thp"
+        rows+=("PageSize=2M, HugePages=thp=${f}thp" "PageSize=2M, HugePages=thp, MEMBROKER_POPULATE=0=${f}thp0")
+        if [ -n "$QUICK" ]; then
+                # make -j check runs tests that count the pool's pages
+                echo "skipped: quick run (no hugetlb pages reserved)" >"${f}tlb"
+        elif [ "$(id -u)" != 0 ] || [ ! -w "$MB_HUGETLB_POOL/nr_hugepages" ]; then
+                echo "skipped: not root (no hugetlb pages can be reserved)" >"${f}tlb"
+        else
+                MB_HUGETLB_ORIG=$(cat "$MB_HUGETLB_POOL/nr_hugepages")
+                echo $((MB_HUGETLB_ORIG + 96)) >"$MB_HUGETLB_POOL/nr_hugepages"
+                if [ "$(cat "$MB_HUGETLB_POOL/free_hugepages")" -lt 96 ]; then
+                        echo "skipped: fewer than 96 free 2 MiB hugetlb pages could be reserved" >"${f}tlb"
+                else
+                        huge_row "${f}tlb" 2M 8 "HugePages=hugetlbfs"
+                fi
+                echo "$MB_HUGETLB_ORIG" >"$MB_HUGETLB_POOL/nr_hugepages"
+                MB_HUGETLB_ORIG=
+        fi
+        rows+=("PageSize=2M, HugePages=hugetlbfs=${f}tlb")
+        "$BENCH_BIN/bench-latency" --huge "${rows[@]}"
 }
 
 # ---- table 8 ----

@@ -45,6 +45,7 @@ for n in 1 2 3 4 5 6 7 8 9 10 11 13; do
         pass "table $n printed $rows rows"
 done
 
+grep -q '^## Table 13b: huge pages' "$out" || [ ! -x "$top_builddir/bench/bench-latency" ] || fail "table 13b is missing"
 grep -q '^## Targets' "$out" || fail "no targets summary"
 pass "targets summary present"
 
