@@ -40,7 +40,7 @@
  *                                       prints that); the first row is the
  *                                       4 KiB base
  *
- * MB_HUGE_WINDOW_MIB (default 64, quick 4) and MB_HUGE_ROUNDS (default 4,
+ * MB_HUGE_WINDOW_MIB (default 128, quick 4) and MB_HUGE_ROUNDS (default 8,
  * quick 1): each round allocates and touches that many MiB, then frees it.
  */
 #include <errno.h>
@@ -191,8 +191,8 @@ static int child(const char *kindarg, bool touch) {
 /* Table 13b's row: pages allocated and touched at full speed. */
 static int bytes_child(void) {
         bool quick = getenv("MB_BENCH_QUICK") && strcmp(getenv("MB_BENCH_QUICK"), "0") != 0;
-        uint64_t window_bytes = env_u64("MB_HUGE_WINDOW_MIB", quick ? 4 : 64) << 20;
-        uint64_t rounds = env_u64("MB_HUGE_ROUNDS", quick ? 1 : 4), npages, nlat = 0, busy_ns = 0;
+        uint64_t window_bytes = env_u64("MB_HUGE_WINDOW_MIB", quick ? 4 : 128) << 20;
+        uint64_t rounds = env_u64("MB_HUGE_ROUNDS", quick ? 1 : 8), npages, nlat = 0, busy_ns = 0;
         mb_client *c = NULL;
         size_t page;
         uint64_t *lat;
@@ -337,7 +337,7 @@ static int huge_table(int n, char **specs) {
                    "ChargeBatch=64 with 4 KiB pages, 8 with 2 MiB ones); per round the application allocates "
                    "%s MiB one page at a time at full speed and writes one byte in every 4 KiB of each page, "
                    "then frees them; per page: mb_page_alloc() and the writes, timed together.",
-                   getenv("MB_BENCH_QUICK") && strcmp(getenv("MB_BENCH_QUICK"), "0") != 0 ? "4" : "64");
+                   getenv("MB_BENCH_QUICK") && strcmp(getenv("MB_BENCH_QUICK"), "0") != 0 ? "4" : "128");
         if (rtt > 0)
                 bench_note("Cross-CPU round trip of this run (unix socketpair ping-pong, CPUs %u and %u): %s.", ca,
                            cb, fmt_ns(b1, sizeof(b1), (uint64_t) rtt));

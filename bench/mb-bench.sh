@@ -389,7 +389,7 @@ huge_row() {
         mb_stop_daemon
 }
 
-# ---- table 13b: huge pages (hugetlb pages need root: 96 of them are
+# ---- table 13b: huge pages (hugetlb pages need root: 160 of them are
 # reserved for the row, and the pool put back) ----
 t_latency_huge() {
         local rows=() f=$MB_TMP/huge-
@@ -406,9 +406,9 @@ t_latency_huge() {
                 echo "skipped: not root (no hugetlb pages can be reserved)" >"${f}tlb"
         else
                 MB_HUGETLB_ORIG=$(cat "$MB_HUGETLB_POOL/nr_hugepages")
-                echo $((MB_HUGETLB_ORIG + 96)) >"$MB_HUGETLB_POOL/nr_hugepages"
-                if [ "$(cat "$MB_HUGETLB_POOL/free_hugepages")" -lt 96 ]; then
-                        echo "skipped: fewer than 96 free 2 MiB hugetlb pages could be reserved" >"${f}tlb"
+                echo $((MB_HUGETLB_ORIG + 160)) >"$MB_HUGETLB_POOL/nr_hugepages"
+                if [ "$(cat "$MB_HUGETLB_POOL/free_hugepages")" -lt 160 ]; then
+                        echo "skipped: fewer than 160 free 2 MiB hugetlb pages could be reserved" >"${f}tlb"
                 else
                         huge_row "${f}tlb" 2M 8 "HugePages=hugetlbfs"
                 fi

@@ -22,6 +22,7 @@ SERVICE_TESTS = \
 	tests/test-service-persist.sh \
 	tests/test-service-restart-term.sh \
 	tests/test-service-restart-kill.sh \
+	tests/test-service-restart-hugetlb.sh \
 	tests/test-service-restart-grace.sh
 TESTS += $(SERVICE_TESTS)
 dist_check_SCRIPTS += $(SERVICE_TESTS)

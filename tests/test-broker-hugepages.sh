@@ -52,6 +52,7 @@ if [ "$orig_thp" = deny ]; then
 elif [ "$(id -u)" = 0 ] && [ -w "$thp" ] && grep -qw deny "$thp"; then
         thp_exit() {
                 local rc=$?
+                set +e
                 echo "$orig_thp" >"$thp"
                 (exit $rc)
                 mb_cleanup

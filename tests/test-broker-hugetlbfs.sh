@@ -20,6 +20,7 @@ orig_nr=$(cat "$pool/nr_hugepages")
 orig_over=$(cat "$pool/nr_overcommit_hugepages")
 hugetlb_exit() {
         local rc=$?
+        set +e
         [ -n "$MB_DAEMON_PID" ] && kill -TERM "$MB_DAEMON_PID" 2>/dev/null && wait "$MB_DAEMON_PID" 2>/dev/null
         MB_DAEMON_PID=
         echo "$orig_over" >"$pool/nr_overcommit_hugepages"
