@@ -12,11 +12,13 @@
  * fills the stock to 1.5 * charge_batch (a batch of runway below, half a
  * batch of room for frees below its limit of 2 * charge_batch) and pushes
  * them onto that stock while the application keeps popping what is
- * left; before the push it faults them in (MADV_POPULATE_WRITE), so that
- * the application's first touch of a page charged ahead costs no fault
- * either.  Under steady churn the Grant lands before the stock is empty;
- * an application that outruns it finds conn_lock held by the charge in
- * flight, waits for the rest of that one trip, and takes its pages.
+ * left; before the push it faults them in (MADV_POPULATE_WRITE, after
+ * letting go of conn_lock), so that the application's first touch of a
+ * page charged ahead costs no fault either.  Under steady churn the Grant
+ * lands before the stock is empty; an application that outruns it finds
+ * conn_lock held by the charge in flight, waits for the rest of that one
+ * trip, and takes its pages (or, while they are faulted in, charges its
+ * own).
  *
  * Precision: a stock receives pages ahead only below refill_low <= batch
  * pages, and never beyond its limit (2 * charge_batch; the excess goes
@@ -131,10 +133,10 @@ int stock_refill_put(mb_client *c, unsigned cpu, void **pages, size_t n) {
 }
 
 /* Charge what fills the stock of CPU @cpu to three quarters of its limit
- * (1.5 * batch): a batch of runway below the watermark, half a batch of
- * room above for frees before the stock overflows and returns a batch.
- * conn_lock held. */
-static void stock_refill_cpu_locked(mb_client *c, unsigned cpu, void **buf) {
+ * (1.5 * batch) into @buf: a batch of runway below the watermark, half a
+ * batch of room above for frees before the stock overflows and returns a
+ * batch.  Returns how many pages were charged.  conn_lock held. */
+static size_t stock_refill_charge_locked(mb_client *c, unsigned cpu, void **buf) {
         const struct stock *s = &c->stocks[cpu];
         uint32_t nr = stock_nr(s), limit = __atomic_load_n(&s->limit, __ATOMIC_RELAXED), n;
         size_t got = 0;
@@ -144,17 +146,16 @@ static void stock_refill_cpu_locked(mb_client *c, unsigned cpu, void **buf) {
          * little since (a stock hovering there asks once, not again and
          * again). */
         if (nr >= limit - limit / 4 || session_broken(c))
-                return;
+                return 0;
         n = MB_MIN(limit - limit / 4 - nr, (uint32_t) MB_CHARGE_MAX_PAGES);
         if (!stock_refill_room(c, n))
-                return;
+                return 0;
         /* At a limit after all (another client charged meanwhile):
          * -ENOMEM, nothing charged; the application's own charge decides
          * (and reclaims). */
-        if (session_charge_locked(c, n, n, buf, &got, MB_ALLOC_NORETRY) < 0 || got == 0)
-                return;
-        stock_refill_populate(c, buf, got);
-        (void) stock_refill_put(c, cpu, buf, got);
+        if (session_charge_locked(c, n, n, buf, &got, MB_ALLOC_NORETRY) < 0)
+                return 0;
+        return got;
 }
 
 void stock_refill_run(mb_client *c) {
@@ -165,6 +166,7 @@ void stock_refill_run(mb_client *c) {
         buf = malloc(2u * (size_t) c->batch_cap * sizeof(void *));
         for (unsigned cpu = 0; cpu < c->ncpus; cpu++) {
                 struct stock *s = &c->stocks[cpu];
+                size_t got;
 
                 if (!__atomic_load_n(&s->refill_ask, __ATOMIC_ACQUIRE))
                         continue;
@@ -172,8 +174,18 @@ void stock_refill_run(mb_client *c) {
                  * charge, or a return): no charge ahead now; its stock
                  * asks again while it stays below the watermark. */
                 if (buf && pthread_mutex_trylock(&c->conn_lock) == 0) {
-                        stock_refill_cpu_locked(c, cpu, buf);
+                        got = stock_refill_charge_locked(c, cpu, buf);
                         pthread_mutex_unlock(&c->conn_lock);
+                        /* Faulted in without conn_lock: an application
+                         * that outruns the refill charges on its own
+                         * meanwhile instead of waiting for the faults (a
+                         * batch of 2 MiB pages is milliseconds of zeroing).
+                         * The pages are this client's, in no stock yet: no
+                         * free can return them under the populate. */
+                        if (got > 0) {
+                                stock_refill_populate(c, buf, got);
+                                (void) stock_refill_put(c, cpu, buf, got);
+                        }
                 }
                 __atomic_store_n(&s->refill_ask, 0u, __ATOMIC_RELEASE);
         }
