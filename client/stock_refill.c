@@ -47,6 +47,10 @@
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
 #endif
 
+/* Pages charged ahead are faulted in and stocked this many bytes at a
+ * time (at least one page). */
+#define STOCK_REFILL_CHUNK_BYTES (256u * 1024u)
+
 /* Whether charging ahead also faults the pages in (MEMBROKER_POPULATE=0:
  * no; a kernel without MADV_POPULATE_WRITE: no, found at the first try). */
 static int stock_refill_populate_on = -1;
@@ -176,15 +180,18 @@ void stock_refill_run(mb_client *c) {
                 if (buf && pthread_mutex_trylock(&c->conn_lock) == 0) {
                         got = stock_refill_charge_locked(c, cpu, buf);
                         pthread_mutex_unlock(&c->conn_lock);
-                        /* Faulted in without conn_lock: an application
-                         * that outruns the refill charges on its own
-                         * meanwhile instead of waiting for the faults (a
-                         * batch of 2 MiB pages is milliseconds of zeroing).
-                         * The pages are this client's, in no stock yet: no
-                         * free can return them under the populate. */
-                        if (got > 0) {
-                                stock_refill_populate(c, buf, got);
-                                (void) stock_refill_put(c, cpu, buf, got);
+                        /* Faulted in without conn_lock, and stocked a
+                         * chunk at a time as they are: an application that
+                         * outruns the refill takes the first ones (or
+                         * charges on its own) instead of waiting for all
+                         * the faults (a batch of 2 MiB pages is
+                         * milliseconds of zeroing).  The pages are this
+                         * client's, in no stock until their populate is
+                         * done: no free can return them under it. */
+                        for (size_t k = 0, m; k < got; k += m) {
+                                m = MB_MIN(got - k, MB_MAX((size_t) 1, STOCK_REFILL_CHUNK_BYTES / c->page_size));
+                                stock_refill_populate(c, buf + k, m);
+                                (void) stock_refill_put(c, cpu, buf + k, m);
                         }
                 }
                 __atomic_store_n(&s->refill_ask, 0u, __ATOMIC_RELEASE);
