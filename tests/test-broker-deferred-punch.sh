@@ -69,5 +69,16 @@ kill -TERM "$b1"; wait "$b1" 2>/dev/null || true
 wait_for 30 eval '[ "$(mb_now a arena_backed)" = 0 ] && [ "$(mb_state a usage)" = 0 ] && [ "$(mb_state a arena_used)" = 0 ]' ||
         fail "a is left with usage $(mb_state a usage), arena_used $(mb_state a arena_used), backed $(mb_state a arena_backed)"
 
+# 5. A return larger than the cap on pages waiting for their punch (one
+#    ChargeBatch per arena: the bound on its backing) is punched before its
+#    Ack: the client finds its arena backed by what it still holds.
+mb_stop_clean
+mb_write_broker_conf "Capacity=4M" "ChargeBatch=8"
+mb_start_daemon
+out=$(wire hello a charge 64 expect-ok write-pages 0x5a uncharge 0 32 expect-ok print-backed uncharge-all expect-ok) ||
+        { echo "$out"; fail "a return of 32 pages with ChargeBatch=8"; }
+page=$(sed -n 's/.* page_size=\([0-9]*\).*/\1/p' <<<"$out")
+grep -q "^backed=$((32 * page)) " <<<"$out" || { echo "$out"; fail "32 pages returned past the cap were not punched before the Ack"; }
+pass "32 pages returned with ChargeBatch=8 are punched before their Ack"
 mb_daemon_alive
 mb_stop_clean
