@@ -2,12 +2,20 @@
 /*
  * arena-hugetlb.c - arenas of hugetlb pages (arena.h, HugePages=hugetlbfs).
  *
- * The arena is a sealed memfd on the kernel's internal hugetlbfs mount
- * (memfd_create() with MFD_HUGETLB | MFD_HUGE_2MB), one 2 MiB page per
- * broker page.  Three things differ from shmem:
- *   - hugetlbfs cannot be resized once mounted (no reconfigure operation),
- *     so there is no tmpfs-like size bound: what a client backs beyond its
- *     charge is bounded by the audit and by the reserved pool;
+ * The arena is the one unlinked file of a detached hugetlbfs instance of
+ * its own (fsopen("hugetlbfs") + fsmount(), as arena-tmpfs.c does for
+ * tmpfs), one 2 MiB page per broker page.  The instance's size= makes a
+ * subpool (hugepage_subpool_get_pages()) that bounds the pages its file
+ * holds and the pages reserved for it: a client that maps the arena
+ * without MAP_NORESERVE reserves pages for the whole mapping
+ * (hugetlb_reserve_pages()), which stay reserved after munmap() and keep
+ * them from every other tenant; the subpool refuses a reservation past its
+ * size.  Where no instance can be made (no mount API, no CAP_SYS_ADMIN) the
+ * arena is a sealed memfd of hugetlb pages (MFD_HUGETLB | MFD_HUGE_2MB),
+ * bounded by the audit and the pool only.  Three things differ from shmem:
+ *   - hugetlbfs cannot be resized once mounted (it has no reconfigure
+ *     operation), so the size is fixed when the arena is made: the
+ *     tenant's limit then plus 2 x ChargeBatch pages;
  *   - SEEK_DATA finds data everywhere (hugetlbfs has the generic llseek), so
  *     a grant cannot ask which of its pages a client wrote while free: it
  *     punches them all (cheap where nothing is) before it allocates them;
@@ -18,9 +26,13 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <linux/falloc.h>
 #include <linux/magic.h>
+#include <stdio.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -43,6 +55,49 @@ int arena_hugetlb_memfd(const char *name, uint64_t page_size) {
         fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_HUGETLB | ARENA_MFD_HUGE_2MB);
         return fd < 0 ? -errno : fd;
 }
+
+#if defined(HAVE_FSOPEN) && defined(HAVE_FSCONFIG) && defined(HAVE_FSMOUNT)
+int arena_hugetlb_create(const char *name, uint64_t size_bytes, uint64_t file_bytes, int *ret_file) {
+        _cleanup_(closep) int fc = -1, mnt = -1, file = -1;
+        char fname[NAME_MAX + 1], size[32];
+
+        if (size_bytes == 0 || size_bytes % ARENA_HUGETLB_PAGE_SIZE_BYTES != 0)
+                return -EINVAL;
+        snprintf(size, sizeof(size), "%" PRIu64, size_bytes);
+        fc = fsopen("hugetlbfs", FSOPEN_CLOEXEC);
+        if (fc < 0)
+                return -errno;
+        if (fsconfig(fc, FSCONFIG_SET_STRING, "pagesize", "2M", 0) < 0 ||
+            fsconfig(fc, FSCONFIG_SET_STRING, "size", size, 0) < 0 ||
+            fsconfig(fc, FSCONFIG_SET_STRING, "nr_inodes", "4", 0) < 0 ||
+            fsconfig(fc, FSCONFIG_SET_STRING, "mode", "0700", 0) < 0 ||
+            fsconfig(fc, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+                return -errno;
+        mnt = fsmount(fc, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        if (mnt < 0)
+                return -errno;
+        /* Named, then unlinked: the clients' maps say whose arena it is. */
+        snprintf(fname, sizeof(fname), "membroker-arena:%s", name);
+        for (char *c = fname; *c; c++)
+                if (*c == '/')
+                        *c = ':';
+        file = openat(mnt, fname, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (file < 0)
+                return -errno;
+        if (unlinkat(mnt, fname, 0) < 0 || ftruncate(file, (off_t) file_bytes) < 0)
+                return -errno;
+        *ret_file = TAKE_FD(file);
+        return 0;
+}
+#else
+int arena_hugetlb_create(const char *name, uint64_t size_bytes, uint64_t file_bytes, int *ret_file) {
+        (void) name;
+        (void) size_bytes;
+        (void) file_bytes;
+        (void) ret_file;
+        return -ENOSYS;
+}
+#endif
 
 bool arena_fd_is_hugetlb(int fd) {
         struct statfs sfs;
@@ -78,9 +133,13 @@ int arena_hugetlb_grant_prepare(struct arena *a, const struct arena_extent *exte
         return 0;
 }
 
-int arena_hugetlb_probe(void) {
-        _cleanup_(closep) int fd = -1;
+int arena_hugetlb_probe(bool *ret_instance) {
+        _cleanup_(closep) int fd = -1, inst = -1;
         int r;
+
+        /* An instance of one page: allocates none. */
+        *ret_instance = arena_hugetlb_create("probe", ARENA_HUGETLB_PAGE_SIZE_BYTES, ARENA_HUGETLB_PAGE_SIZE_BYTES,
+                                             &inst) >= 0;
 
         r = arena_hugetlb_memfd("membroker-probe", ARENA_HUGETLB_PAGE_SIZE_BYTES);
         if (r < 0)

@@ -131,6 +131,13 @@ static int arena_create(const char *name, uint64_t npages, uint64_t page_size, i
                                        &pick_fd);
                 if (r < 0)
                         return r;
+        } else if (backing && backing->hugetlb && backing->hugetlb_size_pages > 0) {
+                /* Its own hugetlbfs instance: bounded, but a file there
+                 * cannot be sealed (the audit restores a size a client
+                 * changed, as on tmpfs). */
+                r = arena_hugetlb_create(name, backing->hugetlb_size_pages * page_size, npages * page_size, &fd);
+                if (r < 0)
+                        return r;
         } else {
                 snprintf(memfd_name, sizeof(memfd_name), "membroker-arena:%s", name);
                 if (backing && backing->hugetlb) {

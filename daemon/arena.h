@@ -58,8 +58,10 @@ struct arena_backing {
         uint64_t slack_pages;  /* the tmpfs size beyond nused (see above) */
         bool huge;             /* the instance mounted huge=always (shmem
                                 * THP, shmem_is_huge()); tmpfs only */
-        bool hugetlb;          /* a memfd of 2 MiB hugetlb pages (not
-                                * tmpfs; arena-hugetlb.c) */
+        bool hugetlb;          /* 2 MiB hugetlb pages (not tmpfs;
+                                * arena-hugetlb.c) */
+        uint64_t hugetlb_size_pages; /* hugetlb: the size of its own
+                                * hugetlbfs instance, 0 for a memfd */
 };
 
 /* The hugetlb page an arena of HugePages=hugetlbfs is made of. */
@@ -297,6 +299,16 @@ int arena_tmpfs_probe(bool huge);
  */
 int arena_hugetlb_memfd(const char *name, uint64_t page_size);
 
+/**
+ * arena_hugetlb_create - a new detached hugetlbfs instance of 2 MiB pages
+ * whose size= is @size_bytes (a multiple of 2 MiB, never 0: the pages its
+ * file holds and those reserved for it never exceed it), holding one
+ * unlinked file of @file_bytes named after @name.  The instance cannot be
+ * resized.  Returns 0 with the file in *@ret_file, or a negative errno
+ * (-EPERM without CAP_SYS_ADMIN, -ENOSYS without the new mount API).
+ */
+int arena_hugetlb_create(const char *name, uint64_t size_bytes, uint64_t file_bytes, int *ret_file);
+
 /* Whether @fd is a file on hugetlbfs (HUGETLBFS_MAGIC). */
 bool arena_fd_is_hugetlb(int fd);
 
@@ -310,5 +322,6 @@ bool arena_fd_is_hugetlb(int fd);
 int arena_hugetlb_grant_prepare(struct arena *a, const struct arena_extent *extents, size_t n);
 
 /* Whether this process can make a sealed memfd of 2 MiB hugetlb pages:
- * 0 or -errno.  Allocates no page. */
-int arena_hugetlb_probe(void);
+ * 0 or -errno; *@ret_instance: whether it can make hugetlbfs instances
+ * (arena_hugetlb_create()) too.  Allocates no page. */
+int arena_hugetlb_probe(bool *ret_instance);

@@ -94,10 +94,11 @@ static int audit_check_thp(char **ret_error) {
 }
 
 /* HugePages=hugetlbfs: 2 MiB hugetlb pages in the pool (reserved, or
- * allowed as surplus) and memfds of them.  Only the pool is checked, not
+ * allowed as surplus) and memfds of them; *@ret_instance: whether bounded
+ * hugetlbfs instances can be made too.  Only the pool is checked, not
  * how many pages are free: those a previous daemon's arenas hold are in
  * use.  0 or -errno with *ret_error. */
-static int audit_check_hugetlb(char **ret_error) {
+static int audit_check_hugetlb(bool *ret_instance, char **ret_error) {
         char nr[32] = "", overcommit[32] = "";
         int r;
 
@@ -113,16 +114,22 @@ static int audit_check_hugetlb(char **ret_error) {
                                      "vm.nr_overcommit_hugepages=0)");
                 return -ENOMEM;
         }
-        r = arena_hugetlb_probe();
+        r = arena_hugetlb_probe(ret_instance);
         if (r < 0) {
                 set_error(ret_error, "HugePages=hugetlbfs: no memfd of 2 MiB hugetlb pages can be made "
                                      "(memfd_create(MFD_HUGETLB)): %s",
                           strerror(-r));
                 return r;
         }
-        log_info("arena backing: a sealed memfd of 2 MiB hugetlb pages per tenant (%s of them reserved): "
-                 "hugetlbfs cannot be resized, so only the audit and the pool bound what clients back",
-                 nr);
+        if (*ret_instance)
+                log_info("arena backing: 2 MiB hugetlb pages (%s of them reserved), a detached hugetlbfs instance "
+                         "per tenant, its size fixed when made to the tenant's limit + 2 x ChargeBatch pages",
+                         nr);
+        else
+                log_warning("arena backing: a sealed memfd of 2 MiB hugetlb pages per tenant (%s of them reserved): "
+                            "no hugetlbfs instance can be made, so only the audit and the pool bound what clients "
+                            "back or reserve",
+                            nr);
         return 0;
 }
 
@@ -148,11 +155,11 @@ int audit_choose_backing(struct broker *b, char **ret_error) {
         }
         if (huge == MB_HUGE_PAGES_HUGETLBFS) {
                 if (want == MB_ARENA_BACKING_TMPFS) {
-                        set_error(ret_error, "HugePages=hugetlbfs needs a hugetlb memfd per tenant, not "
+                        set_error(ret_error, "HugePages=hugetlbfs makes hugetlbfs arenas, not "
                                              "ArenaBacking=tmpfs");
                         return -EINVAL;
                 }
-                r = audit_check_hugetlb(ret_error);
+                r = audit_check_hugetlb(&b->arena_hugetlb_bounded, ret_error);
                 if (r < 0)
                         return r;
                 b->arena_tmpfs = false;

@@ -89,6 +89,7 @@ struct broker {
         uint64_t page_size;   /* bytes */
         unsigned stats_slots; /* CPU slots in a client's stats region */
         bool arena_tmpfs;     /* new arenas on a tmpfs instance each (daemon/audit.h) */
+        bool arena_hugetlb_bounded; /* HugePages=hugetlbfs: a bounded hugetlbfs instance per arena */
 
         struct tenant_tree *tree;
         pthread_rwlock_t tree_lock;

@@ -84,6 +84,7 @@ int manager_service_setup(struct manager *m, char **ret_error) {
                                         m->b.config->broker.huge_pages == MB_HUGE_PAGES_NO,
                 .arena_huge = m->b.config->broker.huge_pages == MB_HUGE_PAGES_THP,
                 .arena_hugetlb = m->b.config->broker.huge_pages == MB_HUGE_PAGES_HUGETLBFS,
+                .arena_hugetlb_bounded = m->b.arena_hugetlb_bounded,
                 .grace_sec = m->b.config->broker.restart_grace_sec,
         };
         r = restart_new(&params, &manager_restart_ops, m, &m->restart);

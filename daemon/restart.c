@@ -247,6 +247,17 @@ int restart_arena_new(struct restart *r, struct tenant_state *ts, uint64_t npage
                 .huge = r->p.arena_huge,
                 .hugetlb = r->p.arena_hugetlb,
         };
+        if (r->p.arena_hugetlb_bounded) {
+                /* hugetlbfs cannot be resized: its size is the tenant's
+                 * limit now (the lowest max on its path, as
+                 * page_counter_try_charge() meets it) + 2 x ChargeBatch. */
+                unsigned long max = ULONG_MAX;
+
+                for (const struct tenant *t = ts->tenant; t; t = t->parent)
+                        max = MB_MIN(max, page_counter_get_max(&t->memory));
+                backing.hugetlb_size_pages =
+                        MB_MIN(npages, (uint64_t) MB_MIN(max, (unsigned long) npages) + 2 * backing.slack_pages);
+        }
         k = arena_new_shared(ts->tenant->path, npages, r->p.page_size, ofd, RESTART_OWNERS_OFFSET_BYTES, &backing,
                              &a);
         if (k < 0 && backing.tmpfs && r->p.arena_memfd_fallback) {

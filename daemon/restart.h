@@ -74,7 +74,8 @@ struct restart_params {
         bool arena_tmpfs;          /* new arenas on a tmpfs instance each */
         bool arena_memfd_fallback; /* ... or a memfd when no instance can be made */
         bool arena_huge;           /* ... mounted huge=always (HugePages=thp) */
-        bool arena_hugetlb;        /* memfds of hugetlb pages (HugePages=hugetlbfs) */
+        bool arena_hugetlb;        /* hugetlb pages (HugePages=hugetlbfs) ... */
+        bool arena_hugetlb_bounded; /* ... on a hugetlbfs instance each (else memfds) */
         unsigned grace_sec;        /* RestartGraceSec= */
 };
 

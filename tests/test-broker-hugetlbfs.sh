@@ -5,7 +5,9 @@
 # (free_hugepages drops by what is charged), zero when handed out (also
 # after their former holder wrote them, and after a client wrote into free
 # pages), and back in the pool once returned.  A charge the pool cannot
-# supply fails with ENOMEM (no SIGBUS at the first touch).  With no 2 MiB
+# supply fails with ENOMEM (no SIGBUS at the first touch).  A client cannot
+# reserve pool pages past its tenant's limit + 2 x ChargeBatch (each arena
+# is the file of a hugetlbfs instance of that size).  With no 2 MiB
 # page in the pool, start-up fails with a clear error.
 # Needs root: it reserves 16 pages (vm.nr_hugepages) for its run and puts
 # the pool back as it was on exit.
@@ -39,8 +41,9 @@ start_fails() {
         [ ! -e "$MB_SOCK" ] || fail "a socket was created although start-up failed"
 }
 
-mb_write_broker_conf "Capacity=64M" "PageSize=2M" "HugePages=hugetlbfs"
+mb_write_broker_conf "Capacity=64M" "PageSize=2M" "HugePages=hugetlbfs" "ChargeBatch=1"
 mb_write_tenant a "Path=a"
+mb_write_tenant lim "Path=lim" "MemoryMax=8M"
 
 # 1. No page in the pool: a clear error, no start (only where the pool is
 #    empty anyway: pages others reserved are left alone).
@@ -58,7 +61,7 @@ echo $((orig_nr + 16)) >"$pool/nr_hugepages"
 free0=$(free_pages)
 [ "$free0" -ge 16 ] || skip "the kernel could reserve only $free0 free 2 MiB pages (memory fragmented)"
 mb_start_daemon
-grep -q 'hugetlb pages per tenant' "$MB_TMP/daemon.log" || { cat "$MB_TMP/daemon.log"; fail "the daemon does not say its arenas are hugetlb"; }
+grep -q 'arena backing: 2 MiB hugetlb pages.*hugetlbfs instance per tenant' "$MB_TMP/daemon.log" || { cat "$MB_TMP/daemon.log"; fail "the daemon does not say its arenas are hugetlb"; }
 
 wire_bg "$MB_TMP/a.out" hello a charge 4 expect-ok write-pages 0x5a check-pages 0x5a touch "$MB_TMP/a.ready" \
         wait-file "$MB_TMP/a.go" uncharge-all expect-ok touch "$MB_TMP/a.returned" hold
@@ -95,6 +98,27 @@ assert_eq "$free0" "$(free_pages)" "free 2 MiB pages after a charge the pool cou
 out=$(wire hello a charge 16 expect-ok write-pages 0x11 check-pages 0x11 uncharge-all expect-ok) ||
         { echo "$out"; fail "the whole pool could not be charged and written after that"; }
 pass "a charge beyond the pool fails with ENOMEM; the whole pool is charged and written after it"
+
+# 5. A client that maps its arena without MAP_NORESERVE makes the kernel
+#    reserve hugetlb pages for the whole mapping (32 here), which would stay
+#    reserved, kept from every other tenant, after it went.  The arena's own
+#    hugetlbfs instance is sized to the tenant's limit + 2 x ChargeBatch (6
+#    pages for "lim"): the kernel refuses that reservation.
+echo $((orig_nr + 40)) >"$pool/nr_hugepages"
+free1=$(free_pages)
+[ "$free1" -ge 40 ] || skip "the kernel could reserve only $free1 free 2 MiB pages (memory fragmented)"
+rc=0
+out=$(WIRE_MAP_RESERVE=1 wire hello lim charge 1 expect-ok write-pages 0x11 2>&1) || rc=$?
+echo "$out" | tail -2
+resv=$(cat "$pool/resv_hugepages")
+[ "$resv" -le 6 ] || fail "a client reserved $resv hugetlb pages for tenant lim, past its limit + 2 x ChargeBatch (6)"
+[ "$rc" -ne 0 ] || fail "mapping the whole arena with reservations succeeded"
+pass "a mapping that reserves the whole arena is refused ($resv pages reserved)"
+out=$(wire hello lim charge 4 expect-ok write-pages 0x11 check-pages 0x11 uncharge-all expect-ok) ||
+        { echo "$out"; fail "tenant lim cannot use its 4 pages"; }
+wait_for 30 eval '[ "$(free_pages)" = '"$free1"' ]' || fail "lim's pages did not go back to the pool"
+pass "tenant lim charges, writes and returns its 4 pages"
+echo $((orig_nr + 16)) >"$pool/nr_hugepages"
 
 kill -TERM "$a"; wait "$a" 2>/dev/null || true
 wait_for 30 eval '[ "$(free_pages)" = '"$free0"' ] && [ "$(mb_dump_state; mb_state a usage)" = 0 ]' ||

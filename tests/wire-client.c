@@ -506,7 +506,8 @@ static void map_arena(void) {
                 errno = EBADF;
                 die("no arena (say hello first)");
         }
-        arena = mmap(NULL, arena_pages * page_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, arena_fd, 0);
+        arena = mmap(NULL, arena_pages * page_size, PROT_READ | PROT_WRITE, /* WIRE_MAP_RESERVE: hugetlb reserves */
+                     MAP_SHARED | (getenv("WIRE_MAP_RESERVE") ? 0 : MAP_NORESERVE), arena_fd, 0);
         if (arena == MAP_FAILED)
                 die("mmap arena");
 }
