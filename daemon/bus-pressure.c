@@ -236,7 +236,7 @@ static int bus_pressure_owner_gone(sd_bus_track *track, void *userdata) {
         struct bus_pressure_trigger *bt = userdata;
 
         (void) track;
-        log_debug("pressure trigger %" PRIu64 " on %s: %s left the bus", bt->id, bt->tenant_path, bt->owner);
+        log_info("pressure trigger %" PRIu64 " on %s: %s left the bus", bt->id, bt->tenant_path, bt->owner);
         bus_pressure_trigger_free(bt);
         return 0;
 }
@@ -312,7 +312,7 @@ int bus_manager_method_add_pressure_trigger(sd_bus_message *msg, struct manager 
                 bus_pressure_trigger_free(bt);
                 return -EIO;
         }
-        log_debug("pressure trigger %" PRIu64 " on %s: \"%s\" for %s", bt->id, bt->tenant_path, spec, sender);
+        log_info("pressure trigger %" PRIu64 " on %s: \"%s\" for %s", bt->id, bt->tenant_path, spec, sender);
         return sd_bus_reply_method_return(msg, "t", bt->id);
 }
 
