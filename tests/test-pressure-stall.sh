@@ -126,3 +126,4 @@ pc_quit s1
 pc_quit s2
 pc_quit o1
 pc_quit c1
+mb_stop_clean

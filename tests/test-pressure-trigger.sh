@@ -113,3 +113,4 @@ expect_fail "No pressure trigger $id_calm of this caller" mgr_call RemovePressur
 pc_quit s1
 pc_quit s2
 pc_quit c1
+mb_stop_clean
