@@ -31,6 +31,7 @@
 
 #include "bus-internal.h"
 #include "bus.h"
+#include "delegate.h"
 #include "log.h"
 #include "macros.h"
 
@@ -454,6 +455,82 @@ int bus_verify_root(sd_bus_message *msg, const char *action, sd_bus_error *error
                                          "%s requires uid 0 (the caller runs as uid %u)", action,
                                          (unsigned) euid);
         return 1;
+}
+
+/* The caller's uid, and its supplementary groups when the bus daemon
+ * reported them (dbus-daemon's UnixGroupIDs, recorded when the caller
+ * connected).  Groups sd-bus would only "augment" from /proc/PID are not
+ * used: the pid may have been recycled by then.  *@ret_groups_known tells
+ * which. */
+static int bus_caller_creds(sd_bus_message *msg, const char *action, sd_bus_creds **ret_creds, uid_t *ret_uid,
+                            const gid_t **ret_groups, size_t *ret_ngroups, bool *ret_groups_known,
+                            sd_bus_error *error) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        const gid_t *gids = NULL;
+        int r, n;
+
+        r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_SUPPLEMENTARY_GIDS | SD_BUS_CREDS_AUGMENT,
+                                      &creds);
+        if (r < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "%s: cannot determine the caller's credentials: %s", action,
+                                         strerror(-r));
+        r = sd_bus_creds_get_euid(creds, ret_uid);
+        if (r < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "%s: the bus did not tell the caller's uid: %s", action, strerror(-r));
+        n = sd_bus_creds_get_supplementary_gids(creds, &gids);
+        *ret_groups_known = n >= 0 && !(sd_bus_creds_get_augmented_mask(creds) & SD_BUS_CREDS_SUPPLEMENTARY_GIDS);
+        *ret_groups = *ret_groups_known ? gids : NULL;
+        *ret_ngroups = *ret_groups_known ? (size_t) n : 0;
+        *ret_creds = TAKE_PTR(creds);
+        return 0;
+}
+
+int bus_verify_tenant(sd_bus_message *msg, struct manager *m, struct tenant *t, bool t_is_target,
+                      const char *target_path, const char *action, sd_bus_error *error) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        _cleanup_(freep) char *via_path = NULL;
+        enum mb_delegate_verdict v;
+        struct mb_caller c = {};
+        bool groups_known = false;
+        int r;
+
+        r = bus_caller_creds(msg, action, &creds, &c.uid, &c.groups, &c.ngroups, &groups_known, error);
+        if (r < 0)
+                return r;
+        if (c.uid == 0)
+                return 1;
+        {
+                const struct tenant *via;
+
+                BUS_TREE_RDLOCK(m);
+                v = mb_delegate_check(t, t_is_target, &c, &via);
+                if (via) {
+                        via_path = strdup(via->path);
+                        if (!via_path)
+                                return -ENOMEM;
+                }
+        }
+        switch (v) {
+        case MB_DELEGATE_ROOT:
+                return 1;
+        case MB_DELEGATE_GRANTED:
+                log_info("uid %u: %s '%s', allowed by Delegate= of '%s'", (unsigned) c.uid, action, target_path,
+                         via_path);
+                return 1;
+        case MB_DELEGATE_DENIED_SELF:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "%s '%s': uid %u may manage tenants below '%s' (Delegate=), not '%s' "
+                                         "itself",
+                                         action, target_path, (unsigned) c.uid, via_path, via_path);
+        default:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "%s requires uid 0 (the caller runs as uid %u), or a Delegate= on a "
+                                         "tenant above '%s' naming that uid or one of its groups%s",
+                                         action, (unsigned) c.uid, target_path,
+                                         groups_known ? "" : " (the bus did not report the caller's groups)");
+        }
 }
 
 /* ---- signals ---- */
