@@ -457,50 +457,90 @@ int bus_verify_root(sd_bus_message *msg, const char *action, sd_bus_error *error
         return 1;
 }
 
-/* The caller's uid, and its supplementary groups when the bus daemon
- * reported them (dbus-daemon's UnixGroupIDs, recorded when the caller
- * connected).  Groups sd-bus would only "augment" from /proc/PID are not
- * used: the pid may have been recycled by then.  *@ret_groups_known tells
- * which. */
-static int bus_caller_creds(sd_bus_message *msg, const char *action, sd_bus_creds **ret_creds, uid_t *ret_uid,
-                            const gid_t **ret_groups, size_t *ret_ngroups, bool *ret_groups_known,
-                            sd_bus_error *error) {
-        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
-        const gid_t *gids = NULL;
-        int r, n;
+/* The supplementary groups the bus daemon recorded for the sender of @msg
+ * when it connected (SO_PEERGROUPS), from its GetConnectionCredentials():
+ * the UnixGroupIDs entry, which dbus-daemon 1.12 and later fill in.  sd-bus
+ * (up to systemd 252 at least) does not read that entry and would only
+ * "augment" the groups from /proc/PID, whose pid may have been recycled by
+ * then; this asks the bus itself.  Returns 1 with *@ret (malloc'ed, may be
+ * NULL for none) and *@ret_n, 0 when the bus did not report them, or a
+ * negative errno. */
+static int bus_sender_groups(sd_bus_message *msg, gid_t **ret, size_t *ret_n) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const char *sender = sd_bus_message_get_sender(msg), *key;
+        int r;
 
-        r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_SUPPLEMENTARY_GIDS | SD_BUS_CREDS_AUGMENT,
-                                      &creds);
+        if (!sender)
+                return 0;
+        r = sd_bus_call_method(sd_bus_message_get_bus(msg), "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                               "org.freedesktop.DBus", "GetConnectionCredentials", NULL, &reply, "s", sender);
         if (r < 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                         "%s: cannot determine the caller's credentials: %s", action,
-                                         strerror(-r));
-        r = sd_bus_creds_get_euid(creds, ret_uid);
+                return r;
+        r = sd_bus_message_enter_container(reply, 'a', "{sv}");
         if (r < 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                         "%s: the bus did not tell the caller's uid: %s", action, strerror(-r));
-        n = sd_bus_creds_get_supplementary_gids(creds, &gids);
-        *ret_groups_known = n >= 0 && !(sd_bus_creds_get_augmented_mask(creds) & SD_BUS_CREDS_SUPPLEMENTARY_GIDS);
-        *ret_groups = *ret_groups_known ? gids : NULL;
-        *ret_ngroups = *ret_groups_known ? (size_t) n : 0;
-        *ret_creds = TAKE_PTR(creds);
-        return 0;
+                return r;
+        while ((r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
+                r = sd_bus_message_read(reply, "s", &key);
+                if (r < 0)
+                        return r;
+                if (strcmp(key, "UnixGroupIDs") == 0) {
+                        const uint32_t *ids;
+                        size_t bytes;
+
+                        r = sd_bus_message_enter_container(reply, 'v', "au");
+                        if (r < 0)
+                                return r;
+                        r = sd_bus_message_read_array(reply, 'u', (const void **) &ids, &bytes);
+                        if (r < 0)
+                                return r;
+                        *ret_n = bytes / sizeof(uint32_t);
+                        *ret = *ret_n > 0 ? malloc(bytes) : NULL;
+                        if (*ret_n > 0 && !*ret)
+                                return -ENOMEM;
+                        if (*ret_n > 0)
+                                memcpy(*ret, ids, bytes);
+                        return 1;
+                }
+                r = sd_bus_message_skip(reply, "v");
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_exit_container(reply);
+                if (r < 0)
+                        return r;
+        }
+        return r < 0 ? r : 0;
 }
 
 int bus_verify_tenant(sd_bus_message *msg, struct manager *m, struct tenant *t, bool t_is_target,
                       const char *target_path, const char *action, sd_bus_error *error) {
         _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
         _cleanup_(freep) char *via_path = NULL;
+        _cleanup_(freep) gid_t *groups = NULL;
         enum mb_delegate_verdict v;
         struct mb_caller c = {};
-        bool groups_known = false;
+        bool groups_known;
         int r;
 
-        r = bus_caller_creds(msg, action, &creds, &c.uid, &c.groups, &c.ngroups, &groups_known, error);
+        /* The sender's uid as the bus driver recorded it when it
+         * connected, not anything the message claims (bus_verify_root()). */
+        r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_AUGMENT, &creds);
         if (r < 0)
-                return r;
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "%s: cannot determine the caller's credentials: %s", action,
+                                         strerror(-r));
+        r = sd_bus_creds_get_euid(creds, &c.uid);
+        if (r < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "%s: the bus did not tell the caller's uid: %s", action, strerror(-r));
         if (c.uid == 0)
                 return 1;
+        r = bus_sender_groups(msg, &groups, &c.ngroups);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                log_warning("cannot ask the bus for the groups of uid %u: %s", (unsigned) c.uid, strerror(-r));
+        groups_known = r > 0;
+        c.groups = groups;
         {
                 const struct tenant *via;
 
