@@ -672,7 +672,8 @@ static int tenant_key(struct parse_ctx *ctx, const char *key, const char *value)
 
         if (strcmp(key, "Delegate") == 0) {
                 _cleanup_(freep) char *why = NULL;
-                int r = mb_delegate_parse(ctx->env, value, &tc->delegate, &why);
+                int r = mb_delegate_parse(value, ctx->env->resolve_name, ctx->env->userdata,
+                                          &tc->delegate, &why);
 
                 if (r == -ENOMEM)
                         return ctx_oom(ctx);

@@ -64,7 +64,7 @@ static _printf_(3, 4) int reason(char **ret_reason, int r, const char *fmt, ...)
 
 _Static_assert(sizeof(uid_t) == sizeof(uint32_t) && sizeof(gid_t) == sizeof(uint32_t), "ids are 32 bit");
 
-int mb_delegate_parse(const struct mb_config_env *env, const char *value, struct mb_delegate *d,
+int mb_delegate_parse(const char *value, mb_delegate_resolve_t resolve, void *userdata, struct mb_delegate *d,
                       char **ret_reason) {
         _cleanup_(freep) char *copy = NULL;
         char *save = NULL;
@@ -93,7 +93,7 @@ int mb_delegate_parse(const struct mb_config_env *env, const char *value, struct
                                               group ? "a gid is a decimal number below 4294967295"
                                                     : "a uid is a decimal number below 4294967295");
                 } else {
-                        r = env->resolve_name ? env->resolve_name(name, group, &id, env->userdata) : -ENOENT;
+                        r = resolve ? resolve(name, group, &id, userdata) : -ENOENT;
                         if (r == -ENOMEM)
                                 return r;
                         if (r == -ENOENT)

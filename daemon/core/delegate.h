@@ -23,9 +23,9 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
-#include "config.h"
 #include "tenant.h"
 
 /* Who asks, as the bus reported it. */
@@ -45,14 +45,19 @@ enum mb_delegate_verdict {
 /* Free the lists; @d is empty afterwards.  Safe on an empty one. */
 void mb_delegate_done(struct mb_delegate *d);
 
+/* Resolve a user (@group false) or group name: 0 with *@ret set, -ENOENT
+ * for an unknown name, another negative errno when the lookup failed (the
+ * resolve_name of struct mb_config_env). */
+typedef int (*mb_delegate_resolve_t)(const char *name, bool group, uint32_t *ret, void *userdata);
+
 /**
  * mb_delegate_parse - add the words of one Delegate= value to @d (an empty
  * @value empties @d).  Decimal ids are taken as they are, names go through
- * @env->resolve_name.  Returns 0, or -EINVAL / -ENOMEM / the resolver's
- * error with *@ret_reason a malloc'ed text naming the word (NULL for
- * -ENOMEM); @d then holds the words before the bad one.
+ * @resolve (NULL: every name is unknown).  Returns 0, or -EINVAL / -ENOMEM
+ * / the resolver's error with *@ret_reason a malloc'ed text naming the word
+ * (NULL for -ENOMEM); @d then holds the words before the bad one.
  */
-int mb_delegate_parse(const struct mb_config_env *env, const char *value, struct mb_delegate *d,
+int mb_delegate_parse(const char *value, mb_delegate_resolve_t resolve, void *userdata, struct mb_delegate *d,
                       char **ret_reason);
 
 /**
