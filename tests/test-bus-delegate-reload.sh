@@ -42,6 +42,12 @@ expect_fail "Access denied" g_mgr SetTenantLimits "sa{sv}b" team 1 MemoryMax t 4
 msg=$(in_group "${DSEND[@]}" "$BUS_MGR_PATH" "$BUS_MGR_IFACE.RemoveTenant" string:team 2>&1 || true)
 case "$msg" in *"uid $DUID may manage tenants below 'team' (Delegate=), not 'team' itself"*) ;;
         *) fail "RemoveTenant(team) by a member of staff: $msg" ;; esac
+# Clients: admitted below team with the group, refused without it.
+load_as() { local who=$1; shift; "$who" "$MEMBROKER_LOAD" --socket "$MB_SOCK" --hold 64K --seconds 0 "$@"; }
+load_as in_group --tenant team/a >"$MB_TMP/l.out" 2>&1 || fail "a member of staff's client: $(cat "$MB_TMP/l.out")"
+load_as no_group --tenant team/a >"$MB_TMP/l.out" 2>&1 && fail "a client without staff was admitted in team/a"
+grep -q "Delegate= of team does not name it" "$MB_TMP/l.out" || fail "refused client: $(cat "$MB_TMP/l.out")"
+pass "a member of staff's client is admitted in team/a, the same uid without the group is not"
 # The user form by name, for the same uid, in its own subtree only.
 n_mgr CreateTenant "sa{sv}" lab/x 0 >/dev/null || fail "uucp cannot create lab/x"
 expect_fail "Access denied" n_mgr CreateTenant "sa{sv}" team/y 0
@@ -67,6 +73,7 @@ assert_eq "as 0" "$(mb_busctl get-property "$BUS_DEST" "$(tenant_object team)" "
 expect_fail "Access denied" g_mgr SetTenantLimits "sa{sv}b" team/a 1 MemoryMax t 4096 true
 expect_fail "Access denied" g_mgr CreateTenant "sa{sv}" team/b 0
 expect_fail "Access denied" g_mgr RemoveTenant s team/a
+load_as in_group --tenant team/a >"$MB_TMP/l.out" 2>&1 && fail "a staff client was admitted after Delegate= went"
 mgr_call GetTenant s team/a >/dev/null || fail "team/a is gone after the reload"
 assert_eq $((4 << 20)) "$(tenant_prop team/a MemoryMax)" "team/a keeps the MemoryMax the delegate persisted"
 grep -q '^Path=team/a$' "$MB_STATE/limits.conf" || fail "team/a's limits left limits.conf"

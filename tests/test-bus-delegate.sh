@@ -4,7 +4,8 @@
 # as cgroup v2 delegation does.  A delegated uid ("news", by setpriv, no groups, on
 # the real bus: the daemon reads its uid from the bus) creates team/a, sets
 # and reverts its limits (persisted like root's), reclaims from it, resets
-# its peak and removes it, over busctl and membrokerctl; it is refused, with
+# its peak and removes it, over busctl and membrokerctl, and its clients are
+# admitted below team (nobody else's); it is refused, with
 # org.freedesktop.DBus.Error.AccessDenied naming the rule, on team itself,
 # on a sibling, on the root, on a new top-level tenant, and on Reload; path
 # tricks ("team/../other", overlong names, too deep) create nothing.
@@ -67,6 +68,24 @@ assert_eq 18446744073709551615 "$(tenant_prop team/a MemoryHigh)" "MemoryHigh of
 d_mgr CreateTenant "sa{sv}" /team/b/c/ 0 >/dev/null || fail "the delegate cannot create /team/b/c/"
 mgr_call GetTenant s team/b >/dev/null || fail "team/b was not made on the way"
 pass "the delegate creates team/b/c and its missing parent"
+
+# Its own clients are admitted below team (as the owner of a delegated
+# cgroup may move its processes into it), not elsewhere.
+as_delegate "$MEMBROKER_LOAD" --socket "$MB_SOCK" --tenant team/a --hold 64K --seconds 0 \
+        >"$MB_TMP/dl.out" 2>&1 || fail "the delegate's client was refused in team/a: $(cat "$MB_TMP/dl.out")"
+grep -q "verify=ok" "$MB_TMP/dl.out" || fail "the delegate's client in team/a: $(cat "$MB_TMP/dl.out")"
+pass "the delegate's client is admitted in team/a"
+rc=0
+as_delegate "$MEMBROKER_LOAD" --socket "$MB_SOCK" --tenant other/a --hold 64K --seconds 0 \
+        >"$MB_TMP/dl.out" 2>&1 || rc=$?
+[ $rc -ne 0 ] || fail "the delegate's client was admitted in other/a"
+grep -q "uid $DUID (news) is not allowed in tenant other/a" "$MB_TMP/dl.out" ||
+        fail "the delegate's client in other/a: $(cat "$MB_TMP/dl.out")"
+rc=0
+as_nobody "$MEMBROKER_LOAD" --socket "$MB_SOCK" --tenant team/a --hold 64K --seconds 0 >"$MB_TMP/dl.out" 2>&1 || rc=$?
+[ $rc -ne 0 ] || fail "nobody's client was admitted in team/a"
+grep -q "Delegate= of team does not name it" "$MB_TMP/dl.out" || fail "nobody in team/a: $(cat "$MB_TMP/dl.out")"
+pass "other uids and other tenants stay closed"
 
 # ---- what it may not do ----
 obj_team=$(tenant_object team)
