@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Delegate= by group: "@GROUP" names a group, matched against the
 # supplementary groups the bus daemon recorded for the caller (setpriv
-# --groups); the same uid without that group is refused.  Names resolve
+# --groups), for bus calls, and against the client's groups for admission;
+# the same uid without that group is refused.  Names resolve
 # through NSS; an unknown one makes the reload fail naming file:line.
 # Delegate= removed at reload ends the rights at once but keeps the subtree
 # and the limits the delegate persisted; a tenant gone from the files loses
