@@ -330,7 +330,10 @@ int auth_admit(struct auth_peer *p, const struct tenant *t, char **ret_reason) {
                t->path);
         if (!auth_tenant_has_rules(t))
                 append(reason, sizeof(reason), &pos,
-                       "it has no AllowUsers=, AllowGroups= or Cgroup=, so only root may attach");
+                       "it has no AllowUsers=, AllowGroups= or Cgroup=, so only root may attach%s%s%s",
+                       delegating_ancestor(t) ? ", and those Delegate= of " : "",
+                       delegating_ancestor(t) ? delegating_ancestor(t)->path : "",
+                       delegating_ancestor(t) ? " names" : "");
         if (t->n_allow_users > 0) {
                 append(reason, sizeof(reason), &pos, "AllowUsers=");
                 for (size_t i = 0; i < t->n_allow_users; i++) {
@@ -348,7 +351,7 @@ int auth_admit(struct auth_peer *p, const struct tenant *t, char **ret_reason) {
         if (t->cgroup)
                 append(reason, sizeof(reason), &pos, "%sCgroup=%s does not contain the client's cgroup %s",
                        t->n_allow_users || t->n_allow_groups ? "; " : "", t->cgroup, cg ? cg : "(unknown)");
-        if (delegating_ancestor(t))
+        if (auth_tenant_has_rules(t) && delegating_ancestor(t))
                 append(reason, sizeof(reason), &pos, "; Delegate= of %s does not name it",
                        delegating_ancestor(t)->path);
 

@@ -518,6 +518,7 @@ int bus_verify_tenant(sd_bus_message *msg, struct manager *m, struct tenant *t, 
         _cleanup_(freep) gid_t *groups = NULL;
         enum mb_delegate_verdict v;
         struct mb_caller c = {};
+        unsigned count = 0, max = 0;
         bool groups_known;
         int r;
 
@@ -542,15 +543,26 @@ int bus_verify_tenant(sd_bus_message *msg, struct manager *m, struct tenant *t, 
         groups_known = r > 0;
         c.groups = groups;
         {
-                const struct tenant *via;
+                const struct tenant *via, *full = NULL;
 
                 BUS_TREE_RDLOCK(m);
                 v = mb_delegate_check(t, t_is_target, &c, &via);
+                /* cgroup.max.descendants: a delegate creates no more below
+                 * a delegated tenant that has its DelegateMaxDescendants. */
+                if (v == MB_DELEGATE_GRANTED && !t_is_target && !mb_delegate_room(t, target_path, &full, &count)) {
+                        max = mb_delegate_max_descendants(&full->delegate);
+                        via = full;
+                }
                 if (via) {
                         via_path = strdup(via->path);
                         if (!via_path)
                                 return -ENOMEM;
                 }
+                if (full)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                                 "%s '%s': '%s' has %u tenants below it, and its delegates may "
+                                                 "make at most DelegateMaxDescendants=%u there",
+                                                 action, target_path, via_path, count, max);
         }
         switch (v) {
         case MB_DELEGATE_ROOT:

@@ -5,6 +5,7 @@
 # --groups), for bus calls, and against the client's groups for admission;
 # the same uid without that group is refused.  Names resolve
 # through NSS; an unknown one makes the reload fail naming file:line.
+# DelegateMaxDescendants= bounds how many tenants delegates make below it.
 # Delegate= removed at reload ends the rights at once but keeps the subtree
 # and the limits the delegate persisted; a tenant gone from the files loses
 # its Delegate= as well (it drains).
@@ -25,7 +26,7 @@ n_mgr() { local m=$1; shift; no_group "$BUSCTL" --address="$MB_BUS_ADDRESS" call
 
 bus_setup "Capacity=64M"
 mb_write_tenant team "Path=team" "MemoryMax=32M" "Delegate=@staff"
-mb_write_tenant lab "Path=lab" "Delegate=uucp"
+mb_write_tenant lab "Path=lab" "Delegate=uucp" "DelegateMaxDescendants=3"
 bus_run
 
 assert_eq "as 1 \"@$DGID\"" "$(mb_busctl get-property "$BUS_DEST" "$(tenant_object team)" "$BUS_TENANT_IFACE" \
@@ -47,11 +48,20 @@ case "$msg" in *"uid $DUID may manage tenants below 'team' (Delegate=), not 'tea
 load_as() { local who=$1; shift; "$who" "$MEMBROKER_LOAD" --socket "$MB_SOCK" --hold 64K --seconds 0 "$@"; }
 load_as in_group --tenant team/a >"$MB_TMP/l.out" 2>&1 || fail "a member of staff's client: $(cat "$MB_TMP/l.out")"
 load_as no_group --tenant team/a >"$MB_TMP/l.out" 2>&1 && fail "a client without staff was admitted in team/a"
-grep -q "Delegate= of team does not name it" "$MB_TMP/l.out" || fail "refused client: $(cat "$MB_TMP/l.out")"
+grep -q "so only root may attach, and those Delegate= of team names" "$MB_TMP/l.out" || fail "refused client: $(cat "$MB_TMP/l.out")"
 pass "a member of staff's client is admitted in team/a, the same uid without the group is not"
 # The user form by name, for the same uid, in its own subtree only.
 n_mgr CreateTenant "sa{sv}" lab/x 0 >/dev/null || fail "uucp cannot create lab/x"
 expect_fail "Access denied" n_mgr CreateTenant "sa{sv}" team/y 0
+# DelegateMaxDescendants=3 (cgroup.max.descendants): lab/x, lab/y, lab/y/z,
+# then no more for the delegate; root is not bound by it.
+n_mgr CreateTenant "sa{sv}" lab/y/z 0 >/dev/null || fail "uucp cannot create lab/y/z (3 below lab)"
+msg=$(no_group "$MEMBROKERCTL" --address="$MB_BUS_ADDRESS" create lab/w 2>&1) && fail "a 4th tenant below lab"
+case "$msg" in *"'lab' has 3 tenants below it, and its delegates may make at most DelegateMaxDescendants=3"*) ;;
+        *) fail "a 4th tenant below lab by the delegate: $msg" ;; esac
+mgr_call CreateTenant "sa{sv}" lab/r 0 >/dev/null || fail "root cannot create a 4th tenant below lab"
+mgr_call RemoveTenant s lab/r
+pass "DelegateMaxDescendants= bounds what delegates create"
 pass "groups count where the bus reported them, users by name"
 
 # ---- an unknown name: the reload fails and names file:line ----

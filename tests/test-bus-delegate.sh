@@ -84,7 +84,7 @@ grep -q "uid $DUID (news) is not allowed in tenant other/a" "$MB_TMP/dl.out" ||
 rc=0
 as_nobody "$MEMBROKER_LOAD" --socket "$MB_SOCK" --tenant team/a --hold 64K --seconds 0 >"$MB_TMP/dl.out" 2>&1 || rc=$?
 [ $rc -ne 0 ] || fail "nobody's client was admitted in team/a"
-grep -q "Delegate= of team does not name it" "$MB_TMP/dl.out" || fail "nobody in team/a: $(cat "$MB_TMP/dl.out")"
+grep -q "so only root may attach, and those Delegate= of team names" "$MB_TMP/dl.out" || fail "nobody in team/a: $(cat "$MB_TMP/dl.out")"
 pass "other uids and other tenants stay closed"
 
 # ---- what it may not do ----

@@ -78,8 +78,9 @@ END_TEST
 START_TEST(test_config) {
         struct mb_config_env env = { .ram_bytes = GIB, .sys_page_size = 4096, .resolve_name = fake_resolve };
         static const char bad[] = "[Tenant]\nPath=a\n\nDelegate=alice @nosuch\n";
-        static const char good[] = "[Tenant]\nPath=team\nDelegate=alice\nDelegate=@staff 1002\n"
-                                   "[Tenant]\nPath=team/a\n";
+        static const char good[] = "[Tenant]\nPath=team\nDelegate=alice\nDelegateMaxDescendants=20\n"
+                                   "Delegate=@staff 1002\n[Tenant]\nPath=team/a\n";
+        static const char range[] = "[Tenant]\nPath=b\nDelegateMaxDescendants=0\n";
         struct mb_config *c = NULL;
         struct tenant_tree *tree = NULL;
         struct tenant *team, *a;
@@ -88,6 +89,13 @@ START_TEST(test_config) {
         ck_assert_int_eq(mb_config_new(&env, &c), 0);
         ck_assert_int_eq(mb_config_parse_buffer(c, &env, "t.d/a.conf", bad, strlen(bad), false, &error), -EINVAL);
         ck_assert_str_eq(error, "t.d/a.conf:4: unknown group 'nosuch' in Delegate=");
+        free(error);
+        error = NULL;
+        mb_config_free(c);
+
+        ck_assert_int_eq(mb_config_new(&env, &c), 0);
+        ck_assert_int_eq(mb_config_parse_buffer(c, &env, "r.conf", range, strlen(range), false, &error), -EINVAL);
+        ck_assert_str_eq(error, "r.conf:3: DelegateMaxDescendants=0 is out of range (1..1000000)");
         free(error);
         error = NULL;
         mb_config_free(c);
@@ -103,7 +111,9 @@ START_TEST(test_config) {
         ck_assert_uint_eq(team->delegate.users[1], 1002);
         ck_assert_uint_eq(team->delegate.n_groups, 1);
         ck_assert_uint_eq(team->delegate.groups[0], 50);
+        ck_assert_uint_eq(team->delegate.max_descendants, 20);
         ck_assert_uint_eq(a->delegate.n_users + a->delegate.n_groups, 0);
+        ck_assert_uint_eq(mb_delegate_max_descendants(&a->delegate), MB_DELEGATE_DEFAULT_MAX_DESCENDANTS);
         /* A reload applying a section without Delegate= empties it. */
         ck_assert_int_eq(mb_config_apply_tenant(c, &c->tenants[1], team), 0);
         ck_assert_uint_eq(team->delegate.n_users + team->delegate.n_groups, 0);
@@ -180,6 +190,30 @@ START_TEST(test_rule) {
                          MB_DELEGATE_DENIED);
         ck_assert_int_eq(mb_delegate_check(mb_delegate_anchor(tree, "team"), false, &alice, &via),
                          MB_DELEGATE_DENIED);
+
+        /* DelegateMaxDescendants= (default 1000), on every delegating
+         * ancestor: team has 2 below it, team/a 1. */
+        {
+                const struct tenant *full = NULL;
+                unsigned count = 0;
+
+                ck_assert(mb_delegate_room(team, "team/x/y", &full, &count));
+                team->delegate.max_descendants = 3;
+                ck_assert(mb_delegate_room(team, "team/x", &full, &count));
+                ck_assert(!mb_delegate_room(team, "team/x/y", &full, &count));
+                ck_assert_ptr_eq(full, team);
+                ck_assert_uint_eq(count, 2);
+                /* Below team/a (room there), but team is full. */
+                ck_assert(!mb_delegate_room(ab, "team/a/b/c/d", &full, &count));
+                ck_assert_ptr_eq(full, team);
+                a->delegate.max_descendants = 1;
+                ck_assert(!mb_delegate_room(ab, "team/a/b/c", &full, &count));
+                ck_assert_ptr_eq(full, a);
+                ck_assert_uint_eq(count, 1);
+                /* No Delegate= anywhere above: no bound. */
+                ck_assert(mb_delegate_room(other, "other/x/y/z", &full, &count));
+                ck_assert_uint_eq(mb_delegate_max_descendants(&other->delegate), MB_DELEGATE_DEFAULT_MAX_DESCENDANTS);
+        }
 
         /* Emptied (a reload without Delegate=): the rights end. */
         ck_assert_int_eq(mb_delegate_set(team, &(struct mb_delegate) {}), 0);

@@ -680,6 +680,10 @@ static int tenant_key(struct parse_ctx *ctx, const char *key, const char *value)
                 return r < 0 ? ctx_error(ctx, "%s", why) : 1;
         }
 
+        if (strcmp(key, "DelegateMaxDescendants") == 0)
+                return set_uint(ctx, key, value, 1, MB_DELEGATE_MAX_MAX_DESCENDANTS, 0,
+                                &tc->delegate.max_descendants);
+
         if (strcmp(key, "Cgroup") == 0) {
                 char *copy;
                 size_t len;

@@ -19,6 +19,10 @@ void mb_delegate_done(struct mb_delegate *d) {
         *d = (struct mb_delegate) {};
 }
 
+unsigned mb_delegate_max_descendants(const struct mb_delegate *d) {
+        return d->max_descendants ? d->max_descendants : MB_DELEGATE_DEFAULT_MAX_DESCENDANTS;
+}
+
 /* A decimal id below (uint32_t) -1, which means "no id" to the kernel. */
 static int parse_id(const char *s, uint32_t *ret) {
         unsigned long long v;
@@ -71,7 +75,10 @@ int mb_delegate_parse(const char *value, mb_delegate_resolve_t resolve, void *us
 
         *ret_reason = NULL;
         if (!*value) {
+                unsigned max = d->max_descendants;
+
                 mb_delegate_done(d);
+                d->max_descendants = max;
                 return 0;
         }
         copy = strdup(value);
@@ -131,6 +138,7 @@ int mb_delegate_set(struct tenant *t, const struct mb_delegate *d) {
         mb_delegate_done(&t->delegate);
         t->delegate = (struct mb_delegate) {
                 .users = TAKE_PTR(u), .n_users = d->n_users, .groups = TAKE_PTR(g), .n_groups = d->n_groups,
+                .max_descendants = d->max_descendants,
         };
         return 0;
 }
@@ -183,4 +191,38 @@ enum mb_delegate_verdict mb_delegate_check(const struct tenant *t, bool t_is_tar
                 return MB_DELEGATE_DENIED_SELF;
         }
         return MB_DELEGATE_DENIED;
+}
+
+/* The tenants below @t, counting no further than @stop. */
+static unsigned count_descendants(const struct tenant *t, unsigned stop) {
+        unsigned n = 0;
+
+        for (const struct tenant *c = t->children; c && n < stop; c = c->next_sibling) {
+                n++;
+                if (n < stop)
+                        n += count_descendants(c, stop - n);
+        }
+        return n;
+}
+
+bool mb_delegate_room(const struct tenant *anchor, const char *path, const struct tenant **ret_full,
+                      unsigned *ret_count) {
+        unsigned depth = 1, levels;
+
+        for (const char *p = path; *p; p++)
+                depth += *p == '/';
+        levels = depth > anchor->depth ? depth - anchor->depth : 0;
+        for (const struct tenant *a = anchor; a; a = a->parent) {
+                unsigned max = mb_delegate_max_descendants(&a->delegate), n;
+
+                if (a->delegate.n_users == 0 && a->delegate.n_groups == 0)
+                        continue;
+                n = count_descendants(a, max + 1);
+                if (n + levels > max) {
+                        *ret_full = a;
+                        *ret_count = n;
+                        return false;
+                }
+        }
+        return true;
 }

@@ -28,6 +28,13 @@
 
 #include "tenant.h"
 
+/* DelegateMaxDescendants= when unset: how many tenants there may be below a
+ * delegated tenant before its delegates may create no more (a delegate
+ * could otherwise grow the daemon without bound), as cgroup.max.descendants
+ * bounds a delegated cgroup subtree. */
+#define MB_DELEGATE_DEFAULT_MAX_DESCENDANTS 1000U
+#define MB_DELEGATE_MAX_MAX_DESCENDANTS 1000000U
+
 /* Who asks, as the bus reported it. */
 struct mb_caller {
         uid_t uid;
@@ -42,7 +49,8 @@ enum mb_delegate_verdict {
         MB_DELEGATE_DENIED,      /* nothing delegates to the caller here */
 };
 
-/* Free the lists; @d is empty afterwards.  Safe on an empty one. */
+/* Free the lists; @d is empty afterwards (max_descendants back to the
+ * default).  Safe on an empty one. */
 void mb_delegate_done(struct mb_delegate *d);
 
 /* Resolve a user (@group false) or group name: 0 with *@ret set, -ENOENT
@@ -52,7 +60,7 @@ typedef int (*mb_delegate_resolve_t)(const char *name, bool group, uint32_t *ret
 
 /**
  * mb_delegate_parse - add the words of one Delegate= value to @d (an empty
- * @value empties @d).  Decimal ids are taken as they are, names go through
+ * @value empties the lists).  Decimal ids are taken as they are, names go through
  * @resolve (NULL: every name is unknown).  Returns 0, or -EINVAL / -ENOMEM
  * / the resolver's error with *@ret_reason a malloc'ed text naming the word
  * (NULL for -ENOMEM); @d then holds the words before the bad one.
@@ -61,7 +69,8 @@ int mb_delegate_parse(const char *value, mb_delegate_resolve_t resolve, void *us
                       char **ret_reason);
 
 /**
- * mb_delegate_set - replace @t's Delegate= lists with copies of @d's.
+ * mb_delegate_set - replace @t's Delegate= lists with copies of @d's, and
+ * its DelegateMaxDescendants=.
  * -ENOMEM (then nothing changed).
  */
 int mb_delegate_set(struct tenant *t, const struct mb_delegate *d);
@@ -87,3 +96,19 @@ struct tenant *mb_delegate_anchor(struct tenant_tree *tree, const char *path);
  */
 enum mb_delegate_verdict mb_delegate_check(const struct tenant *t, bool t_is_target, const struct mb_caller *c,
                                            const struct tenant **ret_via);
+
+/* The DelegateMaxDescendants= that applies to @d. */
+unsigned mb_delegate_max_descendants(const struct mb_delegate *d);
+
+/**
+ * mb_delegate_room - may a delegate create @path (normalised, below the
+ * existing tenant @anchor, mb_delegate_anchor())?  Every tenant from
+ * @anchor up with a Delegate= must keep at most its
+ * DelegateMaxDescendants tenants below it once the new levels are made
+ * (cgroup.max.descendants, checked on every ancestor as
+ * cgroup_check_hierarchy_limits() does).  Returns true when there is room;
+ * else false with *@ret_full the first tenant that is full and
+ * *@ret_count its descendants now.
+ */
+bool mb_delegate_room(const struct tenant *anchor, const char *path, const struct tenant **ret_full,
+                      unsigned *ret_count);

@@ -69,6 +69,7 @@ struct mb_delegate {
         size_t n_users;
         gid_t *groups;
         size_t n_groups;
+        unsigned max_descendants; /* DelegateMaxDescendants=, 0: the default */
 };
 
 struct tenant {
