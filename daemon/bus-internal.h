@@ -101,7 +101,8 @@ int bus_tenant_method_get_events(sd_bus_message *msg, struct manager *m, struct 
 int bus_tenant_method_set_limits(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error);
 int bus_tenant_method_reclaim(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error);
 /* ResetPeak(): MemoryPeak starts over from the current usage (a write to
- * memory.peak; page_counter_reset_watermark()).  uid 0. */
+ * memory.peak; page_counter_reset_watermark()).  uid 0 or a delegate
+ * (bus_verify_tenant()). */
 int bus_tenant_method_reset_peak(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error);
 int bus_tenant_method_revert_limits(sd_bus_message *msg, struct manager *m, struct tenant *t,
                                     sd_bus_error *error);
