@@ -9,7 +9,9 @@ tests_sqlite_client_LDADD = sqlite/libmembroker-sqlite.la client/libmembroker.la
 tests_sqlite_client_LDFLAGS = $(AM_LDFLAGS) -no-install
 
 SQLITE_TESTS = \
-	%reldir%/test-sqlite-pcache.sh
+	%reldir%/test-sqlite-pcache.sh \
+	%reldir%/test-sqlite-reclaim.sh \
+	%reldir%/test-sqlite-low.sh
 TESTS += $(SQLITE_TESTS)
 dist_check_SCRIPTS += $(SQLITE_TESTS)
 EXTRA_DIST += %reldir%/sqlite-lib.sh
