@@ -11,7 +11,8 @@ tests_sqlite_client_LDFLAGS = $(AM_LDFLAGS) -no-install
 SQLITE_TESTS = \
 	%reldir%/test-sqlite-pcache.sh \
 	%reldir%/test-sqlite-reclaim.sh \
-	%reldir%/test-sqlite-low.sh
+	%reldir%/test-sqlite-low.sh \
+	%reldir%/test-sqlite-nomem.sh
 TESTS += $(SQLITE_TESTS)
 dist_check_SCRIPTS += $(SQLITE_TESTS)
 EXTRA_DIST += %reldir%/sqlite-lib.sh
