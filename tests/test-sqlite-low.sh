@@ -46,7 +46,9 @@ pass "p reached its max $(mb_event_local p max) times; p/b gave $(mb_state p/b p
 assert_eq 0 "$(mb_state p/a pgsteal)" "pgsteal of p/a"
 assert_eq 0 "$(pc_field a shrinker_freed)" "pages p/a's shrinker freed"
 assert_eq 0 "$(mb_event_local p/a low)" "low events of p/a"
-assert_eq "$cached" "$(pc_field a pages)" "pages in p/a's cache"
+# (Updates may split an index page: the cache may grow, never shrink.)
+[ "$(pc_field a pages)" -ge "$cached" ] || fail "p/a's cache shrank: $cached -> $(pc_field a pages) pages"
+pass "p/a's cache kept its $cached pages ($(pc_field a pages) now)"
 assert_eq 0 "$(pc_field a errors)" "wrong results or SQLite errors"
 assert_eq 0 "$(pc_field a nomem)" "SQLITE_NOMEM"
 assert_eq 0 "$(mb_event_local p oom)" "oom events of p"
