@@ -11,7 +11,9 @@
  * command per line from stdin, answering one line each on stdout:
  *
  *   open NAME ROWS PAGESIZE  create DIR/NAME.db with ROWS rows (page size
- *                PAGESIZE, cache_size N pages) -> "open ok NAME pages=P"
+ *                PAGESIZE, cache_size N pages) -> "open ok NAME pages=P";
+ *                a NAME starting with "mem" is an in-memory database
+ *                (SQLite's non-purgeable cache: its pages are the data)
  *   run N        N operations of the workload on every database, in this
  *                thread -> "run ok=K nomem=M errors=E"
  *   start        one thread per database runs the workload until stop
@@ -303,8 +305,12 @@ static int open_db(const char *name, unsigned rows, int page_size) {
                 return SQLITE_RANGE;
         memset(d, 0, sizeof(*d));
         snprintf(d->name, sizeof(d->name), "%s", name);
-        snprintf(path, sizeof(path), "%s/%s.db", g.dir, name);
-        (void) unlink(path);
+        if (strncmp(name, "mem", 3) == 0) {
+                snprintf(path, sizeof(path), ":memory:");
+        } else {
+                snprintf(path, sizeof(path), "%s/%s.db", g.dir, name);
+                (void) unlink(path);
+        }
         d->rows = rows;
         d->rng = (uint64_t) g.ndbs * 1000003u + 17;
         d->v = calloc(rows + 1, sizeof(*d->v));
