@@ -106,7 +106,8 @@ int bus_tenant_method_get_events(sd_bus_message *msg, struct manager *m, struct 
 int bus_tenant_method_set_limits(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error);
 int bus_tenant_method_reclaim(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error);
 /* ResetPeak(): MemoryPeak starts over from the current usage (a write to
- * memory.peak; page_counter_reset_watermark()).  uid 0. */
+ * memory.peak; page_counter_reset_watermark()).  uid 0 or a delegate
+ * (bus_verify_tenant()). */
 int bus_tenant_method_reset_peak(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error);
 int bus_tenant_method_revert_limits(sd_bus_message *msg, struct manager *m, struct tenant *t,
                                     sd_bus_error *error);
@@ -137,6 +138,18 @@ int bus_error_from_errno(sd_bus_error *error, int r, const char *what, const cha
  * @action and the caller's uid.
  */
 int bus_verify_root(sd_bus_message *msg, const char *action, sd_bus_error *error);
+
+/**
+ * bus_verify_tenant - Authorization of a call that changes a tenant: uid 0,
+ * or a caller that a Delegate= on a STRICT ancestor names, by its uid or
+ * one of the supplementary groups the bus reported (mb_delegate_check()).
+ * @t is the tenant acted on when @t_is_target, else the deepest existing
+ * ancestor of the tenant @target_path that is to be created.  Takes
+ * m->b.tree_lock for reading.  Returns 1 when allowed, else a negative errno
+ * with @error set to AccessDenied naming @action, @target_path and the rule.
+ */
+int bus_verify_tenant(sd_bus_message *msg, struct manager *m, struct tenant *t, bool t_is_target,
+                      const char *target_path, const char *action, sd_bus_error *error);
 
 /* ---- memory.pressure (bus-pressure.c) ---- */
 
