@@ -157,7 +157,7 @@ static size_t stock_refill_charge_locked(mb_client *c, unsigned cpu, void **buf)
         /* At a limit after all (another client charged meanwhile):
          * -ENOMEM, nothing charged; the application's own charge decides
          * (and reclaims). */
-        if (session_charge_locked(c, n, n, buf, &got, MB_ALLOC_NORETRY) < 0)
+        if (session_charge_locked(c, n, n, buf, &got, MB_ALLOC_NORETRY | SESSION_CHARGE_AHEAD) < 0)
                 return 0;
         return got;
 }

@@ -51,6 +51,11 @@ struct bus_state {
         struct event *retry; /* reconnection after the connection was lost */
         uint64_t retry_usec; /* the next interval (doubles) */
         unsigned retries;    /* failed attempts since the loss */
+
+        /* The bus callers' pressure triggers (bus-pressure.c). */
+        struct bus_pressure_trigger *pressure_triggers;
+        unsigned npressure_triggers;
+        uint64_t pressure_last_id; /* ids are never reused */
 };
 
 /* Re-arm the libevent events after messages were queued outside
@@ -101,7 +106,8 @@ int bus_tenant_method_get_events(sd_bus_message *msg, struct manager *m, struct 
 int bus_tenant_method_set_limits(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error);
 int bus_tenant_method_reclaim(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error);
 /* ResetPeak(): MemoryPeak starts over from the current usage (a write to
- * memory.peak; page_counter_reset_watermark()).  uid 0. */
+ * memory.peak; page_counter_reset_watermark()).  uid 0 or a delegate
+ * (bus_verify_tenant()). */
 int bus_tenant_method_reset_peak(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error);
 int bus_tenant_method_revert_limits(sd_bus_message *msg, struct manager *m, struct tenant *t,
                                     sd_bus_error *error);
@@ -132,6 +138,49 @@ int bus_error_from_errno(sd_bus_error *error, int r, const char *what, const cha
  * @action and the caller's uid.
  */
 int bus_verify_root(sd_bus_message *msg, const char *action, sd_bus_error *error);
+
+/**
+ * bus_verify_tenant - Authorization of a call that changes a tenant: uid 0,
+ * or a caller that a Delegate= on a STRICT ancestor names, by its uid or
+ * one of the supplementary groups the bus reported (mb_delegate_check()).
+ * @t is the tenant acted on when @t_is_target, else the deepest existing
+ * ancestor of the tenant @target_path that is to be created.  Takes
+ * m->b.tree_lock for reading.  Returns 1 when allowed, else a negative errno
+ * with @error set to AccessDenied naming @action, @target_path and the rule.
+ */
+int bus_verify_tenant(sd_bus_message *msg, struct manager *m, struct tenant *t, bool t_is_target,
+                      const char *target_path, const char *action, sd_bus_error *error);
+
+/* ---- memory.pressure (bus-pressure.c) ---- */
+
+/* GetPressure(): a(sdddt), one (kind, avg10, avg60, avg300, total_usec) for
+ * "some" and "full", averages in percent; GetPressureText(): s, the text
+ * of memory.pressure in the kernel's layout.  Main thread; @t valid. */
+int bus_tenant_method_get_pressure(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error);
+int bus_tenant_method_get_pressure_text(sd_bus_message *msg, struct manager *m, struct tenant *t,
+                                        sd_bus_error *error);
+/**
+ * bus_manager_method_add_pressure_trigger - AddPressureTrigger(s path,
+ * s trigger) -> t id: the kernel's psi_trigger ("some|full THRESHOLD_USEC
+ * WINDOW_USEC") on the tenant, owned by the caller, who receives
+ * PressureTriggered(id, path, trigger) while it stays on the bus.
+ * InvalidArgs for a bad trigger or path, NoSuchTenant, LimitsExceeded.
+ */
+int bus_manager_method_add_pressure_trigger(sd_bus_message *msg, struct manager *m, sd_bus_error *error);
+/* RemovePressureTrigger(t id): only the caller's own. */
+int bus_manager_method_remove_pressure_trigger(sd_bus_message *msg, struct manager *m, sd_bus_error *error);
+/* The Pressure{Some,Full}{TotalUSec,Avg10,Avg60,Avg300} properties of a
+ * Tenant: totals in microseconds (t), averages in hundredths of a percent
+ * (u). */
+int bus_tenant_property_get_pressure(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                     sd_bus_message *reply, void *userdata, sd_bus_error *error);
+/* @property's kind and figure (0: the total; 10, 60, 300: an average);
+ * -EINVAL for a name that is not one of them. */
+int bus_pressure_property_parse(const char *property, enum psi_kind *ret_kind, unsigned *ret_which);
+/* The figure @which (as above) of @r. */
+uint64_t bus_pressure_figure(const struct psi_reading *r, unsigned which);
+/* Drop every trigger (the bus connection is lost or closed). */
+void bus_pressure_triggers_free(struct manager *m);
 
 extern const sd_bus_vtable bus_tenant_vtable[];
 int bus_tenant_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **ret_found,

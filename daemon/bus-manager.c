@@ -4,8 +4,9 @@
  * properties and the path-taking methods (docs/design.md).
  *
  * Reads are open to every caller.  CreateTenant, RemoveTenant,
- * SetTenantLimits, Reclaim, ResetPeak and Reload need uid 0
- * (bus_verify_root()).
+ * SetTenantLimits, RevertTenantLimits, Reclaim and ResetPeak need uid 0 or
+ * a Delegate= above the tenant naming the caller (bus_verify_tenant());
+ * Reload needs uid 0 (bus_verify_root()).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -15,6 +16,7 @@
 
 #include "bus-internal.h"
 #include "bus.h"
+#include "delegate.h"
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "unknown"
@@ -169,9 +171,6 @@ static int method_create_tenant(sd_bus_message *msg, void *userdata, sd_bus_erro
         r = sd_bus_message_read(msg, "s", &path);
         if (r < 0)
                 return r;
-        r = bus_verify_root(msg, "Creating a tenant", error);
-        if (r < 0)
-                return r;
         r = tenant_path_normalize(path, &norm);
         if (r == -ENOMEM)
                 return r;
@@ -180,6 +179,15 @@ static int method_create_tenant(sd_bus_message *msg, void *userdata, sd_bus_erro
                                          "Invalid tenant path '%s': components of [A-Za-z0-9_.-] separated "
                                          "by '/', at most %d deep",
                                          path, TENANT_MAX_DEPTH);
+        /* Creating a tenant is acting on it: its would-be parent must be
+         * a delegated tenant or below one. */
+        {
+                BUS_TREE_RDLOCK(m);
+                t = mb_delegate_anchor(m->b.tree, norm);
+        }
+        r = bus_verify_tenant(msg, m, t, false, norm, "Creating a tenant", error);
+        if (r < 0)
+                return r;
         r = bus_read_limits(msg, &limits, error);
         if (r < 0)
                 return r;
@@ -212,7 +220,7 @@ static int method_remove_tenant(sd_bus_message *msg, void *userdata, sd_bus_erro
         r = read_tenant(msg, m, &t, error);
         if (r < 0)
                 return r;
-        r = bus_verify_root(msg, "Removing a tenant", error);
+        r = bus_verify_tenant(msg, m, t, true, t->path, "Removing a tenant", error);
         if (r < 0)
                 return r;
         if (!t->parent)
@@ -254,6 +262,16 @@ DEFINE_TENANT_METHOD(set_tenant_limits, set_limits)
 DEFINE_TENANT_METHOD(get_stat, get_stat)
 DEFINE_TENANT_METHOD(get_stat_text, get_stat_text)
 DEFINE_TENANT_METHOD(get_events, get_events)
+DEFINE_TENANT_METHOD(get_pressure, get_pressure)
+DEFINE_TENANT_METHOD(get_pressure_text, get_pressure_text)
+
+static int method_add_pressure_trigger(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return bus_manager_method_add_pressure_trigger(msg, userdata, error);
+}
+
+static int method_remove_pressure_trigger(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return bus_manager_method_remove_pressure_trigger(msg, userdata, error);
+}
 DEFINE_TENANT_METHOD(reclaim, reclaim)
 DEFINE_TENANT_METHOD(reset_peak, reset_peak)
 DEFINE_TENANT_METHOD(revert_tenant_limits, revert_limits)
@@ -315,6 +333,15 @@ const sd_bus_vtable bus_manager_vtable[] = {
                                 method_get_stat_text, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetEvents", SD_BUS_ARGS("s", path), SD_BUS_RESULT("a(st)", events),
                                 method_get_events, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetPressure", SD_BUS_ARGS("s", path), SD_BUS_RESULT("a(sdddt)", pressure),
+                                method_get_pressure, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetPressureText", SD_BUS_ARGS("s", path), SD_BUS_RESULT("s", text),
+                                method_get_pressure_text, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("AddPressureTrigger", SD_BUS_ARGS("s", path, "s", trigger), SD_BUS_RESULT("t", id),
+                                method_add_pressure_trigger, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("RemovePressureTrigger", SD_BUS_ARGS("t", id), SD_BUS_NO_RESULT,
+                                method_remove_pressure_trigger, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_ARGS("PressureTriggered", SD_BUS_ARGS("t", id, "s", path, "s", trigger), 0),
         SD_BUS_METHOD_WITH_ARGS("DumpStats", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sa(st))", stats),
                                 bus_manager_method_dump_stats, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("DumpStatsCompact", SD_BUS_NO_ARGS,

@@ -308,7 +308,7 @@ int bus_tenant_method_revert_limits(sd_bus_message *msg, struct manager *m, stru
         struct mb_limits fields;
         int runtime, r;
 
-        r = bus_verify_root(msg, "Reverting tenant limits", error);
+        r = bus_verify_tenant(msg, m, t, true, t->path, "Reverting tenant limits", error);
         if (r < 0)
                 return r;
         r = read_limit_keys(msg, &fields, error);
@@ -433,7 +433,7 @@ int bus_tenant_method_set_limits(sd_bus_message *msg, struct manager *m, struct 
         struct mb_limits l;
         int runtime, r;
 
-        r = bus_verify_root(msg, "Changing tenant limits", error);
+        r = bus_verify_tenant(msg, m, t, true, t->path, "Changing tenant limits", error);
         if (r < 0)
                 return r;
         r = bus_read_limits(msg, &l, error);
@@ -517,7 +517,7 @@ int bus_tenant_method_reclaim(sd_bus_message *msg, struct manager *m, struct ten
         r = sd_bus_message_read(msg, "t", &bytes);
         if (r < 0)
                 return r;
-        r = bus_verify_root(msg, "Reclaim", error);
+        r = bus_verify_tenant(msg, m, t, true, t->path, "Reclaim", error);
         if (r < 0)
                 return r;
 
@@ -546,7 +546,7 @@ int bus_tenant_method_reclaim(sd_bus_message *msg, struct manager *m, struct ten
 int bus_tenant_method_reset_peak(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error) {
         int r;
 
-        r = bus_verify_root(msg, "Resetting the peak", error);
+        r = bus_verify_tenant(msg, m, t, true, t->path, "Resetting the peak", error);
         if (r < 0)
                 return r;
         /* memory.peak written: the high-water mark starts over at the
@@ -653,6 +653,35 @@ static int property_get_nclients(sd_bus *bus, const char *path, const char *inte
         return sd_bus_message_append(reply, "u", (uint32_t) atomic_load(&t->nclients));
 }
 
+/* Delegate=: users as their uid ("1000"), groups as '@' and their gid
+ * ("@50"), the file's syntax with numbers only (no NSS lookup in the
+ * loop). */
+static int property_get_delegate(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        struct manager *m = userdata;
+        char word[16];
+        int r;
+
+        TENANT_OR_RETURN(t, m, path, error);
+        r = sd_bus_message_open_container(reply, 'a', "s");
+        if (r < 0)
+                return r;
+        {
+                BUS_TREE_RDLOCK(m);
+                for (size_t i = 0; r >= 0 && i < t->delegate.n_users; i++) {
+                        snprintf(word, sizeof(word), "%u", (unsigned) t->delegate.users[i]);
+                        r = sd_bus_message_append(reply, "s", word);
+                }
+                for (size_t i = 0; r >= 0 && i < t->delegate.n_groups; i++) {
+                        snprintf(word, sizeof(word), "@%u", (unsigned) t->delegate.groups[i]);
+                        r = sd_bus_message_append(reply, "s", word);
+                }
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
+}
+
 static int method_get_stat(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         TENANT_OR_RETURN(t, userdata, sd_bus_message_get_path(msg), error);
         return bus_tenant_method_get_stat(msg, userdata, t, error);
@@ -666,6 +695,16 @@ static int method_get_stat_text(sd_bus_message *msg, void *userdata, sd_bus_erro
 static int method_get_events(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         TENANT_OR_RETURN(t, userdata, sd_bus_message_get_path(msg), error);
         return bus_tenant_method_get_events(msg, userdata, t, error);
+}
+
+static int method_get_pressure(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        TENANT_OR_RETURN(t, userdata, sd_bus_message_get_path(msg), error);
+        return bus_tenant_method_get_pressure(msg, userdata, t, error);
+}
+
+static int method_get_pressure_text(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        TENANT_OR_RETURN(t, userdata, sd_bus_message_get_path(msg), error);
+        return bus_tenant_method_get_pressure_text(msg, userdata, t, error);
 }
 
 static int method_set_limits(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -703,12 +742,25 @@ const sd_bus_vtable bus_tenant_vtable[] = {
         SD_BUS_PROPERTY("EffectiveChargeBatch", "u", property_get_effective_charge_batch, 0, 0),
         SD_BUS_PROPERTY("NClients", "u", property_get_nclients, 0, 0),
         SD_BUS_PROPERTY("Draining", "b", property_get_draining, 0, 0),
+        SD_BUS_PROPERTY("Delegate", "as", property_get_delegate, 0, 0),
+        SD_BUS_PROPERTY("PressureSomeTotalUSec", "t", bus_tenant_property_get_pressure, 0, 0),
+        SD_BUS_PROPERTY("PressureSomeAvg10", "u", bus_tenant_property_get_pressure, 0, 0),
+        SD_BUS_PROPERTY("PressureSomeAvg60", "u", bus_tenant_property_get_pressure, 0, 0),
+        SD_BUS_PROPERTY("PressureSomeAvg300", "u", bus_tenant_property_get_pressure, 0, 0),
+        SD_BUS_PROPERTY("PressureFullTotalUSec", "t", bus_tenant_property_get_pressure, 0, 0),
+        SD_BUS_PROPERTY("PressureFullAvg10", "u", bus_tenant_property_get_pressure, 0, 0),
+        SD_BUS_PROPERTY("PressureFullAvg60", "u", bus_tenant_property_get_pressure, 0, 0),
+        SD_BUS_PROPERTY("PressureFullAvg300", "u", bus_tenant_property_get_pressure, 0, 0),
         SD_BUS_METHOD_WITH_ARGS("GetStat", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(st)", stat), method_get_stat,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetStatText", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", text), method_get_stat_text,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetEvents", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(st)", events), method_get_events,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetPressure", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sdddt)", pressure),
+                                method_get_pressure, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetPressureText", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", text),
+                                method_get_pressure_text, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("SetLimits", SD_BUS_ARGS("a{sv}", limits, "b", runtime), SD_BUS_NO_RESULT,
                                 method_set_limits, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("RevertLimits", SD_BUS_ARGS("as", keys, "b", runtime), SD_BUS_NO_RESULT,

@@ -355,6 +355,8 @@ void conn_hello(struct conn *c, const Mb__Hello *hello) {
          * if the capacity withholds it now (conn_charge_batch()). */
         welcome.has_charge_batch_max = true;
         welcome.charge_batch_max = batch_max;
+        welcome.has_pressure_triggers = true;
+        welcome.pressure_triggers = true;
         welcome.has_client_token = true;
         welcome.client_token = c->token;
         msg.body_case = MB__MSG__BODY_WELCOME;
@@ -369,6 +371,9 @@ void conn_hello(struct conn *c, const Mb__Hello *hello) {
         }
 
         c->state = CONN_READY;
+        /* A member of the tenant's memory.pressure from now on. */
+        c->psi_member = true;
+        tenant_pressure_change(t, 1, 0);
         evtimer_del(c->deadline); /* the pidfd stays: the session ends with its process */
         session_note_uid(ts, c->peer.uid);
         log_info("client %" PRIu64 " (%s, pid %d, uid %u) attached to tenant %s", c->client_id, c->name,

@@ -148,6 +148,8 @@ static void conn_dispatch(struct conn *c, const Mb__Msg *msg) {
                         return conn_uncharge(c, msg->uncharge);
                 case MB__MSG__BODY_CLAIM:
                         return conn_claim_more(c, msg->claim);
+                case MB__MSG__BODY_PRESSURE_TRIGGER:
+                        return conn_pressure_trigger(c, msg->pressure_trigger);
                 case MB__MSG__BODY_HELLO:
                         return conn_fail(c, false, 0, EPROTO, "second Hello");
                 default:
@@ -417,6 +419,8 @@ void conn_free(struct conn *c) {
                         MB_LOCK_GUARD(&b->stats_lock);
                         rstat_source_detach(&b->tree->rstat, &t->rstat, c->stats_src, true);
                 }
+                if (c->psi_member)
+                        tenant_pressure_change(t, -1, c->psi_stalled ? -1 : 0);
                 log_info("client %" PRIu64 " (%s) detached from tenant %s, %" PRIu64 " pages returned", c->client_id,
                          c->name, t->path, released);
                 /* Last: from here on the tenant may be removed. */
@@ -424,6 +428,7 @@ void conn_free(struct conn *c) {
         }
         if (c->throttle_timer)
                 event_free(c->throttle_timer);
+        conn_pressure_free(c);
         free(c->queued);
         if (c->stats)
                 munmap(c->stats, c->stats_bytes);

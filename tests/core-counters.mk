@@ -41,3 +41,10 @@ TESTS += tests/test-reclaim-plan
 tests_test_reclaim_plan_SOURCES = tests/test-reclaim-plan.c
 tests_test_reclaim_plan_CFLAGS = $(TESTS_CFLAGS)
 tests_test_reclaim_plan_LDADD = daemon/core/libmbcore.la $(TESTS_LIBS)
+
+# Pressure stall accounting (kernel/sched/psi.c): states, averages, triggers.
+check_PROGRAMS += tests/test-psi
+TESTS += tests/test-psi
+tests_test_psi_SOURCES = tests/test-psi.c
+tests_test_psi_CFLAGS = $(TESTS_CFLAGS)
+tests_test_psi_LDADD = daemon/core/libmbcore.la $(TESTS_LIBS)

@@ -85,28 +85,39 @@ static const struct verb verbs[] = {
           "tenant (oom_group_kill);\n"
           "SUBTREE counts the tenant and its descendants, LOCAL the tenant alone.\n"
           "Options: --json." },
+        { "pressure", 2, 3, ctl_pressure_show, "pressure PATH [TRIGGER]",
+          "Show memory.pressure of a tenant, or wait for its trigger",
+          "Show PATH's memory.pressure in the kernel's layout: \"some\" and \"full\" lines with\n"
+          "avg10, avg60, avg300 (percent of time stalled) and total (microseconds).\n"
+          "With TRIGGER (\"some|full THRESHOLD_USEC WINDOW_USEC\", the kernel's PSI trigger, a\n"
+          "window of 500000..10000000), print a line each time the stall within the window\n"
+          "reaches the threshold (at most once per window), until interrupted or, with -n N,\n"
+          "after N events." },
         { "set", 3, -1, ctl_write_set, "set PATH Key=Value...",
           "Change limits (MemoryMax=1G ...)",
           "Change limits of PATH at once: MemoryMax=, MemoryHigh=, MemoryLow=, MemoryMin= take bytes\n"
           "with K/M/G/T (powers of 1024), N% of the capacity, or 'infinity'; ChargeBatch= takes pages.\n"
           "Without --runtime the change is persisted in the state directory and survives restarts;\n"
           "with --runtime it lasts until the daemon stops.  An empty value (MemoryMax=) resets the\n"
-          "key in that layer, so that what the configuration files say applies again.  Needs uid 0.\n"
+          "key in that layer, so that what the configuration files say applies again.\n"
+          "Needs uid 0, or a Delegate= above PATH naming the caller.\n"
           "Options: --runtime." },
         { "revert", 2, -1, ctl_write_revert, "revert PATH [KEY...]",
           "Undo set: back to the configuration files",
           "Drop what set did to the keys given of PATH (default: every key), persisted and runtime\n"
           "alike, as 'systemctl revert' does: the limits the configuration files give (or, for a\n"
-          "tenant made with create, no limit) apply again.  Needs uid 0." },
+          "tenant made with create, no limit) apply again.  Needs uid 0, or a Delegate= above PATH\n"
+          "naming the caller." },
         { "reclaim", 3, 3, ctl_write_reclaim, "reclaim PATH SIZE",
           "Reclaim memory from a subtree",
           "Ask the clients of PATH's subtree to give back SIZE bytes (K/M/G/T), like writing to\n"
-          "memory.reclaim, and print how much was reclaimed.  Needs uid 0.\n"
+          "memory.reclaim, and print how much was reclaimed.  Needs uid 0, or a Delegate= above PATH\n"
+          "naming the caller.\n"
           "Options: --json, --bytes." },
         { "reset-peak", 2, 2, ctl_write_reset_peak, "reset-peak PATH",
           "Reset MemoryPeak to the current usage",
           "Start PATH's MemoryPeak over from its current usage, like writing to memory.peak.\n"
-          "Needs uid 0." },
+          "Needs uid 0, or a Delegate= above PATH naming the caller." },
         { "top", 1, 1, ctl_view_top, "top",
           "Show tenants ordered by usage, refreshing",
           "Show tenants ordered by usage, refreshed every -d SEC seconds, like systemd-cgtop.\n"
@@ -117,10 +128,11 @@ static const struct verb verbs[] = {
         { "create", 2, -1, ctl_write_create, "create PATH [Key=Value...]",
           "Create a tenant at run time",
           "Create a tenant (and missing parents) at run time, with the limits given (as for set).\n"
-          "Needs uid 0." },
+          "Needs uid 0, or a Delegate= above PATH naming the caller." },
         { "remove", 2, 2, ctl_write_remove, "remove PATH",
           "Remove an idle leaf tenant",
-          "Remove a tenant that has no clients and no children.  Needs uid 0." },
+          "Remove a tenant that has no clients and no children.  Needs uid 0, or a Delegate= above\n"
+          "PATH naming the caller." },
         { "reload", 1, 1, ctl_write_reload, "reload",
           "Re-read the configuration",
           "Re-read the configuration files, as SIGHUP does; on an error the running configuration\n"
@@ -160,7 +172,7 @@ static void help_main(void) {
         help_common();
         printf("\nVerb options:\n"
                "     --runtime         set: the change lasts until the daemon stops (not persisted)\n"
-               "  -n --iterations=N   top: refresh N times, then exit\n"
+               "  -n --iterations=N   top: refresh N times, then exit; pressure: stop after N events\n"
                "  -d --delay=SEC      top: seconds between refreshes\n");
         printf("\nSizes are shown in powers of 1024 (K, M, G, T); 'max' means no limit.\n"
                "Exit status: 0 on success, 1 when the daemon refused or failed, 2 on a usage error.\n"

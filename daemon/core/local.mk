@@ -5,11 +5,13 @@ daemon_core_libmbcore_la_SOURCES = \
 	%reldir%/protection.c %reldir%/protection.h \
 	%reldir%/high_delay.c %reldir%/high_delay.h \
 	%reldir%/rstat.c %reldir%/rstat.h \
+	%reldir%/psi.c %reldir%/psi.h \
 	%reldir%/tenant.c %reldir%/tenant.h \
 	%reldir%/charge.c %reldir%/charge.h \
 	%reldir%/reclaim_plan.c %reldir%/reclaim_plan.h \
 	%reldir%/tenant_map.c %reldir%/tenant_map.h \
-	%reldir%/config.c %reldir%/config.h
+	%reldir%/config.c %reldir%/config.h \
+	%reldir%/delegate.c %reldir%/delegate.h
 daemon_core_libmbcore_la_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
 daemon_core_libmbcore_la_LIBADD = common/libmbcommon.la $(INIH_LIBS)
 

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "page_counter.h"
+#include "psi.h"
 #include "rstat.h"
 #include "tenant_map.h"
 
@@ -62,6 +63,16 @@ const char *mb_stat_item_to_string(enum mb_stat_item i);
 
 struct tenant_tree;
 
+/* Delegate=: the users and groups who may manage the subtree below a tenant
+ * (daemon/core/delegate.h). */
+struct mb_delegate {
+        uid_t *users;
+        size_t n_users;
+        gid_t *groups;
+        size_t n_groups;
+        unsigned max_descendants; /* DelegateMaxDescendants=, 0: the default */
+};
+
 struct tenant {
         struct page_counter memory; /* first: cache-line aligned */
         struct rstat_node rstat;
@@ -88,6 +99,10 @@ struct tenant {
 
         _Atomic unsigned nclients;
 
+        /* memory.pressure: stall of the clients of the subtree (psi.h);
+         * tenant_pressure_*() keep it hierarchical. */
+        struct psi_group psi;
+
         /* Settings (from configuration or D-Bus). */
         unsigned charge_batch; /* 0: inherit the broker's ChargeBatch */
         enum mb_oom_policy oom_policy;
@@ -98,6 +113,7 @@ struct tenant {
         gid_t *allow_groups;
         size_t n_allow_groups;
         char *cgroup; /* Cgroup= prefix, NULL when unset */
+        struct mb_delegate delegate; /* Delegate= (files only) */
         bool from_config;  /* defined by a file (vs. created at run time) */
         /* Gone from the files but still in use: admits no new client and
          * goes with its last one, like a removed systemd unit that is still
@@ -187,3 +203,29 @@ unsigned tenant_charge_batch(const struct tenant *t, unsigned broker_default);
 /* True when neither @t nor any ancestor up to (excluding) the root has any
  * limit (max/high) or protection (min/low): the unlimited fast path. */
 bool tenant_is_unlimited(const struct tenant *t);
+
+/* ---- pressure: memory.pressure of the subtree (psi.h) ---- */
+
+/**
+ * tenant_pressure_change - a client of @t joins (@d_members = 1), leaves
+ * (-1), starts to stall on memory (@d_stalled = 1: an application thread
+ * waits for a charge the daemon holds) or stops (-1), counted in @t and in
+ * every ancestor up to and including the root (psi_task_change() over the
+ * cgroup and its ancestors), at the monotonic clock's now.  A stalled
+ * client that leaves passes -1, -1.  Thread-safe (each group's own lock,
+ * one at a time); @t stays valid during the call (its client holds it).
+ */
+void tenant_pressure_change(struct tenant *t, int d_members, int d_stalled);
+/* The same at @now_usec (psi_now_usec()'s clock), for tests. */
+void tenant_pressure_change_at(struct tenant *t, int d_members, int d_stalled, uint64_t now_usec);
+
+/**
+ * tenant_pressure_read - the @kind line of @t's memory.pressure now: the
+ * cumulative stall of the subtree in microseconds, the stall in progress
+ * included, and avg10/avg60/avg300 in hundredths of a percent (averages
+ * updated first when a 2 s period has passed).  Thread-safe (main thread,
+ * bus, tools); @t must stay valid (tree lock or main thread).
+ */
+void tenant_pressure_read(struct tenant *t, enum psi_kind kind, struct psi_reading *ret);
+/* The same at @now_usec, for tests. */
+void tenant_pressure_read_at(struct tenant *t, enum psi_kind kind, uint64_t now_usec, struct psi_reading *ret);
