@@ -600,7 +600,7 @@ static int property_get_limit(sd_bus *bus, const char *path, const char *interfa
         if (strcmp(property, "MemoryMax") == 0)
                 pages = page_counter_get_max(&t->memory);
         else if (strcmp(property, "MemoryHigh") == 0)
-                pages = page_counter_get_high(&t->memory);
+                pages = page_counter_get_high_setting(&t->memory);
         else if (strcmp(property, "MemoryLow") == 0)
                 pages = page_counter_get_low(&t->memory);
         else

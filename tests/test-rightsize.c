@@ -150,28 +150,37 @@ START_TEST(test_converges) {
 END_TEST
 
 /* The first tick only reads; the steps grow while the pressure stays low,
- * by at most RIGHTSIZE_STEP_MAX_PPM of the usage. */
+ * by at most RIGHTSIZE_STEP_MAX_PPM of the usage; the limit follows the
+ * usage down by each step. */
 START_TEST(test_steps_grow_bounded) {
         struct rightsize rs = { 0 };
         struct rightsize_target t = target("some avg10 1%");
         struct rightsize_input in = { .usage_pages = 1000000 };
-        uint64_t last = 0, step;
+        uint64_t last_ppm = 0, got;
 
         rightsize_set_target(&rs, &t);
+        ck_assert_uint_eq(rs.high_pages, RIGHTSIZE_HIGH_NONE);
         ck_assert_uint_eq(rightsize_tick(&rs, &in), 0);
+        ck_assert_uint_eq(rs.high_pages, RIGHTSIZE_HIGH_NONE);
         for (int i = 1; i <= 10; i++) {
+                uint64_t ppm;
+
                 in.now_usec = (uint64_t) i * SEC_USEC;
-                step = rightsize_tick(&rs, &in);
-                ck_assert_uint_ge(step, last);
-                ck_assert_uint_le(step, in.usage_pages * RIGHTSIZE_STEP_MAX_PPM / RIGHTSIZE_PPM_MAX);
-                last = step;
+                got = rightsize_tick(&rs, &in);
+                ck_assert_uint_eq(got, rs.step_pages);
+                ck_assert_uint_eq(rs.high_pages, in.usage_pages - got);
+                ppm = got * RIGHTSIZE_PPM_MAX / in.usage_pages;
+                ck_assert_uint_ge(ppm + 1, last_ppm); /* rounding */
+                ck_assert_uint_le(ppm, RIGHTSIZE_STEP_MAX_PPM);
+                last_ppm = ppm;
+                in.usage_pages -= got; /* the reclaim got it all */
         }
-        ck_assert_uint_eq(last, in.usage_pages * RIGHTSIZE_STEP_MAX_PPM / RIGHTSIZE_PPM_MAX);
+        ck_assert_uint_ge(last_ppm + 1, RIGHTSIZE_STEP_MAX_PPM);
         /* Pressure half the target: a quarter of the step (senpai's square). */
         in.now_usec += SEC_USEC;
         in.avg_ppm = 5000;
-        step = rightsize_tick(&rs, &in);
-        ck_assert_uint_eq(step, in.usage_pages * RIGHTSIZE_STEP_MAX_PPM / RIGHTSIZE_PPM_MAX / 4);
+        got = rightsize_tick(&rs, &in);
+        ck_assert_uint_eq(got, in.usage_pages * RIGHTSIZE_STEP_MAX_PPM / RIGHTSIZE_PPM_MAX / 4);
 }
 END_TEST
 
@@ -199,18 +208,25 @@ START_TEST(test_backoff) {
         in.avg_ppm = 1500;
         ck_assert_uint_eq(rightsize_tick(&rs, &in), 0);
         ck_assert_int_eq(rs.state, RIGHTSIZE_STATE_BACKOFF);
+        /* The limit went up twice: from the usage (above the limit the
+         * steps had lowered to 75000) by 10% of the usage (twice the
+         * target or more), then by 5% (1.5 times the target). */
+        ck_assert_uint_eq(rs.high_pages, 115000);
         /* Back at the target: probing again from the smallest step (with
-         * the error factor at 0 that is one page), and the estimate is the
-         * usage it grew back to. */
+         * the error factor at 0 that is one page), from the limit, and the
+         * estimate is the usage it grew back to. */
         in.now_usec += SEC_USEC;
         in.avg_ppm = 1000;
         in.usage_pages = 120000;
-        ck_assert_uint_eq(rightsize_tick(&rs, &in), 1);
+        ck_assert_uint_eq(rightsize_tick(&rs, &in), 120000 - 114999);
+        ck_assert_uint_eq(rs.step_pages, 1);
+        ck_assert_uint_eq(rs.high_pages, 114999);
         ck_assert_int_eq(rs.state, RIGHTSIZE_STATE_PROBING);
         ck_assert_uint_eq(rs.wse_pages, 120000);
         in.now_usec += SEC_USEC;
         in.avg_ppm = 0;
-        ck_assert_uint_eq(rightsize_tick(&rs, &in), 120000 * 2 * RIGHTSIZE_STEP_MIN_PPM / RIGHTSIZE_PPM_MAX);
+        in.usage_pages = 114999;
+        ck_assert_uint_eq(rightsize_tick(&rs, &in), 114999 * 2 * RIGHTSIZE_STEP_MIN_PPM / RIGHTSIZE_PPM_MAX);
 }
 END_TEST
 
@@ -225,6 +241,7 @@ START_TEST(test_floor) {
                 sim_tick(&s, &rs, SEC_USEC, 1000);
         ck_assert_uint_eq(s.min_usage_seen, 4000);
         ck_assert_uint_eq(sim_usage(&s), 4000);
+        ck_assert_uint_eq(rs.high_pages, 4000);
         ck_assert_int_eq(rs.state, RIGHTSIZE_STATE_IDLE);
         ck_assert_uint_eq(s.stall_usec, 0);
 }
@@ -262,6 +279,7 @@ START_TEST(test_stops_without_answers) {
                 rightsize_step_done(&rs, 0, 2, in.usage_pages);
         }
         ck_assert_int_eq(rs.state, RIGHTSIZE_STATE_STOPPED);
+        ck_assert_uint_eq(rs.high_pages, RIGHTSIZE_HIGH_NONE); /* no limit left behind */
         ck_assert_str_eq(rightsize_state_to_string(rs.state), "stopped");
         ck_assert_uint_eq(rs.reclaimed_pages, 5);
         for (int i = 0; i < 5; i++) {

@@ -158,6 +158,7 @@ void rightsize_set_target(struct rightsize *rs, const struct rightsize_target *t
                 .target = *target,
                 .state = target->enabled ? RIGHTSIZE_STATE_PROBING : RIGHTSIZE_STATE_OFF,
                 .step_ppm = RIGHTSIZE_STEP_MIN_PPM,
+                .high_pages = RIGHTSIZE_HIGH_NONE,
         };
 }
 
@@ -192,7 +193,16 @@ uint64_t rightsize_tick(struct rightsize *rs, const struct rightsize_input *in) 
         rs->last_pressure_ppm = p;
 
         if (p > target) {
-                /* senpai's back-off: stop shrinking, let it grow. */
+                /* senpai's back-off: stop shrinking, raise the limit in
+                 * proportion to the excess pressure, let it grow. */
+                if (rs->high_pages != RIGHTSIZE_HIGH_NONE) {
+                        uint64_t over = MB_MIN((uint64_t) p - target, target), base, up;
+
+                        base = MB_MAX(rs->high_pages, in->usage_pages);
+                        up = (uint64_t) ((unsigned __int128) in->usage_pages * RIGHTSIZE_STEP_MAX_PPM * over /
+                                         ((uint64_t) RIGHTSIZE_PPM_MAX * target));
+                        rs->high_pages = base + MB_MAX(up, (uint64_t) 1);
+                }
                 rs->state = RIGHTSIZE_STATE_BACKOFF;
                 rs->was_above = true;
                 rs->step_ppm = RIGHTSIZE_STEP_MIN_PPM;
@@ -210,6 +220,7 @@ uint64_t rightsize_tick(struct rightsize *rs, const struct rightsize_input *in) 
         if (room == 0) {
                 rs->state = RIGHTSIZE_STATE_IDLE;
                 rs->step_pages = 0;
+                rs->high_pages = MB_MAX(MB_MIN(rs->high_pages, in->usage_pages), in->floor_pages);
                 return 0;
         }
         /* step_ppm x ((target - p) / target)^2 of the usage. */
@@ -220,7 +231,10 @@ uint64_t rightsize_tick(struct rightsize *rs, const struct rightsize_input *in) 
         rs->step_ppm = MB_MIN(rs->step_ppm * 2, RIGHTSIZE_STEP_MAX_PPM);
         rs->state = RIGHTSIZE_STATE_PROBING;
         rs->step_pages = step;
-        return step;
+        /* The limit follows the usage down: from whichever is lower. */
+        rs->high_pages = MB_MIN(rs->high_pages, in->usage_pages);
+        rs->high_pages = rs->high_pages > in->floor_pages + step ? rs->high_pages - step : in->floor_pages;
+        return in->usage_pages - rs->high_pages;
 }
 
 void rightsize_step_done(struct rightsize *rs, uint64_t reclaimed_pages, unsigned unanswered,
@@ -242,8 +256,9 @@ void rightsize_step_done(struct rightsize *rs, uint64_t reclaimed_pages, unsigne
                 rs->wse_pages = usage_pages;
                 return;
         }
-        if (++rs->fruitless >= RIGHTSIZE_STOP_STEPS)
+        if (++rs->fruitless >= RIGHTSIZE_STOP_STEPS) {
                 rs->state = RIGHTSIZE_STATE_STOPPED;
-        else
+                rs->high_pages = RIGHTSIZE_HIGH_NONE;
+        } else
                 rs->state = RIGHTSIZE_STATE_IDLE;
 }

@@ -10,24 +10,32 @@
  * off and lets the cgroup grow again.  The cgroup's size converges to the
  * memory it really uses (its working set) at a bounded cost in stalls.
  *
- * This controller is that loop for one tenant.  The daemon calls
+ * This controller is that loop for one tenant, senpai's memory.high
+ * variant: it keeps a limit of its own (high_pages, obeyed like memory.high
+ * beside the one written: page_counter_set_high_auto()) and lowers it in
+ * steps, so that a tenant that needs pages back after a step stalls on the
+ * high throttle, which is what raises its pressure.  The daemon calls
  * rightsize_tick() every interval with the tenant's cumulative stall time
  * and its average pressure in the target's window, its usage and its
  * protection floor (the larger of its effective min and low); the answer is
- * how many pages to reclaim now (memory_reclaim() of the tenant's subtree).
- * When that reclaim ends the daemon reports what it got with
- * rightsize_step_done().  Nothing here knows about clients, timers or the
- * bus.
+ * how many pages to reclaim now down to the new limit (memory_reclaim() of
+ * the tenant's subtree).  When that reclaim ends the daemon reports what it
+ * got with rightsize_step_done().  Nothing here knows about clients, timers
+ * or the bus.
  *
  * The loop:
  *  - pressure of an interval = max(stall delta / interval, the window's
  *    average): a burst of stalls or a raised average both count;
- *  - below the target: reclaim a step of RIGHTSIZE_STEP_MIN_PPM of the
- *    usage, doubled after every interval that stays below the target (at
- *    most RIGHTSIZE_STEP_MAX_PPM), scaled by senpai's ((target - p) /
- *    target)^2 so that the steps get small as the pressure nears the target,
- *    at least one page, and never below the floor;
- *  - above the target: no reclaim ("backoff"), the step starts small again;
+ *  - below the target: lower the limit to the usage less a step of
+ *    RIGHTSIZE_STEP_MIN_PPM of the usage, doubled after every interval that
+ *    stays below the target (at most RIGHTSIZE_STEP_MAX_PPM), scaled by
+ *    senpai's ((target - p) / target)^2 so that the steps get small as the
+ *    pressure nears the target, at least one page, never below the floor,
+ *    and reclaim what is above it;
+ *  - above the target ("backoff"): no reclaim, the limit goes up by up to
+ *    RIGHTSIZE_STEP_MAX_PPM of the usage (in proportion to how far above
+ *    the target the pressure is, as senpai's max_backoff), and the step
+ *    starts small again;
  *  - the working set estimate is the lowest usage reached with the
  *    pressure below the target, reset to the usage at which the pressure
  *    came back to the target after a back-off (what the tenant grew back to
@@ -52,6 +60,8 @@
 #define RIGHTSIZE_STEP_MAX_PPM 100000u
 /* Fruitless steps with an unanswered request before the controller stops. */
 #define RIGHTSIZE_STOP_STEPS 3u
+/* No limit of its own (off, stopped, or not probed yet). */
+#define RIGHTSIZE_HIGH_NONE UINT64_MAX
 /* Longest text of rightsize_target_format(), NUL included. */
 #define RIGHTSIZE_TARGET_STRING_MAX 32u
 
@@ -84,7 +94,7 @@ enum rightsize_state {
         RIGHTSIZE_STATE_STOPPED,  /* the clients did not answer: stopped until the target is set again */
 };
 
-/* One tenant's controller.  Zero-initialised it is off. */
+/* One tenant's controller: rightsize_set_target() starts it (off). */
 struct rightsize {
         struct rightsize_target target;
         enum rightsize_state state;
@@ -94,6 +104,7 @@ struct rightsize {
         uint32_t last_pressure_ppm; /* of the last interval */
         uint32_t step_ppm;          /* the next step below the target, before scaling */
         uint64_t step_pages;        /* the step last asked (0 while backing off) */
+        uint64_t high_pages;        /* the limit; RIGHTSIZE_HIGH_NONE: none */
         uint64_t wse_pages;         /* working set estimate, 0 before any */
         uint64_t reclaimed_pages;   /* total got back by the steps */
         unsigned fruitless;         /* steps in a row that got nothing with a request unanswered */
@@ -135,7 +146,8 @@ void rightsize_set_target(struct rightsize *rs, const struct rightsize_target *t
 /**
  * rightsize_tick - one interval of the loop with the readings @in: the
  * number of pages to reclaim now from the tenant's subtree (0: none), never
- * more than @in->usage_pages - @in->floor_pages.  The first tick after
+ * more than @in->usage_pages - @in->floor_pages; rs->high_pages is the
+ * limit to apply from now on (never below the floor).  The first tick after
  * rightsize_set_target() only takes the readings.  The caller does not tick
  * while a step's reclaim is running.
  */
@@ -145,8 +157,8 @@ uint64_t rightsize_tick(struct rightsize *rs, const struct rightsize_input *in);
  * rightsize_step_done - the reclaim of a step ended: @reclaimed_pages came
  * back, and @unanswered requests were not answered in time.  A step that
  * got nothing makes the tenant idle; RIGHTSIZE_STOP_STEPS of them in a row
- * with requests unanswered stop the controller.  @usage_pages is the usage
- * now (the estimate when nothing came back).
+ * with requests unanswered stop the controller and drop its limit.
+ * @usage_pages is the usage now (the estimate when nothing came back).
  */
 void rightsize_step_done(struct rightsize *rs, uint64_t reclaimed_pages, unsigned unanswered,
                          uint64_t usage_pages);
