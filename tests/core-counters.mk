@@ -48,3 +48,10 @@ TESTS += tests/test-rightsize
 tests_test_rightsize_SOURCES = tests/test-rightsize.c
 tests_test_rightsize_CFLAGS = $(TESTS_CFLAGS)
 tests_test_rightsize_LDADD = daemon/core/libmbcore.la $(TESTS_LIBS)
+
+# Pressure stall accounting (kernel/sched/psi.c): states, averages, triggers.
+check_PROGRAMS += tests/test-psi
+TESTS += tests/test-psi
+tests_test_psi_SOURCES = tests/test-psi.c
+tests_test_psi_CFLAGS = $(TESTS_CFLAGS)
+tests_test_psi_LDADD = daemon/core/libmbcore.la $(TESTS_LIBS)

@@ -5,6 +5,7 @@ daemon_core_libmbcore_la_SOURCES = \
 	%reldir%/protection.c %reldir%/protection.h \
 	%reldir%/high_delay.c %reldir%/high_delay.h \
 	%reldir%/rstat.c %reldir%/rstat.h \
+	%reldir%/psi.c %reldir%/psi.h \
 	%reldir%/tenant.c %reldir%/tenant.h \
 	%reldir%/charge.c %reldir%/charge.h \
 	%reldir%/reclaim_plan.c %reldir%/reclaim_plan.h \

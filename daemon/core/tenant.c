@@ -141,6 +141,7 @@ static void tenant_free(struct tenant *t) {
         if (!t)
                 return;
         rstat_node_forget(&t->rstat);
+        psi_group_destroy(&t->psi);
         free(t->path);
         free(t->allow_users);
         free(t->allow_groups);
@@ -165,6 +166,11 @@ static int tenant_alloc(struct tenant_tree *tree, struct tenant *parent, const c
 
         t->path = strndup(path, len);
         if (!t->path) {
+                free(t);
+                return -ENOMEM;
+        }
+        if (psi_group_init(&t->psi, psi_now_usec()) < 0) {
+                free(t->path);
                 free(t);
                 return -ENOMEM;
         }
@@ -529,4 +535,25 @@ void tenant_effective_protection(struct tenant *t, bool recursive, unsigned long
         }
         *ret_emin = emin;
         *ret_elow = elow;
+}
+
+/* ---- pressure (memory.pressure) ---- */
+
+void tenant_pressure_change_at(struct tenant *t, int d_members, int d_stalled, uint64_t now_usec) {
+        /* A task's psi state counts in its cgroup and every ancestor
+         * (psi_task_change() walks psi_group_iter()). */
+        for (; t; t = t->parent)
+                psi_group_change(&t->psi, d_members, d_stalled, now_usec);
+}
+
+void tenant_pressure_change(struct tenant *t, int d_members, int d_stalled) {
+        tenant_pressure_change_at(t, d_members, d_stalled, psi_now_usec());
+}
+
+void tenant_pressure_read_at(struct tenant *t, enum psi_kind kind, uint64_t now_usec, struct psi_reading *ret) {
+        psi_group_read(&t->psi, kind, now_usec, ret);
+}
+
+void tenant_pressure_read(struct tenant *t, enum psi_kind kind, struct psi_reading *ret) {
+        tenant_pressure_read_at(t, kind, psi_now_usec(), ret);
 }

@@ -21,6 +21,7 @@
 #include <sys/types.h>
 #include "page_counter.h"
 #include "rightsize.h"
+#include "psi.h"
 #include "rstat.h"
 #include "tenant_map.h"
 
@@ -88,6 +89,10 @@ struct tenant {
         _Atomic uint64_t events_local[_MB_EVENT_NR];
 
         _Atomic unsigned nclients;
+
+        /* memory.pressure: stall of the clients of the subtree (psi.h);
+         * tenant_pressure_*() keep it hierarchical. */
+        struct psi_group psi;
 
         /* Settings (from configuration or D-Bus). */
         unsigned charge_batch; /* 0: inherit the broker's ChargeBatch */
@@ -202,3 +207,29 @@ bool tenant_is_unlimited(const struct tenant *t);
  * The caller keeps the tree from changing shape (tree lock or main thread).
  */
 void tenant_effective_protection(struct tenant *t, bool recursive, unsigned long *ret_emin, unsigned long *ret_elow);
+
+/* ---- pressure: memory.pressure of the subtree (psi.h) ---- */
+
+/**
+ * tenant_pressure_change - a client of @t joins (@d_members = 1), leaves
+ * (-1), starts to stall on memory (@d_stalled = 1: an application thread
+ * waits for a charge the daemon holds) or stops (-1), counted in @t and in
+ * every ancestor up to and including the root (psi_task_change() over the
+ * cgroup and its ancestors), at the monotonic clock's now.  A stalled
+ * client that leaves passes -1, -1.  Thread-safe (each group's own lock,
+ * one at a time); @t stays valid during the call (its client holds it).
+ */
+void tenant_pressure_change(struct tenant *t, int d_members, int d_stalled);
+/* The same at @now_usec (psi_now_usec()'s clock), for tests. */
+void tenant_pressure_change_at(struct tenant *t, int d_members, int d_stalled, uint64_t now_usec);
+
+/**
+ * tenant_pressure_read - the @kind line of @t's memory.pressure now: the
+ * cumulative stall of the subtree in microseconds, the stall in progress
+ * included, and avg10/avg60/avg300 in hundredths of a percent (averages
+ * updated first when a 2 s period has passed).  Thread-safe (main thread,
+ * bus, tools); @t must stay valid (tree lock or main thread).
+ */
+void tenant_pressure_read(struct tenant *t, enum psi_kind kind, struct psi_reading *ret);
+/* The same at @now_usec, for tests. */
+void tenant_pressure_read_at(struct tenant *t, enum psi_kind kind, uint64_t now_usec, struct psi_reading *ret);
