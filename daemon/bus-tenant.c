@@ -16,6 +16,7 @@
 #include "bus-internal.h"
 #include "bus.h"
 #include "manager-service.h"
+#include "rightsizer.h"
 
 /* ---- names ---- */
 
@@ -653,6 +654,27 @@ static int property_get_nclients(sd_bus *bus, const char *path, const char *inte
         return sd_bus_message_append(reply, "u", (uint32_t) atomic_load(&t->nclients));
 }
 
+/* MemoryPressureTarget= and the state of its loop (daemon/rightsizer.h). */
+static int property_get_rightsize(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                  sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        struct manager *m = userdata;
+        struct rightsizer_status st;
+
+        TENANT_OR_RETURN(t, m, path, error);
+        rightsizer_tenant_status(&m->b, t, &st);
+        if (strcmp(property, "MemoryPressureTarget") == 0)
+                return sd_bus_message_append(reply, "s", st.target);
+        if (strcmp(property, "RightSizeState") == 0)
+                return sd_bus_message_append(reply, "s", st.state);
+        if (strcmp(property, "MemoryWorkingSetEstimate") == 0)
+                return sd_bus_message_append(reply, "t", st.working_set_bytes);
+        if (strcmp(property, "RightSizeStep") == 0)
+                return sd_bus_message_append(reply, "t", st.step_bytes);
+        if (strcmp(property, "RightSizeHigh") == 0)
+                return sd_bus_message_append(reply, "t", st.high_bytes);
+        return sd_bus_message_append(reply, "t", st.reclaimed_bytes);
+}
+
 static int method_get_stat(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         TENANT_OR_RETURN(t, userdata, sd_bus_message_get_path(msg), error);
         return bus_tenant_method_get_stat(msg, userdata, t, error);
@@ -703,6 +725,12 @@ const sd_bus_vtable bus_tenant_vtable[] = {
         SD_BUS_PROPERTY("EffectiveChargeBatch", "u", property_get_effective_charge_batch, 0, 0),
         SD_BUS_PROPERTY("NClients", "u", property_get_nclients, 0, 0),
         SD_BUS_PROPERTY("Draining", "b", property_get_draining, 0, 0),
+        SD_BUS_PROPERTY("MemoryPressureTarget", "s", property_get_rightsize, 0, 0),
+        SD_BUS_PROPERTY("MemoryWorkingSetEstimate", "t", property_get_rightsize, 0, 0),
+        SD_BUS_PROPERTY("RightSizeState", "s", property_get_rightsize, 0, 0),
+        SD_BUS_PROPERTY("RightSizeStep", "t", property_get_rightsize, 0, 0),
+        SD_BUS_PROPERTY("RightSizeHigh", "t", property_get_rightsize, 0, 0),
+        SD_BUS_PROPERTY("RightSizeReclaimed", "t", property_get_rightsize, 0, 0),
         SD_BUS_METHOD_WITH_ARGS("GetStat", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(st)", stat), method_get_stat,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetStatText", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", text), method_get_stat_text,

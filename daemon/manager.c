@@ -28,6 +28,7 @@
 #include "pressure.h"
 #include "reclaim.h"
 #include "restart.h"
+#include "rightsizer.h"
 #include "service.h"
 #include "state.h"
 #include "tenant_state.h"
@@ -839,6 +840,9 @@ int manager_start(struct manager *m, char **ret_error) {
         r = audit_start(&m->b, m->base, &m->audit);
         if (r < 0)
                 return r;
+        r = rightsizer_start(&m->b, m->base, &m->rightsizer);
+        if (r < 0)
+                return r;
 
         {
                 char b[MB_SIZE_FORMAT_MAX];
@@ -866,6 +870,8 @@ void manager_free(struct manager *m) {
          * callers get what was reclaimed so far). */
         pressure_free(m->pressure);
         m->pressure = NULL;
+        rightsizer_free(m->rightsizer);
+        m->rightsizer = NULL;
         reclaimer_shutdown(m->b.reclaimer);
         client_events_shutdown(m->client_events);
 

@@ -33,7 +33,7 @@ expect() { # expect LINE WORDS... : the completions are exactly WORDS
 }
 
 A="--address=$MB_BUS_ADDRESS"
-expect "membrokerctl " create events help reclaim reload remove revert set stat status top tree
+expect "membrokerctl " create events help reclaim reload remove revert rightsize set stat status top tree
 expect "membrokerctl re" reclaim reload remove revert
 expect "membrokerctl --no-l" --no-legend
 expect "membrokerctl --format=p" prometheus

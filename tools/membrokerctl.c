@@ -107,6 +107,14 @@ static const struct verb verbs[] = {
           "Reset MemoryPeak to the current usage",
           "Start PATH's MemoryPeak over from its current usage, like writing to memory.peak.\n"
           "Needs uid 0." },
+        { "rightsize", 1, -1, ctl_rightsize_show, "rightsize [PATH...]",
+          "Show the right-sizing of tenants (MemoryPressureTarget=)",
+          "Show MemoryPressureTarget= of the tenants given (default: every tenant that sets one) and\n"
+          "the state of the loop that sizes each to its working set: probing (reclaiming steps while\n"
+          "the pressure stays below the target), backoff (above it), idle (nothing to reclaim), stopped\n"
+          "(its clients did not answer; set the target again to restart) or off; the usage, the\n"
+          "working set estimate, the last step, the limit the loop keeps and what it reclaimed.\n"
+          "Options: --json, --bytes, --no-legend." },
         { "top", 1, 1, ctl_view_top, "top",
           "Show tenants ordered by usage, refreshing",
           "Show tenants ordered by usage, refreshed every -d SEC seconds, like systemd-cgtop.\n"

@@ -934,6 +934,7 @@ int mb_config_apply_tenant(const struct mb_config *c, const struct mb_tenant_con
         t->oom_group = tc->oom_group;
         t->overrun_policy = tc->overrun_policy;
         t->pressure_target = tc->pressure_target;
+        t->pressure_target_gen++;
         t->from_config = true;
         return 0;
 }

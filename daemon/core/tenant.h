@@ -100,6 +100,7 @@ struct tenant {
         enum mb_overrun_policy overrun_policy;
         bool oom_group; /* OOMGroup= (memory.oom.group) */
         struct rightsize_target pressure_target; /* MemoryPressureTarget= (daemon/core/rightsize.h) */
+        unsigned pressure_target_gen; /* bumped whenever the target is set (even to the same) */
         uid_t *allow_users;
         size_t n_allow_users;
         gid_t *allow_groups;
