@@ -672,6 +672,8 @@ static int property_get_rightsize(sd_bus *bus, const char *path, const char *int
                 return sd_bus_message_append(reply, "t", st.step_bytes);
         if (strcmp(property, "RightSizeHigh") == 0)
                 return sd_bus_message_append(reply, "t", st.high_bytes);
+        if (strcmp(property, "RightSizePressure") == 0)
+                return sd_bus_message_append(reply, "u", st.pressure_ppm);
         return sd_bus_message_append(reply, "t", st.reclaimed_bytes);
 }
 
@@ -731,6 +733,7 @@ const sd_bus_vtable bus_tenant_vtable[] = {
         SD_BUS_PROPERTY("RightSizeStep", "t", property_get_rightsize, 0, 0),
         SD_BUS_PROPERTY("RightSizeHigh", "t", property_get_rightsize, 0, 0),
         SD_BUS_PROPERTY("RightSizeReclaimed", "t", property_get_rightsize, 0, 0),
+        SD_BUS_PROPERTY("RightSizePressure", "u", property_get_rightsize, 0, 0),
         SD_BUS_METHOD_WITH_ARGS("GetStat", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(st)", stat), method_get_stat,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetStatText", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", text), method_get_stat_text,

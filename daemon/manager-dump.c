@@ -13,7 +13,6 @@
 #include "manager.h"
 #include "mb_stats_abi.h"
 #include "reclaim.h"
-#include "rightsizer.h"
 #include "tenant_state.h"
 
 /* ---- state dump (SIGUSR1) ---- */

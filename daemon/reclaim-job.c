@@ -410,8 +410,16 @@ static bool step_high(struct reclaim_job *j) {
                 }
                 x = tenant_up(leaf, j->level);
                 if (x) {
-                        if (page_counter_read(&x->memory) > page_counter_get_high(&x->memory)) {
+                        unsigned long usage = page_counter_read(&x->memory), high = page_counter_get_high(&x->memory);
+
+                        if (usage > high) {
                                 uint64_t goal = j->in_retry ? RECLAIM_CLUSTER_PAGES : sum;
+
+                                /* Above the right-sizing limit (not memory.high):
+                                 * only the overage, never below the limit, which
+                                 * is at least the effective min/low. */
+                                if (page_counter_get_high_auto(&x->memory) < page_counter_get_high_setting(&x->memory))
+                                        goal = MB_MIN(goal, (uint64_t) (usage - high));
 
                                 if (!j->use_low)
                                         reclaim_memory_event(r, x, MB_EVENT_HIGH);
