@@ -596,6 +596,10 @@ int session_charge_locked(mb_client *c, uint32_t n, uint32_t need, void **out, s
                 ch.has_flags = true;
                 ch.flags = WIRE_CHARGE_FLAG_NORETRY;
         }
+        if (!(flags & SESSION_CHARGE_AHEAD)) {
+                ch.has_waiting = true;
+                ch.waiting = true;
+        }
         msg.body_case = MB__MSG__BODY_CHARGE;
         msg.charge = &ch;
 

@@ -53,12 +53,18 @@ bool session_can_reconnect(const mb_client *c, int err);
 /* The next request sequence number. */
 uint32_t session_next_seq(mb_client *c);
 
+/* session_charge_locked() flag, beside the MB_ALLOC_* ones: the library's
+ * thread charges ahead of need; no application thread waits for it, so the
+ * Charge is not marked `waiting` (it is no memory stall). */
+#define SESSION_CHARGE_AHEAD 0x80000000u
+
 /**
  * session_charge_locked - Charge @n (<= MB_CHARGE_MAX_PAGES) pages, or only
  * @need (<= @n) of them when @n do not fit under a limit (Charge.need):
  * their addresses into @out, their number into *@ret_got.  Adopts a new
  * batch the Grant carries (stock_adopt_batch_locked()).  @flags:
- * MB_ALLOC_NORETRY goes in Charge.flags.  conn_lock held.
+ * MB_ALLOC_NORETRY goes in Charge.flags; without SESSION_CHARGE_AHEAD the
+ * Charge says an application thread waits (Charge.waiting).  conn_lock held.
  * Returns 0, -ENOMEM at a limit (the session goes on), or the error that
  * ended the session.
  */

@@ -151,7 +151,7 @@ static void stock_refill_cpu_locked(mb_client *c, unsigned cpu, void **buf) {
         /* At a limit after all (another client charged meanwhile):
          * -ENOMEM, nothing charged; the application's own charge decides
          * (and reclaims). */
-        if (session_charge_locked(c, n, n, buf, &got, MB_ALLOC_NORETRY) < 0 || got == 0)
+        if (session_charge_locked(c, n, n, buf, &got, MB_ALLOC_NORETRY | SESSION_CHARGE_AHEAD) < 0 || got == 0)
                 return;
         stock_refill_populate(c, buf, got);
         (void) stock_refill_put(c, cpu, buf, got);

@@ -37,6 +37,16 @@ enum dump_prop {
         DUMP_PROP_EFFECTIVE_MEMORY_LOW,
         DUMP_PROP_CHARGE_BATCH,
         DUMP_PROP_NCLIENTS,
+        /* memory.pressure: the Pressure* properties (bus-pressure.c). */
+        DUMP_PROP_PRESSURE_FIRST,
+        DUMP_PROP_PRESSURE_SOME_TOTAL = DUMP_PROP_PRESSURE_FIRST,
+        DUMP_PROP_PRESSURE_SOME_AVG10,
+        DUMP_PROP_PRESSURE_SOME_AVG60,
+        DUMP_PROP_PRESSURE_SOME_AVG300,
+        DUMP_PROP_PRESSURE_FULL_TOTAL,
+        DUMP_PROP_PRESSURE_FULL_AVG10,
+        DUMP_PROP_PRESSURE_FULL_AVG60,
+        DUMP_PROP_PRESSURE_FULL_AVG300,
         _DUMP_PROP_NR,
 };
 
@@ -51,6 +61,14 @@ static const char *const dump_prop_names[_DUMP_PROP_NR + 1] = {
         [DUMP_PROP_EFFECTIVE_MEMORY_LOW] = "EffectiveMemoryLow",
         [DUMP_PROP_CHARGE_BATCH] = "ChargeBatch",
         [DUMP_PROP_NCLIENTS] = "NClients",
+        [DUMP_PROP_PRESSURE_SOME_TOTAL] = "PressureSomeTotalUSec",
+        [DUMP_PROP_PRESSURE_SOME_AVG10] = "PressureSomeAvg10",
+        [DUMP_PROP_PRESSURE_SOME_AVG60] = "PressureSomeAvg60",
+        [DUMP_PROP_PRESSURE_SOME_AVG300] = "PressureSomeAvg300",
+        [DUMP_PROP_PRESSURE_FULL_TOTAL] = "PressureFullTotalUSec",
+        [DUMP_PROP_PRESSURE_FULL_AVG10] = "PressureFullAvg10",
+        [DUMP_PROP_PRESSURE_FULL_AVG60] = "PressureFullAvg60",
+        [DUMP_PROP_PRESSURE_FULL_AVG300] = "PressureFullAvg300",
 };
 
 struct dump_ctx {
@@ -166,6 +184,20 @@ static int dump_compact_names(struct dump_ctx *c) {
         return sd_bus_message_append_strv(c->reply, (char **) event_names);
 }
 
+/* The eight Pressure* figures of @t, in the order of enum dump_prop. */
+static void dump_pressure(struct tenant *t, uint64_t *ret) {
+        static const unsigned which[4] = { 0, 10, 60, 300 };
+        uint64_t now = psi_now_usec();
+
+        for (int k = 0; k < _PSI_KIND_NR; k++) {
+                struct psi_reading r;
+
+                tenant_pressure_read_at(t, (enum psi_kind) k, now, &r);
+                for (int i = 0; i < 4; i++)
+                        ret[k * 4 + i] = bus_pressure_figure(&r, which[i]);
+        }
+}
+
 /* One tenant of DumpStatsCompact: (satatat). */
 static int dump_compact_one(struct tenant *t, void *userdata) {
         struct dump_ctx *c = userdata;
@@ -186,6 +218,7 @@ static int dump_compact_one(struct tenant *t, void *userdata) {
                                  &props[DUMP_PROP_EFFECTIVE_MEMORY_LOW]);
         props[DUMP_PROP_CHARGE_BATCH] = tenant_charge_batch(t, c->charge_batch_default);
         props[DUMP_PROP_NCLIENTS] = atomic_load(&t->nclients);
+        dump_pressure(t, &props[DUMP_PROP_PRESSURE_FIRST]);
 
         n = manager_tenant_stat_fill(m, t, kv);
         for (size_t i = 0; i < n; i++)

@@ -51,6 +51,11 @@ struct bus_state {
         struct event *retry; /* reconnection after the connection was lost */
         uint64_t retry_usec; /* the next interval (doubles) */
         unsigned retries;    /* failed attempts since the loss */
+
+        /* The bus callers' pressure triggers (bus-pressure.c). */
+        struct bus_pressure_trigger *pressure_triggers;
+        unsigned npressure_triggers;
+        uint64_t pressure_last_id; /* ids are never reused */
 };
 
 /* Re-arm the libevent events after messages were queued outside
@@ -132,6 +137,37 @@ int bus_error_from_errno(sd_bus_error *error, int r, const char *what, const cha
  * @action and the caller's uid.
  */
 int bus_verify_root(sd_bus_message *msg, const char *action, sd_bus_error *error);
+
+/* ---- memory.pressure (bus-pressure.c) ---- */
+
+/* GetPressure(): a(sdddt), one (kind, avg10, avg60, avg300, total_usec) for
+ * "some" and "full", averages in percent; GetPressureText(): s, the text
+ * of memory.pressure in the kernel's layout.  Main thread; @t valid. */
+int bus_tenant_method_get_pressure(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error);
+int bus_tenant_method_get_pressure_text(sd_bus_message *msg, struct manager *m, struct tenant *t,
+                                        sd_bus_error *error);
+/**
+ * bus_manager_method_add_pressure_trigger - AddPressureTrigger(s path,
+ * s trigger) -> t id: the kernel's psi_trigger ("some|full THRESHOLD_USEC
+ * WINDOW_USEC") on the tenant, owned by the caller, who receives
+ * PressureTriggered(id, path, trigger) while it stays on the bus.
+ * InvalidArgs for a bad trigger or path, NoSuchTenant, LimitsExceeded.
+ */
+int bus_manager_method_add_pressure_trigger(sd_bus_message *msg, struct manager *m, sd_bus_error *error);
+/* RemovePressureTrigger(t id): only the caller's own. */
+int bus_manager_method_remove_pressure_trigger(sd_bus_message *msg, struct manager *m, sd_bus_error *error);
+/* The Pressure{Some,Full}{TotalUSec,Avg10,Avg60,Avg300} properties of a
+ * Tenant: totals in microseconds (t), averages in hundredths of a percent
+ * (u). */
+int bus_tenant_property_get_pressure(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                     sd_bus_message *reply, void *userdata, sd_bus_error *error);
+/* @property's kind and figure (0: the total; 10, 60, 300: an average);
+ * -EINVAL for a name that is not one of them. */
+int bus_pressure_property_parse(const char *property, enum psi_kind *ret_kind, unsigned *ret_which);
+/* The figure @which (as above) of @r. */
+uint64_t bus_pressure_figure(const struct psi_reading *r, unsigned which);
+/* Drop every trigger (the bus connection is lost or closed). */
+void bus_pressure_triggers_free(struct manager *m);
 
 extern const sd_bus_vtable bus_tenant_vtable[];
 int bus_tenant_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **ret_found,

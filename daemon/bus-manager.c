@@ -254,6 +254,16 @@ DEFINE_TENANT_METHOD(set_tenant_limits, set_limits)
 DEFINE_TENANT_METHOD(get_stat, get_stat)
 DEFINE_TENANT_METHOD(get_stat_text, get_stat_text)
 DEFINE_TENANT_METHOD(get_events, get_events)
+DEFINE_TENANT_METHOD(get_pressure, get_pressure)
+DEFINE_TENANT_METHOD(get_pressure_text, get_pressure_text)
+
+static int method_add_pressure_trigger(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return bus_manager_method_add_pressure_trigger(msg, userdata, error);
+}
+
+static int method_remove_pressure_trigger(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return bus_manager_method_remove_pressure_trigger(msg, userdata, error);
+}
 DEFINE_TENANT_METHOD(reclaim, reclaim)
 DEFINE_TENANT_METHOD(reset_peak, reset_peak)
 DEFINE_TENANT_METHOD(revert_tenant_limits, revert_limits)
@@ -315,6 +325,15 @@ const sd_bus_vtable bus_manager_vtable[] = {
                                 method_get_stat_text, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetEvents", SD_BUS_ARGS("s", path), SD_BUS_RESULT("a(st)", events),
                                 method_get_events, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetPressure", SD_BUS_ARGS("s", path), SD_BUS_RESULT("a(sdddt)", pressure),
+                                method_get_pressure, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetPressureText", SD_BUS_ARGS("s", path), SD_BUS_RESULT("s", text),
+                                method_get_pressure_text, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("AddPressureTrigger", SD_BUS_ARGS("s", path, "s", trigger), SD_BUS_RESULT("t", id),
+                                method_add_pressure_trigger, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("RemovePressureTrigger", SD_BUS_ARGS("t", id), SD_BUS_NO_RESULT,
+                                method_remove_pressure_trigger, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_ARGS("PressureTriggered", SD_BUS_ARGS("t", id, "s", path, "s", trigger), 0),
         SD_BUS_METHOD_WITH_ARGS("DumpStats", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sa(st))", stats),
                                 bus_manager_method_dump_stats, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("DumpStatsCompact", SD_BUS_NO_ARGS,

@@ -692,6 +692,16 @@ static int method_get_events(sd_bus_message *msg, void *userdata, sd_bus_error *
         return bus_tenant_method_get_events(msg, userdata, t, error);
 }
 
+static int method_get_pressure(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        TENANT_OR_RETURN(t, userdata, sd_bus_message_get_path(msg), error);
+        return bus_tenant_method_get_pressure(msg, userdata, t, error);
+}
+
+static int method_get_pressure_text(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        TENANT_OR_RETURN(t, userdata, sd_bus_message_get_path(msg), error);
+        return bus_tenant_method_get_pressure_text(msg, userdata, t, error);
+}
+
 static int method_set_limits(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         TENANT_OR_RETURN(t, userdata, sd_bus_message_get_path(msg), error);
         return bus_tenant_method_set_limits(msg, userdata, t, error);
@@ -734,12 +744,24 @@ const sd_bus_vtable bus_tenant_vtable[] = {
         SD_BUS_PROPERTY("RightSizeHigh", "t", property_get_rightsize, 0, 0),
         SD_BUS_PROPERTY("RightSizeReclaimed", "t", property_get_rightsize, 0, 0),
         SD_BUS_PROPERTY("RightSizePressure", "u", property_get_rightsize, 0, 0),
+        SD_BUS_PROPERTY("PressureSomeTotalUSec", "t", bus_tenant_property_get_pressure, 0, 0),
+        SD_BUS_PROPERTY("PressureSomeAvg10", "u", bus_tenant_property_get_pressure, 0, 0),
+        SD_BUS_PROPERTY("PressureSomeAvg60", "u", bus_tenant_property_get_pressure, 0, 0),
+        SD_BUS_PROPERTY("PressureSomeAvg300", "u", bus_tenant_property_get_pressure, 0, 0),
+        SD_BUS_PROPERTY("PressureFullTotalUSec", "t", bus_tenant_property_get_pressure, 0, 0),
+        SD_BUS_PROPERTY("PressureFullAvg10", "u", bus_tenant_property_get_pressure, 0, 0),
+        SD_BUS_PROPERTY("PressureFullAvg60", "u", bus_tenant_property_get_pressure, 0, 0),
+        SD_BUS_PROPERTY("PressureFullAvg300", "u", bus_tenant_property_get_pressure, 0, 0),
         SD_BUS_METHOD_WITH_ARGS("GetStat", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(st)", stat), method_get_stat,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetStatText", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", text), method_get_stat_text,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetEvents", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(st)", events), method_get_events,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetPressure", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sdddt)", pressure),
+                                method_get_pressure, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetPressureText", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", text),
+                                method_get_pressure_text, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("SetLimits", SD_BUS_ARGS("a{sv}", limits, "b", runtime), SD_BUS_NO_RESULT,
                                 method_set_limits, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("RevertLimits", SD_BUS_ARGS("as", keys, "b", runtime), SD_BUS_NO_RESULT,

@@ -99,6 +99,8 @@ static void bus_lost(struct manager *m, int r) {
         log_error("lost the connection to %s (%s); clients are still served, reconnecting",
                   bus_kind_name(m), strerror(-r));
         bus_unhook(s);
+        /* Their owners' names went with the connection. */
+        bus_pressure_triggers_free(m);
         sd_bus_close(s->bus);
         s->retry_usec = BUS_RECONNECT_MIN_USEC;
         s->retries = 0;
@@ -423,6 +425,7 @@ void bus_free(struct manager *m) {
                 return;
         s = m->bus;
         bus_unhook(s);
+        bus_pressure_triggers_free(m);
         if (s->retry)
                 event_free(s->retry);
         if (s->bus)

@@ -26,7 +26,22 @@
 
 /* ---- Charge ---- */
 
-static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t need, uint32_t flags);
+static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t need, uint32_t flags, bool waiting);
+
+/*
+ * memory.pressure: the client is stalled while the daemon holds a Charge
+ * an application thread waits for -- parked (reclaim at a max, the high
+ * throttle) or queued behind the parked one.  psi_task_change() on the
+ * transitions only: a Charge answered at once never touches the groups.
+ */
+static void conn_psi_update(struct conn *c) {
+        bool stalled = c->psi_member && ((c->charge_parked && c->parked_waiting) || c->nqueued_waiting > 0);
+
+        if (stalled == c->psi_stalled)
+                return;
+        c->psi_stalled = stalled;
+        tenant_pressure_change(c->tenant, 0, stalled ? 1 : -1);
+}
 
 /* Grant @n charged pages: pick them in the arena, record them, reply. */
 static void conn_grant(struct conn *c, uint32_t seq, uint32_t n, uint64_t throttle_usec) {
@@ -90,6 +105,8 @@ static void conn_park(struct conn *c, uint32_t seq, uint32_t n, bool charged) {
         c->parked_seq = seq;
         c->parked_pages = n;
         c->parked_throttle_usec = 0;
+        c->parked_waiting = c->charge_waiting;
+        conn_psi_update(c);
 }
 
 /* The parked charge is done: run the Charges that queued up behind it. */
@@ -101,8 +118,11 @@ static void conn_charge_next(struct conn *c) {
 
                 c->queued_head = (c->queued_head + 1) % c->queued_alloc;
                 c->nqueued--;
-                conn_charge_start(c, q.seq, q.pages, q.need, q.flags);
+                if (q.waiting)
+                        c->nqueued_waiting--;
+                conn_charge_start(c, q.seq, q.pages, q.need, q.flags, q.waiting);
         }
+        conn_psi_update(c);
         /* Last: this may end the connection (and free @c). */
         if (c->reading_paused && c->nqueued < CONN_QUEUED_CHARGES_MAX && c->state == CONN_READY) {
                 c->reading_paused = false;
@@ -132,9 +152,10 @@ static void conn_charge_charged(struct conn *c, uint32_t seq, uint32_t n, const 
         conn_grant(c, seq, n, 0);
 }
 
-static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t need, uint32_t flags) {
+static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t need, uint32_t flags, bool waiting) {
         struct tenant_charge res;
 
+        c->charge_waiting = waiting;
         conn_daemon_stat(c, MB_STAT_CHARGE_REQUESTS, 1);
         if (!tenant_try_charge(c->tenant, n, need, 0, &res)) {
                 /* `max` counted; the reclaimer drains the stocks of the
@@ -154,6 +175,7 @@ static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t
 void conn_charge(struct conn *c, const Mb__Charge *charge) {
         uint32_t n = charge->pages, need = charge->has_need ? charge->need : n;
         uint32_t flags = charge->has_flags ? charge->flags : 0;
+        bool waiting = charge->has_waiting && charge->waiting;
 
         if (n < 1 || n > MB_CHARGE_MAX_PAGES)
                 return conn_fail(c, true, charge->seq, EINVAL, "charge of %u pages is outside 1..%u", n,
@@ -179,12 +201,17 @@ void conn_charge(struct conn *c, const Mb__Charge *charge) {
                         c->queued_alloc = a;
                         c->queued_head = 0;
                 }
-                c->queued[(c->queued_head + c->nqueued) % c->queued_alloc] =
-                        (struct conn_queued_charge) { .seq = charge->seq, .pages = n, .need = need, .flags = flags };
+                c->queued[(c->queued_head + c->nqueued) % c->queued_alloc] = (struct conn_queued_charge) {
+                        .seq = charge->seq, .pages = n, .need = need, .flags = flags, .waiting = waiting
+                };
                 c->nqueued++;
+                if (waiting) {
+                        c->nqueued_waiting++;
+                        conn_psi_update(c);
+                }
                 return;
         }
-        conn_charge_start(c, charge->seq, n, need, flags);
+        conn_charge_start(c, charge->seq, n, need, flags, waiting);
 }
 
 /* ---- the reclaimer's side (reclaim.h) ---- */
@@ -215,6 +242,7 @@ void conn_charge_resume(struct conn *c, uint32_t seq, uint32_t pages, int error,
         /* The reclaimer charged; the high half of the decision is ours. */
         res = (struct tenant_charge) {};
         tenant_charge_check_high(c->tenant, &res);
+        c->charge_waiting = c->parked_waiting; /* the same Charge, parked again over a high */
         conn_charge_charged(c, seq, pages, &res);
         if (!c->charge_parked)
                 conn_charge_next(c);

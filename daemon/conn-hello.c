@@ -369,6 +369,9 @@ void conn_hello(struct conn *c, const Mb__Hello *hello) {
         }
 
         c->state = CONN_READY;
+        /* A member of the tenant's memory.pressure from now on. */
+        c->psi_member = true;
+        tenant_pressure_change(t, 1, 0);
         evtimer_del(c->deadline); /* the pidfd stays: the session ends with its process */
         session_note_uid(ts, c->peer.uid);
         log_info("client %" PRIu64 " (%s, pid %d, uid %u) attached to tenant %s", c->client_id, c->name,

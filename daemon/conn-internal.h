@@ -87,8 +87,19 @@ struct conn {
         struct event *throttle_timer;
         struct conn_queued_charge {
                 uint32_t seq, pages, need, flags;
+                bool waiting;
         } *queued;
         size_t nqueued, queued_head, queued_alloc;
+
+        /* memory.pressure (tenant_pressure_change()): the client is a
+         * member of its tenant's pressure group while READY, and stalled
+         * while a Charge an application thread waits for (Charge.waiting)
+         * is parked here or queued behind the parked one. */
+        bool psi_member;
+        bool psi_stalled;
+        bool charge_waiting;  /* the Charge being decided */
+        bool parked_waiting;  /* the parked Charge */
+        size_t nqueued_waiting;
 
         struct conn *prev, *next;
 };

@@ -414,6 +414,8 @@ void conn_free(struct conn *c) {
                         MB_LOCK_GUARD(&b->stats_lock);
                         rstat_source_detach(&b->tree->rstat, &t->rstat, c->stats_src, true);
                 }
+                if (c->psi_member)
+                        tenant_pressure_change(t, -1, c->psi_stalled ? -1 : 0);
                 log_info("client %" PRIu64 " (%s) detached from tenant %s, %" PRIu64 " pages returned", c->client_id,
                          c->name, t->path, released);
                 /* Last: from here on the tenant may be removed. */

@@ -35,6 +35,7 @@ MEMBROKERD_BUS_SRCS = \
 	%reldir%/bus.c %reldir%/bus.h %reldir%/bus-internal.h \
 	%reldir%/bus-manager.c \
 	%reldir%/bus-tenant.c \
+	%reldir%/bus-pressure.c \
 	%reldir%/bus-dump.c \
 	%reldir%/bus-stat.c
 

@@ -29,6 +29,8 @@ PRESSURE_TESTS = \
 	%reldir%/test-journal-fields.sh \
 	%reldir%/test-pressure-high.sh \
 	%reldir%/test-pressure-high-progress.sh \
+	%reldir%/test-pressure-stall.sh \
+	%reldir%/test-pressure-trigger.sh \
 	%reldir%/test-pressure-protection.sh \
 	%reldir%/test-pressure-low-events.sh \
 	%reldir%/test-pressure-proactive.sh \

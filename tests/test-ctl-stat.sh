@@ -20,9 +20,16 @@ set -- $(printf '%s\n' "$out" | grep '^pages ')
 assert_eq "pages 2.0M" "$*" "pages line (human)"
 set -- $(printf '%s\n' "$out" | grep '^pgalloc ')
 assert_eq "pgalloc 512" "$*" "pgalloc line (a count)"
-assert_eq "$(stat_text app/a | cut -d' ' -f1)" "$(printf '%s\n' "$out" | awk '{ print $1 }')" "keys in daemon order"
+assert_eq "$(stat_text app/a | cut -d' ' -f1)" "$(printf '%s\n' "$out" | awk '$1 != "pressure" { print $1 }')" \
+        "keys in daemon order"
+# Then memory.pressure, the kernel's two lines.
+assert_eq "some full" "$(printf '%s\n' "$out" | awk '$1 == "pressure" { printf "%s%s", sep, $2; sep = " " }')" \
+        "pressure lines after the stat"
+printf '%s\n' "$out" | grep -Eq '^pressure some avg10=[0-9]+\.[0-9]{2} avg60=[0-9]+\.[0-9]{2} avg300=[0-9]+\.[0-9]{2} total=[0-9]+$' ||
+        fail "the pressure line is not in the kernel's layout"
 
-assert_eq "$(stat_text app/a)" "$(mb_ctl --bytes stat app/a)" "stat --bytes = GetStatText"
+assert_eq "$(stat_text app/a)" "$(mb_ctl --bytes stat app/a | grep -v '^pressure ')" "stat --bytes = GetStatText"
+
 
 multi=$(mb_ctl stat app/a /app/b/)
 printf '%s\n' "$multi" | grep -qx "app/a:" || fail "no app/a header"

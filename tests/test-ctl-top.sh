@@ -21,7 +21,7 @@ out=$(mb_ctl top -n 2 -d 0.5)
 printf '%s\n' "$out"
 case "$out" in *$'\033'*) fail "escape sequences although stdout is not a terminal" ;; esac
 assert_eq 2 "$(printf '%s\n' "$out" | grep -c '^TENANT ')" "number of refreshes"
-order=$(printf '%s\n' "$out" | awk '/^TENANT / { n++; next } n == 2 && NF == 9 { print $1 }')
+order=$(printf '%s\n' "$out" | awk '/^TENANT / { n++; next } n == 2 && NF == 10 { print $1 }')
 assert_eq "$(printf '%s\n' / app app/b app/a app/c)" "$order" "tenants by usage"
 set -- $(printf '%s\n' "$out" | awk '/^TENANT / { n++ } n == 1' | grep '^app/b ')
 assert_eq "- -" "$8 $9" "no rates at the first refresh"

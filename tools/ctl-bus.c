@@ -281,6 +281,14 @@ static const struct prop_map tenant_props[] = {
         { "EffectiveMemoryLow", 't', offsetof(struct ctl_tenant, elow) },
         { "ChargeBatch", 'u', offsetof(struct ctl_tenant, charge_batch) },
         { "NClients", 'u', offsetof(struct ctl_tenant, nclients) },
+        { "PressureSomeTotalUSec", 't', offsetof(struct ctl_tenant, pressure_total[0]) },
+        { "PressureSomeAvg10", 'u', offsetof(struct ctl_tenant, pressure_avg[0][0]) },
+        { "PressureSomeAvg60", 'u', offsetof(struct ctl_tenant, pressure_avg[0][1]) },
+        { "PressureSomeAvg300", 'u', offsetof(struct ctl_tenant, pressure_avg[0][2]) },
+        { "PressureFullTotalUSec", 't', offsetof(struct ctl_tenant, pressure_total[1]) },
+        { "PressureFullAvg10", 'u', offsetof(struct ctl_tenant, pressure_avg[1][0]) },
+        { "PressureFullAvg60", 'u', offsetof(struct ctl_tenant, pressure_avg[1][1]) },
+        { "PressureFullAvg300", 'u', offsetof(struct ctl_tenant, pressure_avg[1][2]) },
 };
 
 void ctl_tenant_set_done(struct ctl_tenant_set *s) {

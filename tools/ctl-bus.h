@@ -47,6 +47,11 @@ struct ctl_tenant {
         char *path;
         uint64_t current, peak, max, high, low, min, emin, elow;
         uint32_t charge_batch, nclients;
+        /* memory.pressure ([0] some, [1] full): totals in microseconds,
+         * avg10/avg60/avg300 in hundredths of a percent; all 0 from a
+         * daemon without the Pressure* properties. */
+        uint64_t pressure_total[2];
+        uint32_t pressure_avg[2][3];
         struct ctl_kvlist stat;
         struct ctl_kvlist events;
         /* tree drawing */

@@ -221,6 +221,21 @@ void ctl_metrics_write(FILE *f, enum ctl_metrics_format format, const struct ctl
         for (size_t i = 0; i < nsel; i++)
                 om_sample_u64(f, "membroker_clients", s->t[sel[i]].path, NULL, NULL, s->t[sel[i]].nclients, false);
 
+        /* memory.pressure totals, as node_exporter names the host's PSI
+         * (node_pressure_memory_waiting/stalled_seconds_total). */
+        for (int k = 0; k < 2; k++) {
+                const char *name = k ? "membroker_pressure_memory_stalled_seconds_total"
+                                     : "membroker_pressure_memory_waiting_seconds_total";
+
+                om_header(f, format, name, "counter", "seconds",
+                          k ? "memory.pressure full: time all clients of the tenant's subtree were stalled on memory."
+                            : "memory.pressure some: time at least one client of the tenant's subtree was stalled "
+                              "on memory.");
+                for (size_t i = 0; i < nsel; i++)
+                        om_sample(f, name, s->t[sel[i]].path, NULL, NULL, s->t[sel[i]].pressure_total[k],
+                                  OM_VALUE_USEC);
+        }
+
         /* memory.stat: the key set of the first tenant (all share it). */
         for (size_t i = 0; i < nsel && !keys; i++)
                 if (s->t[sel[i]].stat.n > 0)

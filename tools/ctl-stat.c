@@ -36,6 +36,17 @@ static void json_kv_object(FILE *f, const struct ctl_kvlist *l) {
         fputc('}', f);
 }
 
+/* memory.pressure of @t in the kernel's layout, after the stat lines. */
+static void print_pressure(const struct ctl_tenant *t, const char *indent) {
+        for (int k = 0; k < 2; k++) {
+                const uint32_t *a = t->pressure_avg[k];
+
+                printf("%spressure %s avg10=%u.%02u avg60=%u.%02u avg300=%u.%02u total=%" PRIu64 "\n", indent,
+                       k ? "full" : "some", a[0] / 100, a[0] % 100, a[1] / 100, a[1] % 100, a[2] / 100, a[2] % 100,
+                       t->pressure_total[k]);
+        }
+}
+
 int ctl_stat_show(sd_bus *bus, int argc, char **argv) {
         _cleanup_(ctl_tenant_set_done) struct ctl_tenant_set s = {};
         _cleanup_(freep) size_t *sel = NULL;
@@ -62,7 +73,7 @@ int ctl_stat_show(sd_bus *bus, int argc, char **argv) {
                 if (!s.t)
                         return -ENOMEM;
                 for (int a = 1; a < argc; a++) {
-                        r = ctl_bus_get_one_tenant(bus, argv[a], ctl_format_is_metrics(), &s.t[s.n]);
+                        r = ctl_bus_get_one_tenant(bus, argv[a], ctl_arg.format != CTL_FORMAT_JSON, &s.t[s.n]);
                         if (r < 0)
                                 return r;
                         s.n++;
@@ -122,6 +133,7 @@ int ctl_stat_show(sd_bus *bus, int argc, char **argv) {
                                 printf("%s%-*s %10s\n", nsel > 1 ? "  " : "", (int) kw, t->stat.v[k].key,
                                        stat_value_str(b, t->stat.v[k].key, t->stat.v[k].value));
                 }
+                print_pressure(t, nsel > 1 ? "  " : "");
         }
         return 0;
 }

@@ -309,8 +309,10 @@ static int top_iteration(sd_bus *bus, struct top_prev *prev, bool tty, unsigned 
                         printf(",\"MemoryCurrent\":%" PRIu64 ",\"MemoryPeak\":%" PRIu64 ",\"MemoryMax\":",
                                s.t[i].current, s.t[i].peak);
                         ctl_json_limit(stdout, s.t[i].max);
-                        printf(",\"NClients\":%" PRIu32 ",\"Pages\":%" PRIu64 ",\"Stock\":%" PRIu64,
-                               s.t[i].nclients, stat_get(&s.t[i], "pages"), stat_get(&s.t[i], "stock"));
+                        printf(",\"NClients\":%" PRIu32 ",\"Pages\":%" PRIu64 ",\"Stock\":%" PRIu64
+                               ",\"PressureSomeAvg10\":%.2f,\"PressureFullAvg10\":%.2f",
+                               s.t[i].nclients, stat_get(&s.t[i], "pages"), stat_get(&s.t[i], "stock"),
+                               s.t[i].pressure_avg[0][0] / 100.0, s.t[i].pressure_avg[1][0] / 100.0);
                         if (old && dt > 0)
                                 printf(",\"PgallocPerSec\":%.1f,\"PgfreePerSec\":%.1f",
                                        (double) (stat_get(&s.t[i], "pgalloc") - old->pgalloc) / dt,
@@ -329,8 +331,8 @@ static int top_iteration(sd_bus *bus, struct top_prev *prev, bool tty, unsigned 
                                "   Stat flushes %" PRIu64 "\n\n",
                                ctl_size_str(b[0], mi.capacity), ctl_size_str(b[1], mi.current), pct, mi.ntenants,
                                mi.nclients, mi.flushes);
-                        printf("%-*s %7s %10s %10s %10s %10s %10s %10s %10s\n", (int) width, "TENANT", "CLIENTS",
-                               "CURRENT", "PEAK", "MAX", "PAGES", "STOCK", "ALLOC/s", "FREE/s");
+                        printf("%-*s %7s %10s %10s %10s %10s %10s %10s %10s %7s\n", (int) width, "TENANT",
+                               "CLIENTS", "CURRENT", "PEAK", "MAX", "PAGES", "STOCK", "ALLOC/s", "FREE/s", "PSI10");
                 }
                 shown = s.n;
                 if (tty && rows > 4 && shown > rows - 4)
@@ -347,10 +349,12 @@ static int top_iteration(sd_bus *bus, struct top_prev *prev, bool tty, unsigned 
                                 strcpy(b[6], "-");
                                 strcpy(b[7], "-");
                         }
-                        printf("%-*s %7" PRIu32 " %10s %10s %10s %10s %10s %10s %10s\n", (int) width, t->path,
-                               t->nclients, ctl_size_str(b[0], t->current), ctl_size_str(b[1], t->peak),
+                        /* PSI10: memory.pressure's "some" avg10, in percent. */
+                        printf("%-*s %7" PRIu32 " %10s %10s %10s %10s %10s %10s %10s %4u.%02u\n", (int) width,
+                               t->path, t->nclients, ctl_size_str(b[0], t->current), ctl_size_str(b[1], t->peak),
                                ctl_size_str(b[2], t->max), ctl_size_str(b[3], stat_get(t, "pages")),
-                               ctl_size_str(b[4], stat_get(t, "stock")), b[6], b[7]);
+                               ctl_size_str(b[4], stat_get(t, "stock")), b[6], b[7], t->pressure_avg[0][0] / 100,
+                               t->pressure_avg[0][0] % 100);
                 }
         }
         fflush(stdout);

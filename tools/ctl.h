@@ -75,6 +75,7 @@ int ctl_view_tree(sd_bus *bus, int argc, char **argv);
 int ctl_view_top(sd_bus *bus, int argc, char **argv);
 int ctl_stat_show(sd_bus *bus, int argc, char **argv);
 int ctl_stat_events(sd_bus *bus, int argc, char **argv);
+int ctl_pressure_show(sd_bus *bus, int argc, char **argv);
 int ctl_write_set(sd_bus *bus, int argc, char **argv);
 int ctl_write_revert(sd_bus *bus, int argc, char **argv);
 int ctl_write_create(sd_bus *bus, int argc, char **argv);

@@ -6,6 +6,7 @@ tools_membrokerctl_SOURCES = \
 	%reldir%/ctl-bus.c %reldir%/ctl-bus.h \
 	%reldir%/ctl-view.c \
 	%reldir%/ctl-stat.c \
+	%reldir%/ctl-pressure.c \
 	%reldir%/ctl-openmetrics.c %reldir%/ctl-openmetrics.h \
 	%reldir%/ctl-write.c \
 	%reldir%/ctl-rightsize.c \

@@ -85,6 +85,14 @@ static const struct verb verbs[] = {
           "tenant (oom_group_kill);\n"
           "SUBTREE counts the tenant and its descendants, LOCAL the tenant alone.\n"
           "Options: --json." },
+        { "pressure", 2, 3, ctl_pressure_show, "pressure PATH [TRIGGER]",
+          "Show memory.pressure of a tenant, or wait for its trigger",
+          "Show PATH's memory.pressure in the kernel's layout: \"some\" and \"full\" lines with\n"
+          "avg10, avg60, avg300 (percent of time stalled) and total (microseconds).\n"
+          "With TRIGGER (\"some|full THRESHOLD_USEC WINDOW_USEC\", the kernel's PSI trigger, a\n"
+          "window of 500000..10000000), print a line each time the stall within the window\n"
+          "reaches the threshold (at most once per window), until interrupted or, with -n N,\n"
+          "after N events." },
         { "set", 3, -1, ctl_write_set, "set PATH Key=Value...",
           "Change limits (MemoryMax=1G ...)",
           "Change limits of PATH at once: MemoryMax=, MemoryHigh=, MemoryLow=, MemoryMin= take bytes\n"
@@ -168,7 +176,7 @@ static void help_main(void) {
         help_common();
         printf("\nVerb options:\n"
                "     --runtime         set: the change lasts until the daemon stops (not persisted)\n"
-               "  -n --iterations=N   top: refresh N times, then exit\n"
+               "  -n --iterations=N   top: refresh N times, then exit; pressure: stop after N events\n"
                "  -d --delay=SEC      top: seconds between refreshes\n");
         printf("\nSizes are shown in powers of 1024 (K, M, G, T); 'max' means no limit.\n"
                "Exit status: 0 on success, 1 when the daemon refused or failed, 2 on a usage error.\n"
