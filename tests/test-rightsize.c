@@ -208,25 +208,32 @@ START_TEST(test_backoff) {
         in.avg_ppm = 1500;
         ck_assert_uint_eq(rightsize_tick(&rs, &in), 0);
         ck_assert_int_eq(rs.state, RIGHTSIZE_STATE_BACKOFF);
-        /* The limit went up twice: from the usage (above the limit the
-         * steps had lowered to 75000) by 10% of the usage (twice the
-         * target or more), then by 5% (1.5 times the target). */
-        ck_assert_uint_eq(rs.high_pages, 115000);
+        /* The limit went up to the usage (above the limit the steps had
+         * lowered to 75000) plus 10% of it (twice the target or more);
+         * then 5% (1.5 times the target) above the usage is below it. */
+        ck_assert_uint_eq(rs.high_pages, 110000);
         /* Back at the target: probing again from the smallest step (with
          * the error factor at 0 that is one page), from the limit, and the
          * estimate is the usage it grew back to. */
         in.now_usec += SEC_USEC;
         in.avg_ppm = 1000;
         in.usage_pages = 120000;
-        ck_assert_uint_eq(rightsize_tick(&rs, &in), 120000 - 114999);
+        ck_assert_uint_eq(rightsize_tick(&rs, &in), 120000 - 109999);
         ck_assert_uint_eq(rs.step_pages, 1);
-        ck_assert_uint_eq(rs.high_pages, 114999);
+        ck_assert_uint_eq(rs.high_pages, 109999);
         ck_assert_int_eq(rs.state, RIGHTSIZE_STATE_PROBING);
         ck_assert_uint_eq(rs.wse_pages, 120000);
         in.now_usec += SEC_USEC;
         in.avg_ppm = 0;
-        in.usage_pages = 114999;
-        ck_assert_uint_eq(rightsize_tick(&rs, &in), 114999 * 2 * RIGHTSIZE_STEP_MIN_PPM / RIGHTSIZE_PPM_MAX);
+        in.usage_pages = 109999;
+        ck_assert_uint_eq(rightsize_tick(&rs, &in), 109999 * 2 * RIGHTSIZE_STEP_MIN_PPM / RIGHTSIZE_PPM_MAX);
+        /* Backing off while the usage presses on the limit: 10% more room
+         * every interval. */
+        in.now_usec += SEC_USEC;
+        in.avg_ppm = 3000;
+        in.usage_pages = rs.high_pages;
+        (void) rightsize_tick(&rs, &in);
+        ck_assert_uint_eq(rs.high_pages, in.usage_pages + in.usage_pages / 10);
 }
 END_TEST
 

@@ -196,12 +196,14 @@ uint64_t rightsize_tick(struct rightsize *rs, const struct rightsize_input *in) 
                 /* senpai's back-off: stop shrinking, raise the limit in
                  * proportion to the excess pressure, let it grow. */
                 if (rs->high_pages != RIGHTSIZE_HIGH_NONE) {
-                        uint64_t over = MB_MIN((uint64_t) p - target, target), base, up;
+                        uint64_t over = MB_MIN((uint64_t) p - target, target), up;
 
-                        base = MB_MAX(rs->high_pages, in->usage_pages);
+                        /* Room to grow by up to RIGHTSIZE_STEP_MAX_PPM of the
+                         * usage above the usage: a tenant that presses on
+                         * the limit gets that much more every interval. */
                         up = (uint64_t) ((unsigned __int128) in->usage_pages * RIGHTSIZE_STEP_MAX_PPM * over /
                                          ((uint64_t) RIGHTSIZE_PPM_MAX * target));
-                        rs->high_pages = base + MB_MAX(up, (uint64_t) 1);
+                        rs->high_pages = MB_MAX(rs->high_pages, in->usage_pages + MB_MAX(up, (uint64_t) 1));
                 }
                 rs->state = RIGHTSIZE_STATE_BACKOFF;
                 rs->was_above = true;

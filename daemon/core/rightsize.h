@@ -32,10 +32,11 @@
  *    senpai's ((target - p) / target)^2 so that the steps get small as the
  *    pressure nears the target, at least one page, never below the floor,
  *    and reclaim what is above it;
- *  - above the target ("backoff"): no reclaim, the limit goes up by up to
- *    RIGHTSIZE_STEP_MAX_PPM of the usage (in proportion to how far above
- *    the target the pressure is, as senpai's max_backoff), and the step
- *    starts small again;
+ *  - above the target ("backoff"): no reclaim, the limit goes up to at
+ *    least the usage plus up to RIGHTSIZE_STEP_MAX_PPM of it (in proportion
+ *    to how far above the target the pressure is, as senpai's
+ *    max_backoff), so that a tenant pressing on it grows by that much
+ *    every interval, and the step starts small again;
  *  - the working set estimate is the lowest usage reached with the
  *    pressure below the target, reset to the usage at which the pressure
  *    came back to the target after a back-off (what the tenant grew back to
