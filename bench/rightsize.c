@@ -35,6 +35,7 @@ struct sample {
         uint64_t current, high, wse;
         uint32_t avg10;       /* hundredths of a percent */
         uint32_t interval_ppm;
+        uint64_t stall_usec;  /* PressureSomeTotalUSec, UINT64_MAX without */
         char state[16];
 };
 
@@ -60,6 +61,8 @@ static int take(sd_bus *bus, const char *obj, double t, struct sample *s) {
                 r = get_u32(bus, obj, "RightSizePressure", &s->interval_ppm);
         if (r >= 0 && get_u32(bus, obj, "PressureSomeAvg10", &s->avg10) < 0)
                 s->avg10 = UINT32_MAX; /* a daemon without memory.pressure on the bus */
+        if (r >= 0 && get_u64(bus, obj, "PressureSomeTotalUSec", &s->stall_usec) < 0)
+                s->stall_usec = UINT64_MAX;
         if (r >= 0)
                 r = sd_bus_get_property_string(bus, "org.membroker1", obj, "org.membroker1.Tenant", "RightSizeState",
                                                NULL, &state);
@@ -86,6 +89,7 @@ int main(int argc, char **argv) {
         uint64_t hot, cold, t0;
         unsigned seconds, n = 0;
         double within2 = -1, pressure_sum = 0;
+        const struct sample *conv = NULL;
         unsigned pressure_n = 0, below = 0;
         int r;
 
@@ -151,8 +155,10 @@ int main(int argc, char **argv) {
                         break;
                 }
                 n++;
-                if (within2 < 0 && s->current <= 2 * hot)
+                if (within2 < 0 && s->current <= 2 * hot) {
                         within2 = s->t_sec;
+                        conv = s;
+                }
                 if (within2 >= 0) {
                         pressure_sum += s->interval_ppm / 10000.0;
                         pressure_n++;
@@ -174,11 +180,18 @@ int main(int argc, char **argv) {
         if (n > 0) {
                 const struct sample *last = &v[n - 1];
 
-                if (within2 >= 0)
-                        bench_note("Within 2x of the hot set after %.0f s; from then on the loop's pressure averaged "
-                                   "%.3f%% and the usage was below the hot set in %u of %u "
-                                   "samples.",
-                                   within2, pressure_n ? pressure_sum / pressure_n : 0.0, below, pressure_n);
+                if (within2 >= 0) {
+                        char stall[96] = "";
+
+                        if (conv->stall_usec != UINT64_MAX && last->stall_usec != UINT64_MAX &&
+                            last->t_sec > conv->t_sec)
+                                snprintf(stall, sizeof(stall), ", a client was stalled %.3f%% of the time (some total)",
+                                         (double) (last->stall_usec - conv->stall_usec) / 1e4 /
+                                                 (last->t_sec - conv->t_sec));
+                        bench_note("Within 2x of the hot set after %.0f s; from then on%s, the loop's pressure "
+                                   "averaged %.3f%% and the usage was below the hot set in %u of %u samples.",
+                                   within2, stall, pressure_n ? pressure_sum / pressure_n : 0.0, below, pressure_n);
+                }
                 else
                         bench_note("Not within 2x of the hot set within %u s.", seconds);
                 bench_note("At the end: usage %.2f MiB = %.2fx the hot set, working set estimate %.2f MiB "
