@@ -136,7 +136,7 @@ int main(int argc, char **argv) {
         bench_note_round_trip();
         printf("\n| t (s) | usage (MiB) | limit (MiB) | working set est. (MiB) | state | some avg10 (%%) | "
                "loop's pressure (%%) |\n");
-        printf("| ---: | ---: | ---: | ---: | --- | ---: | ---: |\n");
+        printf("| --- | ---: | ---: | ---: | --- | ---: | ---: |\n");
 
         t0 = bench_now_ns();
         for (unsigned i = 0; i <= seconds; i++) {

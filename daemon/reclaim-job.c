@@ -50,12 +50,14 @@ static void round_finish(struct reclaim_job *j);
 /* ---- planning a round (daemon/core/reclaim_plan.h) ---- */
 
 /* Whether @rc can be asked in this round: it holds pages and it is not
- * stalled on a request it let time out (rc->outstanding: main thread). */
+ * stalled on a request it let time out (rc->outstanding: main thread),
+ * which counts in @j's unanswered (@j is NULL for a drain plan). */
 static bool plan_client_usable(struct reclaim_job *j, const struct reclaim_client *rc) {
         if (atomic_load_explicit(&rc->held, memory_order_relaxed) == 0 || atomic_load(&rc->gone))
                 return false;
         if (rc->outstanding && rc->outstanding->timed_out) {
-                j->unanswered++; /* still silent: skipped */
+                if (j)
+                        j->unanswered++; /* still silent: skipped (a drain plan has no job) */
                 return false;
         }
         return true;
