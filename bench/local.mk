@@ -61,6 +61,14 @@ noinst_PROGRAMS += bench/bench-slab
 bench_bench_slab_SOURCES = %reldir%/slab-bench.c
 bench_bench_slab_LDADD = bench/libbench.la client/libmembroker.la
 
+# Table 15: SQLite on the broker page cache (libmembroker-sqlite) against
+# SQLite's own page cache.
+noinst_PROGRAMS += bench/bench-sqlite
+bench_bench_sqlite_SOURCES = %reldir%/sqlite-bench.c
+bench_bench_sqlite_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sqlite
+bench_bench_sqlite_CFLAGS = $(AM_CFLAGS) $(SQLITE3_CFLAGS)
+bench_bench_sqlite_LDADD = bench/libbench.la sqlite/libmembroker-sqlite.la client/libmembroker.la $(SQLITE3_LIBS)
+
 # Table 10: scale (starts membrokerd itself; 1,000 clients, 10,000 tenants).
 # Table 11 (start-up and Reload() of 10,000 and 30,000 tenant files) is
 # bench/mb-bench.sh alone: it times the real daemon and busctl.
@@ -107,6 +115,8 @@ bench-latency: all
 	$(BENCH_RUN) --output bench/results/latency.md latency
 bench-rightsize: all tests/rightsize-client
 	$(BENCH_RUN) --output bench/results/rightsize.md rightsize
+bench-sqlite: all
+	$(BENCH_RUN) --output bench/results/sqlite.md sqlite
 clean-local: clean-bench-results
 clean-bench-results:
 	-rm -rf bench/results
@@ -115,4 +125,4 @@ bench-flood: all tests/wire-client
 	$(BENCH_RUN) --output bench/results/flood.md flood
 .PHONY: clean-bench-results bench bench-hotpath bench-charge bench-depth bench-counters bench-nolimits \
 	bench-stats bench-dbus bench-overhead bench-slab bench-scale bench-reload bench-flood bench-latency \
-	bench-rightsize
+	bench-rightsize bench-sqlite

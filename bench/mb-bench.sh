@@ -3,7 +3,8 @@
 # bench/mb-bench.sh - run the benchmark tables (BENCHMARKS.md).
 #
 #   mb-bench.sh [--output FILE] TABLE...     TABLE: all, hotpath, charge,
-#       depth, counters, nolimits, stats, dbus, overhead, slab, scale, reload, latency, rightsize, and
+#       depth, counters, nolimits, stats, dbus, overhead, slab, scale, reload, latency, sqlite,
+#       rightsize, and
 #       flood (not part of all: it needs root and tests/wire-client)
 #
 # Tables go to stdout (Markdown) and, with --output, to FILE as well;
@@ -25,7 +26,7 @@ if [ "${1:-}" = --output ]; then
 fi
 [ $# -gt 0 ] || set -- all
 
-ALL_TABLES=(hotpath charge depth counters nolimits stats dbus overhead slab scale reload latency rightsize)
+ALL_TABLES=(hotpath charge depth counters nolimits stats dbus overhead slab scale reload latency sqlite rightsize)
 STATUS=0
 
 # missing WHAT: print a table stub saying why it could not run
@@ -414,6 +415,22 @@ t_slab() {
         mb_tenant "$conf" slab "Path=slab"
         mb_start_daemon "$conf" || { missing "Table 9: slab caches" "membrokerd did not start"; return 1; }
         "$BENCH_BIN/bench-slab" "$MB_SOCK" slab
+        local rc=$?
+        mb_stop_daemon
+        return $rc
+}
+
+# ---- table 15 ----
+t_sqlite() {
+        local title="Table 15: SQLite page cache on broker pages"
+        need_daemon || { missing "$title" "membrokerd not built"; return; }
+        [ -x "$BENCH_BIN/bench-sqlite" ] || { missing "$title" "bench-sqlite not built"; return; }
+        local conf=$MB_TMP/sqlite
+        mb_config "$conf" 4G
+        mb_tenant "$conf" sqlite "Path=sqlite"
+        mkdir -p "$MB_TMP/sqlite-db"
+        mb_start_daemon "$conf" || { missing "$title" "membrokerd did not start"; return 1; }
+        "$BENCH_BIN/bench-sqlite" "$MB_SOCK" sqlite "$MB_TMP/sqlite-db"
         local rc=$?
         mb_stop_daemon
         return $rc

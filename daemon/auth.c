@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "delegate.h"
 #include "guard.h"
 #include "macros.h"
 
@@ -251,6 +252,41 @@ static void group_name(gid_t gid, char *buf, size_t size) {
                 snprintf(buf, size, "%u", (unsigned) gid);
 }
 
+/* The nearest strict ancestor of @t with a Delegate=, NULL when none. */
+static const struct tenant *delegating_ancestor(const struct tenant *t) {
+        for (const struct tenant *a = t->parent; a; a = a->parent)
+                if (a->delegate.n_users > 0 || a->delegate.n_groups > 0)
+                        return a;
+        return NULL;
+}
+
+/* Delegate= on a strict ancestor names the peer's uid, gid or one of its
+ * supplementary groups: those who manage the subtree may run clients in
+ * it, as the owner of a delegated cgroup may move its own processes into
+ * the cgroups below it.  1 when it does, 0 when not, or a negative errno. */
+static int admit_delegate(struct auth_peer *p, const struct tenant *t) {
+        bool groups = false;
+        int r;
+
+        if (!delegating_ancestor(t))
+                return 0;
+        for (const struct tenant *a = t->parent; a; a = a->parent)
+                groups = groups || a->delegate.n_groups > 0;
+        if (groups) {
+                r = peer_read_groups(p);
+                if (r < 0)
+                        return r;
+        }
+        for (const struct tenant *a = t->parent; a; a = a->parent) {
+                struct mb_caller c = { .uid = p->uid, .groups = p->groups, .ngroups = p->ngroups };
+                struct mb_caller primary = { .uid = p->uid, .groups = &p->gid, .ngroups = 1 };
+
+                if (mb_delegate_names(&a->delegate, &c) || mb_delegate_names(&a->delegate, &primary))
+                        return 1;
+        }
+        return 0;
+}
+
 int auth_admit(struct auth_peer *p, const struct tenant *t, char **ret_reason) {
         char reason[AUTH_REASON_MAX_BYTES], name[AUTH_NAME_MAX_BYTES];
         const char *cg = NULL;
@@ -277,6 +313,10 @@ int auth_admit(struct auth_peer *p, const struct tenant *t, char **ret_reason) {
                 }
         }
 
+        r = admit_delegate(p, t);
+        if (r != 0)
+                return r < 0 ? r : 0;
+
         if (t->cgroup) {
                 r = auth_peer_cgroup(p, &cg);
                 if (r == -ESRCH)
@@ -290,7 +330,10 @@ int auth_admit(struct auth_peer *p, const struct tenant *t, char **ret_reason) {
                t->path);
         if (!auth_tenant_has_rules(t))
                 append(reason, sizeof(reason), &pos,
-                       "it has no AllowUsers=, AllowGroups= or Cgroup=, so only root may attach");
+                       "it has no AllowUsers=, AllowGroups= or Cgroup=, so only root may attach%s%s%s",
+                       delegating_ancestor(t) ? ", and those Delegate= of " : "",
+                       delegating_ancestor(t) ? delegating_ancestor(t)->path : "",
+                       delegating_ancestor(t) ? " names" : "");
         if (t->n_allow_users > 0) {
                 append(reason, sizeof(reason), &pos, "AllowUsers=");
                 for (size_t i = 0; i < t->n_allow_users; i++) {
@@ -308,6 +351,9 @@ int auth_admit(struct auth_peer *p, const struct tenant *t, char **ret_reason) {
         if (t->cgroup)
                 append(reason, sizeof(reason), &pos, "%sCgroup=%s does not contain the client's cgroup %s",
                        t->n_allow_users || t->n_allow_groups ? "; " : "", t->cgroup, cg ? cg : "(unknown)");
+        if (auth_tenant_has_rules(t) && delegating_ancestor(t))
+                append(reason, sizeof(reason), &pos, "; Delegate= of %s does not name it",
+                       delegating_ancestor(t)->path);
 
         *ret_reason = strdup(reason);
         if (!*ret_reason)

@@ -52,8 +52,9 @@ bool auth_tenant_has_rules(const struct tenant *t);
 
 /**
  * auth_admit - may @p attach to @t?  uid 0 always; otherwise a uid in
- * AllowUsers=, the gid or a supplementary group in AllowGroups=, or a cgroup
- * under Cgroup=.  Returns 0, or -EACCES with *@ret_reason (malloc'ed) naming
+ * AllowUsers=, the gid or a supplementary group in AllowGroups=, a cgroup
+ * under Cgroup=, or a uid, gid or supplementary group that Delegate= of a
+ * strict ancestor names (daemon/core/delegate.h).  Returns 0, or -EACCES with *@ret_reason (malloc'ed) naming
  * why, or another negative errno (-ESRCH: the peer is gone).
  */
 int auth_admit(struct auth_peer *p, const struct tenant *t, char **ret_reason);

@@ -4,8 +4,9 @@
  * properties and the path-taking methods (docs/design.md).
  *
  * Reads are open to every caller.  CreateTenant, RemoveTenant,
- * SetTenantLimits, Reclaim, ResetPeak and Reload need uid 0
- * (bus_verify_root()).
+ * SetTenantLimits, RevertTenantLimits, Reclaim and ResetPeak need uid 0 or
+ * a Delegate= above the tenant naming the caller (bus_verify_tenant());
+ * Reload needs uid 0 (bus_verify_root()).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -15,6 +16,7 @@
 
 #include "bus-internal.h"
 #include "bus.h"
+#include "delegate.h"
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "unknown"
@@ -169,9 +171,6 @@ static int method_create_tenant(sd_bus_message *msg, void *userdata, sd_bus_erro
         r = sd_bus_message_read(msg, "s", &path);
         if (r < 0)
                 return r;
-        r = bus_verify_root(msg, "Creating a tenant", error);
-        if (r < 0)
-                return r;
         r = tenant_path_normalize(path, &norm);
         if (r == -ENOMEM)
                 return r;
@@ -180,6 +179,15 @@ static int method_create_tenant(sd_bus_message *msg, void *userdata, sd_bus_erro
                                          "Invalid tenant path '%s': components of [A-Za-z0-9_.-] separated "
                                          "by '/', at most %d deep",
                                          path, TENANT_MAX_DEPTH);
+        /* Creating a tenant is acting on it: its would-be parent must be
+         * a delegated tenant or below one. */
+        {
+                BUS_TREE_RDLOCK(m);
+                t = mb_delegate_anchor(m->b.tree, norm);
+        }
+        r = bus_verify_tenant(msg, m, t, false, norm, "Creating a tenant", error);
+        if (r < 0)
+                return r;
         r = bus_read_limits(msg, &limits, error);
         if (r < 0)
                 return r;
@@ -212,7 +220,7 @@ static int method_remove_tenant(sd_bus_message *msg, void *userdata, sd_bus_erro
         r = read_tenant(msg, m, &t, error);
         if (r < 0)
                 return r;
-        r = bus_verify_root(msg, "Removing a tenant", error);
+        r = bus_verify_tenant(msg, m, t, true, t->path, "Removing a tenant", error);
         if (r < 0)
                 return r;
         if (!t->parent)

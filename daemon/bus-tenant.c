@@ -309,7 +309,7 @@ int bus_tenant_method_revert_limits(sd_bus_message *msg, struct manager *m, stru
         struct mb_limits fields;
         int runtime, r;
 
-        r = bus_verify_root(msg, "Reverting tenant limits", error);
+        r = bus_verify_tenant(msg, m, t, true, t->path, "Reverting tenant limits", error);
         if (r < 0)
                 return r;
         r = read_limit_keys(msg, &fields, error);
@@ -434,7 +434,7 @@ int bus_tenant_method_set_limits(sd_bus_message *msg, struct manager *m, struct 
         struct mb_limits l;
         int runtime, r;
 
-        r = bus_verify_root(msg, "Changing tenant limits", error);
+        r = bus_verify_tenant(msg, m, t, true, t->path, "Changing tenant limits", error);
         if (r < 0)
                 return r;
         r = bus_read_limits(msg, &l, error);
@@ -518,7 +518,7 @@ int bus_tenant_method_reclaim(sd_bus_message *msg, struct manager *m, struct ten
         r = sd_bus_message_read(msg, "t", &bytes);
         if (r < 0)
                 return r;
-        r = bus_verify_root(msg, "Reclaim", error);
+        r = bus_verify_tenant(msg, m, t, true, t->path, "Reclaim", error);
         if (r < 0)
                 return r;
 
@@ -547,7 +547,7 @@ int bus_tenant_method_reclaim(sd_bus_message *msg, struct manager *m, struct ten
 int bus_tenant_method_reset_peak(sd_bus_message *msg, struct manager *m, struct tenant *t, sd_bus_error *error) {
         int r;
 
-        r = bus_verify_root(msg, "Resetting the peak", error);
+        r = bus_verify_tenant(msg, m, t, true, t->path, "Resetting the peak", error);
         if (r < 0)
                 return r;
         /* memory.peak written: the high-water mark starts over at the
@@ -677,6 +677,35 @@ static int property_get_rightsize(sd_bus *bus, const char *path, const char *int
         return sd_bus_message_append(reply, "t", st.reclaimed_bytes);
 }
 
+/* Delegate=: users as their uid ("1000"), groups as '@' and their gid
+ * ("@50"), the file's syntax with numbers only (no NSS lookup in the
+ * loop). */
+static int property_get_delegate(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        struct manager *m = userdata;
+        char word[16];
+        int r;
+
+        TENANT_OR_RETURN(t, m, path, error);
+        r = sd_bus_message_open_container(reply, 'a', "s");
+        if (r < 0)
+                return r;
+        {
+                BUS_TREE_RDLOCK(m);
+                for (size_t i = 0; r >= 0 && i < t->delegate.n_users; i++) {
+                        snprintf(word, sizeof(word), "%u", (unsigned) t->delegate.users[i]);
+                        r = sd_bus_message_append(reply, "s", word);
+                }
+                for (size_t i = 0; r >= 0 && i < t->delegate.n_groups; i++) {
+                        snprintf(word, sizeof(word), "@%u", (unsigned) t->delegate.groups[i]);
+                        r = sd_bus_message_append(reply, "s", word);
+                }
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
+}
+
 static int method_get_stat(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         TENANT_OR_RETURN(t, userdata, sd_bus_message_get_path(msg), error);
         return bus_tenant_method_get_stat(msg, userdata, t, error);
@@ -752,6 +781,7 @@ const sd_bus_vtable bus_tenant_vtable[] = {
         SD_BUS_PROPERTY("PressureFullAvg10", "u", bus_tenant_property_get_pressure, 0, 0),
         SD_BUS_PROPERTY("PressureFullAvg60", "u", bus_tenant_property_get_pressure, 0, 0),
         SD_BUS_PROPERTY("PressureFullAvg300", "u", bus_tenant_property_get_pressure, 0, 0),
+        SD_BUS_PROPERTY("Delegate", "as", property_get_delegate, 0, 0),
         SD_BUS_METHOD_WITH_ARGS("GetStat", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(st)", stat), method_get_stat,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetStatText", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", text), method_get_stat_text,

@@ -31,6 +31,7 @@
 
 #include "bus-internal.h"
 #include "bus.h"
+#include "delegate.h"
 #include "log.h"
 #include "macros.h"
 
@@ -457,6 +458,134 @@ int bus_verify_root(sd_bus_message *msg, const char *action, sd_bus_error *error
                                          "%s requires uid 0 (the caller runs as uid %u)", action,
                                          (unsigned) euid);
         return 1;
+}
+
+/* The supplementary groups the bus daemon recorded for the sender of @msg
+ * when it connected (SO_PEERGROUPS), from its GetConnectionCredentials():
+ * the UnixGroupIDs entry, which dbus-daemon 1.12 and later fill in.  sd-bus
+ * (up to systemd 252 at least) does not read that entry and would only
+ * "augment" the groups from /proc/PID, whose pid may have been recycled by
+ * then; this asks the bus itself.  Returns 1 with *@ret (malloc'ed, may be
+ * NULL for none) and *@ret_n, 0 when the bus did not report them, or a
+ * negative errno. */
+static int bus_sender_groups(sd_bus_message *msg, gid_t **ret, size_t *ret_n) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const char *sender = sd_bus_message_get_sender(msg), *key;
+        int r;
+
+        if (!sender)
+                return 0;
+        r = sd_bus_call_method(sd_bus_message_get_bus(msg), "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                               "org.freedesktop.DBus", "GetConnectionCredentials", NULL, &reply, "s", sender);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(reply, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
+                r = sd_bus_message_read(reply, "s", &key);
+                if (r < 0)
+                        return r;
+                if (strcmp(key, "UnixGroupIDs") == 0) {
+                        const uint32_t *ids;
+                        size_t bytes;
+
+                        r = sd_bus_message_enter_container(reply, 'v', "au");
+                        if (r < 0)
+                                return r;
+                        r = sd_bus_message_read_array(reply, 'u', (const void **) &ids, &bytes);
+                        if (r < 0)
+                                return r;
+                        *ret_n = bytes / sizeof(uint32_t);
+                        *ret = *ret_n > 0 ? malloc(bytes) : NULL;
+                        if (*ret_n > 0 && !*ret)
+                                return -ENOMEM;
+                        if (*ret_n > 0)
+                                memcpy(*ret, ids, bytes);
+                        return 1;
+                }
+                r = sd_bus_message_skip(reply, "v");
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_exit_container(reply);
+                if (r < 0)
+                        return r;
+        }
+        return r < 0 ? r : 0;
+}
+
+int bus_verify_tenant(sd_bus_message *msg, struct manager *m, struct tenant *t, bool t_is_target,
+                      const char *target_path, const char *action, sd_bus_error *error) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        _cleanup_(freep) char *via_path = NULL;
+        _cleanup_(freep) gid_t *groups = NULL;
+        enum mb_delegate_verdict v;
+        struct mb_caller c = {};
+        unsigned count = 0, max = 0;
+        bool groups_known;
+        int r;
+
+        /* The sender's uid as the bus driver recorded it when it
+         * connected, not anything the message claims (bus_verify_root()). */
+        r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_AUGMENT, &creds);
+        if (r < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "%s: cannot determine the caller's credentials: %s", action,
+                                         strerror(-r));
+        r = sd_bus_creds_get_euid(creds, &c.uid);
+        if (r < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "%s: the bus did not tell the caller's uid: %s", action, strerror(-r));
+        if (c.uid == 0)
+                return 1;
+        r = bus_sender_groups(msg, &groups, &c.ngroups);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                log_warning("cannot ask the bus for the groups of uid %u: %s", (unsigned) c.uid, strerror(-r));
+        groups_known = r > 0;
+        c.groups = groups;
+        {
+                const struct tenant *via, *full = NULL;
+
+                BUS_TREE_RDLOCK(m);
+                v = mb_delegate_check(t, t_is_target, &c, &via);
+                /* cgroup.max.descendants: a delegate creates no more below
+                 * a delegated tenant that has its DelegateMaxDescendants. */
+                if (v == MB_DELEGATE_GRANTED && !t_is_target && !mb_delegate_room(t, target_path, &full, &count)) {
+                        max = mb_delegate_max_descendants(&full->delegate);
+                        via = full;
+                }
+                if (via) {
+                        via_path = strdup(via->path);
+                        if (!via_path)
+                                return -ENOMEM;
+                }
+                if (full)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                                 "%s '%s': '%s' has %u tenants below it, and its delegates may "
+                                                 "make at most DelegateMaxDescendants=%u there",
+                                                 action, target_path, via_path, count, max);
+        }
+        switch (v) {
+        case MB_DELEGATE_ROOT:
+                return 1;
+        case MB_DELEGATE_GRANTED:
+                log_info("uid %u: %s '%s', allowed by Delegate= of '%s'", (unsigned) c.uid, action, target_path,
+                         via_path);
+                return 1;
+        case MB_DELEGATE_DENIED_SELF:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "%s '%s': uid %u may manage tenants below '%s' (Delegate=), not '%s' "
+                                         "itself",
+                                         action, target_path, (unsigned) c.uid, via_path, via_path);
+        default:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "%s requires uid 0 (the caller runs as uid %u), or a Delegate= on a "
+                                         "tenant above '%s' naming that uid or one of its groups%s",
+                                         action, (unsigned) c.uid, target_path,
+                                         groups_known ? "" : " (the bus did not report the caller's groups)");
+        }
 }
 
 /* ---- signals ---- */

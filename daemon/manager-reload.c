@@ -27,6 +27,7 @@
 #include <event2/event.h>
 
 #include "config-files.h"
+#include "delegate.h"
 #include "guard.h"
 #include "log.h"
 #include "macros.h"
@@ -316,9 +317,12 @@ static int reload_apply(struct manager *m, struct mb_config *c, uint64_t read_us
         r = tenant_walk(m->b.tree->root, collect_cb, &stale);
         if (r < 0)
                 log_error_errno(r, "reload: cannot list the tenants gone from the files: %m");
-        for (size_t i = 0; i < stale.n; i++)
+        for (size_t i = 0; i < stale.n; i++) {
                 if (!atomic_exchange(&stale.v[i]->draining, true))
                         atomic_fetch_add(&m->ndraining, 1);
+                /* Its Delegate= went with the file: the rights end. */
+                mb_delegate_done(&stale.v[i]->delegate);
+        }
         remove_idle(m, &stale, &removed, &nremoved);
 
         (void) page_counter_force_max(&m->b.tree->root->memory,

@@ -10,6 +10,8 @@ bus_tests = \
 	tests/test-bus-stat-compact.sh \
 	tests/test-bus-flush.sh \
 	tests/test-bus-auth.sh \
+	tests/test-bus-delegate.sh \
+	tests/test-bus-delegate-reload.sh \
 	tests/test-bus-errors.sh \
 	tests/test-bus-set-limits.sh \
 	tests/test-bus-events.sh \

@@ -29,3 +29,4 @@ include tests/service.mk
 include tests/pressure.mk
 include tests/attack.mk
 include tests/layers.mk
+include tests/sqlite.mk

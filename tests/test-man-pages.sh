@@ -11,7 +11,8 @@
 command -v man >/dev/null || skip "man (man-db) is not installed"
 
 pages=("$top_srcdir/daemon/membrokerd.8" "$top_srcdir/tools/membrokerctl.1" "$top_srcdir/tools/membroker-exporter.1"
-       "$top_srcdir/man/membroker-load.1" "$top_srcdir/man/libmembroker.3" "$top_srcdir/man/org.membroker1.5"
+       "$top_srcdir/man/membroker-load.1" "$top_srcdir/man/libmembroker.3" "$top_srcdir/man/libmembroker-sqlite.3"
+       "$top_srcdir/man/org.membroker1.5"
        "$top_builddir/man/membroker.conf.5")
 for p in "${pages[@]}"; do
         [ -f "$p" ] || fail "$p is missing"
@@ -37,6 +38,19 @@ for f in $funcs; do
         grep -q -- "$f(" <<<"$lib" || fail "libmembroker(3) does not document $f()"
 done
 pass "libmembroker(3) documents all $(wc -w <<<"$funcs") functions"
+
+sqlib=$(text "$top_srcdir/man/libmembroker-sqlite.3")
+funcs=$(grep -o '\bmb_sqlite_[a-z_]*(' "$top_srcdir/sqlite/membroker-sqlite.h" | tr -d '(' | sort -u)
+[ "$(wc -w <<<"$funcs")" -ge 3 ] || fail "found only $(wc -w <<<"$funcs") functions in membroker-sqlite.h"
+for f in $funcs; do
+        grep -q -- "$f(" <<<"$sqlib" || fail "libmembroker-sqlite(3) does not document $f()"
+done
+fields=$(sed -n '/^struct mb_sqlite_stats {/,/^};/s/^ *uint64_t \([a-z_]*\);.*/\1/p' "$top_srcdir/sqlite/membroker-sqlite.h")
+[ "$(wc -w <<<"$fields")" -ge 10 ] || fail "found only $(wc -w <<<"$fields") fields of struct mb_sqlite_stats"
+for f in $fields; do
+        grep -qw -- "$f" <<<"$sqlib" || fail "libmembroker-sqlite(3) does not document the statistic $f"
+done
+pass "libmembroker-sqlite(3) documents all $(wc -w <<<"$funcs") functions and $(wc -w <<<"$fields") statistics"
 
 bus=$(text "$top_srcdir/man/org.membroker1.5")
 members=$(sed -n 's/.*<\(method\|property\|signal\) name="\([A-Za-z]*\)".*/\2/p' "$top_srcdir"/dbus/*.xml | sort -u)

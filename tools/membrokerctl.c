@@ -99,22 +99,25 @@ static const struct verb verbs[] = {
           "with K/M/G/T (powers of 1024), N% of the capacity, or 'infinity'; ChargeBatch= takes pages.\n"
           "Without --runtime the change is persisted in the state directory and survives restarts;\n"
           "with --runtime it lasts until the daemon stops.  An empty value (MemoryMax=) resets the\n"
-          "key in that layer, so that what the configuration files say applies again.  Needs uid 0.\n"
+          "key in that layer, so that what the configuration files say applies again.\n"
+          "Needs uid 0, or a Delegate= above PATH naming the caller.\n"
           "Options: --runtime." },
         { "revert", 2, -1, ctl_write_revert, "revert PATH [KEY...]",
           "Undo set: back to the configuration files",
           "Drop what set did to the keys given of PATH (default: every key), persisted and runtime\n"
           "alike, as 'systemctl revert' does: the limits the configuration files give (or, for a\n"
-          "tenant made with create, no limit) apply again.  Needs uid 0." },
+          "tenant made with create, no limit) apply again.  Needs uid 0, or a Delegate= above PATH\n"
+          "naming the caller." },
         { "reclaim", 3, 3, ctl_write_reclaim, "reclaim PATH SIZE",
           "Reclaim memory from a subtree",
           "Ask the clients of PATH's subtree to give back SIZE bytes (K/M/G/T), like writing to\n"
-          "memory.reclaim, and print how much was reclaimed.  Needs uid 0.\n"
+          "memory.reclaim, and print how much was reclaimed.  Needs uid 0, or a Delegate= above PATH\n"
+          "naming the caller.\n"
           "Options: --json, --bytes." },
         { "reset-peak", 2, 2, ctl_write_reset_peak, "reset-peak PATH",
           "Reset MemoryPeak to the current usage",
           "Start PATH's MemoryPeak over from its current usage, like writing to memory.peak.\n"
-          "Needs uid 0." },
+          "Needs uid 0, or a Delegate= above PATH naming the caller." },
         { "rightsize", 1, -1, ctl_rightsize_show, "rightsize [PATH...]",
           "Show the right-sizing of tenants (MemoryPressureTarget=)",
           "Show MemoryPressureTarget= of the tenants given (default: every tenant that sets one) and\n"
@@ -133,10 +136,11 @@ static const struct verb verbs[] = {
         { "create", 2, -1, ctl_write_create, "create PATH [Key=Value...]",
           "Create a tenant at run time",
           "Create a tenant (and missing parents) at run time, with the limits given (as for set).\n"
-          "Needs uid 0." },
+          "Needs uid 0, or a Delegate= above PATH naming the caller." },
         { "remove", 2, 2, ctl_write_remove, "remove PATH",
           "Remove an idle leaf tenant",
-          "Remove a tenant that has no clients and no children.  Needs uid 0." },
+          "Remove a tenant that has no clients and no children.  Needs uid 0, or a Delegate= above\n"
+          "PATH naming the caller." },
         { "reload", 1, 1, ctl_write_reload, "reload",
           "Re-read the configuration",
           "Re-read the configuration files, as SIGHUP does; on an error the running configuration\n"

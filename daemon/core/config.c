@@ -42,6 +42,7 @@
 #include <ini.h>
 
 #include "config.h"
+#include "delegate.h"
 #include "mb_size.h"
 #include "macros.h"
 
@@ -154,6 +155,7 @@ static void tenant_config_done(struct mb_tenant_config *tc) {
         free(tc->allow_users);
         free(tc->allow_groups);
         free(tc->cgroup);
+        mb_delegate_done(&tc->delegate);
         free(tc->file);
 }
 
@@ -681,6 +683,20 @@ static int tenant_key(struct parse_ctx *ctx, const char *key, const char *value)
         if (strcmp(key, "AllowGroups") == 0)
                 return set_ids(ctx, key, value, true, (uint32_t **) &tc->allow_groups, &tc->n_allow_groups);
 
+        if (strcmp(key, "Delegate") == 0) {
+                _cleanup_(freep) char *why = NULL;
+                int r = mb_delegate_parse(value, ctx->env->resolve_name, ctx->env->userdata,
+                                          &tc->delegate, &why);
+
+                if (r == -ENOMEM)
+                        return ctx_oom(ctx);
+                return r < 0 ? ctx_error(ctx, "%s", why) : 1;
+        }
+
+        if (strcmp(key, "DelegateMaxDescendants") == 0)
+                return set_uint(ctx, key, value, 1, MB_DELEGATE_MAX_MAX_DESCENDANTS, 0,
+                                &tc->delegate.max_descendants);
+
         if (strcmp(key, "Cgroup") == 0) {
                 char *copy;
                 size_t len;
@@ -926,6 +942,9 @@ int mb_config_apply_tenant(const struct mb_config *c, const struct mb_tenant_con
 
         r = tenant_set_allow(t, tc->allow_users, tc->n_allow_users, tc->allow_groups, tc->n_allow_groups,
                              tc->cgroup);
+        if (r < 0)
+                return r;
+        r = mb_delegate_set(t, &tc->delegate);
         if (r < 0)
                 return r;
 

@@ -91,6 +91,7 @@ struct mb_tenant_config {
         gid_t *allow_groups;
         size_t n_allow_groups;
         char *cgroup;
+        struct mb_delegate delegate; /* Delegate= (daemon/core/delegate.h) */
         char *file; /* where it was defined */
         unsigned line;
 };
@@ -183,5 +184,5 @@ int mb_config_build_tree(const struct mb_config *c, unsigned ncpus, struct tenan
 /* Apply one tenant's limits/settings from @tc to @t (used by build and
  * reload): max as memory_max_write() sets it (even below the current usage:
  * the caller reclaims the excess), high, low, min, ChargeBatch, OOMPolicy,
- * AllowUsers/AllowGroups/Cgroup; marks @t from_config.  -EINVAL, -ENOMEM. */
+ * AllowUsers/AllowGroups/Cgroup, Delegate; marks @t from_config.  -EINVAL, -ENOMEM. */
 int mb_config_apply_tenant(const struct mb_config *c, const struct mb_tenant_config *tc, struct tenant *t);

@@ -146,6 +146,8 @@ static void tenant_free(struct tenant *t) {
         free(t->allow_users);
         free(t->allow_groups);
         free(t->cgroup);
+        free(t->delegate.users);
+        free(t->delegate.groups);
         free(t);
 }
 

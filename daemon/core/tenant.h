@@ -64,6 +64,16 @@ const char *mb_stat_item_to_string(enum mb_stat_item i);
 
 struct tenant_tree;
 
+/* Delegate=: the users and groups who may manage the subtree below a tenant
+ * (daemon/core/delegate.h). */
+struct mb_delegate {
+        uid_t *users;
+        size_t n_users;
+        gid_t *groups;
+        size_t n_groups;
+        unsigned max_descendants; /* DelegateMaxDescendants=, 0: the default */
+};
+
 struct tenant {
         struct page_counter memory; /* first: cache-line aligned */
         struct rstat_node rstat;
@@ -106,6 +116,7 @@ struct tenant {
         gid_t *allow_groups;
         size_t n_allow_groups;
         char *cgroup; /* Cgroup= prefix, NULL when unset */
+        struct mb_delegate delegate; /* Delegate= (files only) */
         bool from_config;  /* defined by a file (vs. created at run time) */
         /* Gone from the files but still in use: admits no new client and
          * goes with its last one, like a removed systemd unit that is still
