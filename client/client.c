@@ -152,6 +152,15 @@ void client_free(mb_client *c) {
                 free(c->events[i].name);
         free(c->events);
         free(c->shrinkers);
+        while (c->pressure_triggers) {
+                struct client_pressure_trigger *t = c->pressure_triggers;
+
+                c->pressure_triggers = t->next;
+                if (t->fd >= 0)
+                        close(t->fd);
+                free(t->trigger);
+                free(t);
+        }
         if (!c->forked) {
                 /* A child may inherit these locked by a thread it lacks. */
                 pthread_mutex_destroy(&c->conn_lock);

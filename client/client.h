@@ -56,6 +56,15 @@ struct pending_event {
         uint64_t count;
 };
 
+/* A PSI trigger of the application (pressure.c), in io_lock's list. */
+struct client_pressure_trigger {
+        struct client_pressure_trigger *next;
+        uint32_t id;
+        int fd;       /* eventfd the application polls */
+        char *trigger;
+        bool active;  /* the daemon accepted it (re-sent after a restart) */
+};
+
 struct mb_client {
         /* Read by every fast path; written only while connecting.  The
          * stocks' own fields change with their words (stock.h). */
@@ -132,6 +141,11 @@ struct mb_client {
         int wake_fd;                   /* eventfd: wakes the thread from poll() */
         int notify_fd;                 /* eventfd: work for mb_process() (NO_THREAD) */
         int poll_fd;                   /* epoll of the socket and notify_fd: mb_get_fd() */
+        /* PSI triggers (pressure.c), under io_lock; pressure_ok: the
+         * daemon takes them (Welcome.pressure_triggers). */
+        struct client_pressure_trigger *pressure_triggers;
+        uint32_t pressure_last_id;
+        bool pressure_ok;
 
         /* shrinker_lock guards the shrinkers (read while they run). */
         pthread_rwlock_t shrinker_lock;

@@ -116,6 +116,10 @@ int connect_again(mb_client *c) {
                 c->conn = TAKE_PTR(conn);
                 c->conn_gen++;
                 c->client_id = msg->welcome->client_id;
+                c->pressure_ok = msg->welcome->has_pressure_triggers && msg->welcome->pressure_triggers;
+                /* The new daemon knows none of our triggers: send them
+                 * again (send_lock held; their Acks nobody waits for). */
+                session_pressure_resend_locked(c);
                 pthread_cond_broadcast(&c->io_cond);
         }
         wire_conn_free(old_conn);
@@ -212,6 +216,7 @@ static int connect_welcome(mb_client *c, const Mb__Welcome *w) {
         c->ncpus = w->stats_slots;
         c->client_id = w->client_id;
         c->unlimited = w->has_unlimited && w->unlimited;
+        c->pressure_ok = w->has_pressure_triggers && w->pressure_triggers;
 
         /* What a reconnection after a daemon restart needs (reconnect.h);
          * without a token the session ends with the connection. */

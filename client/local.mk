@@ -14,6 +14,7 @@ client_libmembroker_la_SOURCES = \
 	%reldir%/pcpu_lock.c %reldir%/pcpu_lock.h \
 	%reldir%/stock.c %reldir%/stock.h %reldir%/stock_refill.c \
 	%reldir%/session.c %reldir%/session.h \
+	%reldir%/pressure.c \
 	%reldir%/reclaim.c %reldir%/reclaim.h \
 	%reldir%/connect.c %reldir%/connect.h \
 	%reldir%/reconnect.c %reldir%/reconnect.h \

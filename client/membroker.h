@@ -200,6 +200,48 @@ int mb_unregister_shrinker(mb_client *c, const struct mb_shrinker *s);
 typedef void (*mb_event_fn)(mb_client *c, const char *event, uint64_t count, void *userdata);
 int mb_set_event_callback(mb_client *c, mb_event_fn fn, void *userdata);
 
+/* ---- Pressure stall triggers (memory.pressure) ----
+ * The daemon keeps, per tenant and hierarchically, the time its clients
+ * stall on memory (an application thread waiting for a charge: a reclaim
+ * round, a wait at a max, the MemoryHigh= throttle), as the kernel's PSI
+ * keeps memory.pressure for a cgroup; see GetPressure() in
+ * org.membroker1(5) and `membrokerctl pressure`.  A client may watch its
+ * own tenant's pressure as a program watches a cgroup's memory.pressure
+ * with a PSI trigger. */
+
+/**
+ * mb_pressure_trigger - arm a PSI trigger on the client's tenant.
+ * @c: a connected client
+ * @trigger: "some THRESHOLD_USEC WINDOW_USEC" or "full ...", as written to
+ *   memory.pressure: an event when the tenant's stall (some: at least one
+ *   of its clients stalled; full: all of them) within any window of
+ *   WINDOW_USEC (500000..10000000) reaches THRESHOLD_USEC (1..window)
+ *
+ * The daemon checks the window ten times per window length and sends at
+ * most one event per window while the stall stays above the threshold.
+ * Each event makes the returned descriptor readable (an eventfd, non
+ * blocking, close-on-exec: poll it for POLLIN and read 8 bytes to reset
+ * it; the value read counts the events since the last read).  Events
+ * arrive through the library's thread, or with MB_CONNECT_NO_THREAD through
+ * mb_process().  After a daemon restart the library arms the trigger
+ * again.  The descriptor belongs to the library: release it with
+ * mb_pressure_trigger_close(), not close(); mb_close() releases the rest.
+ *
+ * Returns the descriptor (>= 0), or a negative errno: -EINVAL for a
+ * malformed trigger or when the client holds 16 already, -EOPNOTSUPP when
+ * the daemon has no pressure triggers (an older one), or the error that
+ * ended the session (mb_last_error() says more).
+ */
+int mb_pressure_trigger(mb_client *c, const char *trigger);
+
+/**
+ * mb_pressure_trigger_close - disarm the trigger of @fd (from
+ * mb_pressure_trigger()) and close @fd.  Returns 0, -EBADF when @fd is no
+ * trigger of @c; the descriptor is released even when the session is over
+ * (the daemon dropped its triggers then).
+ */
+int mb_pressure_trigger_close(mb_client *c, int fd);
+
 /* Daemon-initiated messages are read and handled by a thread the library
  * starts per client (it takes no signals).  Applications with their own
  * event loop pass MB_CONNECT_NO_THREAD to mb_connect_ex() and instead poll

@@ -364,6 +364,13 @@ static void session_dispatch_locked(mb_client *c, Mb__Msg *m) {
                 session_queue_event(c, m->event->event, m->event->count);
                 pthread_cond_broadcast(&c->io_cond);
                 break;
+        case MB__MSG__BODY_PRESSURE_EVENT:
+                /* The kernel's trigger fd polls readable: ours is an
+                 * eventfd, made readable here. */
+                for (struct client_pressure_trigger *t = c->pressure_triggers; t; t = t->next)
+                        if (t->id == m->pressure_event->id && t->fd >= 0)
+                                (void) eventfd_write(t->fd, 1);
+                break;
         default: {
                 char what[128];
 
@@ -572,10 +579,49 @@ resend:
 
                 mb_set_error("%s", m->error->reason);
                 mb__msg__free_unpacked(m, NULL);
-                return code == ENOMEM ? -ENOMEM : session_break(c, -code);
+                /* A refused trigger leaves the session as it was. */
+                if (code == ENOMEM || (req->body_case == MB__MSG__BODY_PRESSURE_TRIGGER && code == EINVAL))
+                        return -code;
+                return session_break(c, -code);
         }
         *ret = m;
         return 0;
+}
+
+int session_pressure_trigger_locked(mb_client *c, uint32_t id, const char *trigger) {
+        Mb__PressureTrigger pt = MB__PRESSURE_TRIGGER__INIT;
+        Mb__Msg msg = MB__MSG__INIT;
+        Mb__Msg *reply = NULL;
+        int r;
+
+        pt.seq = session_next_seq(c);
+        pt.id = id;
+        pt.trigger = (char *) trigger;
+        msg.body_case = MB__MSG__BODY_PRESSURE_TRIGGER;
+        msg.pressure_trigger = &pt;
+        r = session_call_expect(c, &msg, pt.seq, MB__MSG__BODY_ACK, "a PressureTrigger was not answered with an Ack",
+                                &reply);
+        if (r < 0)
+                return r;
+        mb__msg__free_unpacked(reply, NULL);
+        return 0;
+}
+
+void session_pressure_resend_locked(mb_client *c) {
+        mb_assert_mutex_held(&c->io_lock);
+        for (struct client_pressure_trigger *t = c->pressure_triggers; t; t = t->next) {
+                Mb__PressureTrigger pt = MB__PRESSURE_TRIGGER__INIT;
+                Mb__Msg msg = MB__MSG__INIT;
+
+                if (!t->active || !c->pressure_ok)
+                        continue;
+                pt.seq = session_next_seq(c);
+                pt.id = t->id;
+                pt.trigger = t->trigger;
+                msg.body_case = MB__MSG__BODY_PRESSURE_TRIGGER;
+                msg.pressure_trigger = &pt;
+                (void) wire_conn_send(c->conn, &msg);
+        }
 }
 
 int session_charge_locked(mb_client *c, uint32_t n, uint32_t need, void **out, size_t *ret_got, unsigned flags) {

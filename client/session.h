@@ -53,6 +53,18 @@ bool session_can_reconnect(const mb_client *c, int err);
 /* The next request sequence number. */
 uint32_t session_next_seq(mb_client *c);
 
+/**
+ * session_pressure_trigger_locked - PressureTrigger{id, @trigger} (NULL:
+ * remove trigger @id) and wait for its Ack.  conn_lock held.  Returns 0,
+ * -EINVAL when the daemon refused it (the session goes on), or the error
+ * that ended the session.
+ */
+int session_pressure_trigger_locked(mb_client *c, uint32_t id, const char *trigger);
+
+/* After a reconnection: send the accepted triggers to the new daemon
+ * without waiting (io_lock and send_lock held, c->conn the new one). */
+void session_pressure_resend_locked(mb_client *c);
+
 /* session_charge_locked() flag, beside the MB_ALLOC_* ones: the library's
  * thread charges ahead of need; no application thread waits for it, so the
  * Charge is not marked `waiting` (it is no memory stall). */

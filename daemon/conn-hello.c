@@ -355,6 +355,8 @@ void conn_hello(struct conn *c, const Mb__Hello *hello) {
          * if the capacity withholds it now (conn_charge_batch()). */
         welcome.has_charge_batch_max = true;
         welcome.charge_batch_max = batch_max;
+        welcome.has_pressure_triggers = true;
+        welcome.pressure_triggers = true;
         welcome.has_client_token = true;
         welcome.client_token = c->token;
         msg.body_case = MB__MSG__BODY_WELCOME;

@@ -100,6 +100,11 @@ struct conn {
         bool charge_waiting;  /* the Charge being decided */
         bool parked_waiting;  /* the parked Charge */
         size_t nqueued_waiting;
+        /* The client's PSI triggers on its tenant (conn-pressure.c),
+         * sampled by one timer at a tenth of the shortest window. */
+        struct conn_pressure_trigger *psi_triggers;
+        size_t npsi_triggers;
+        struct event *psi_timer;
 
         struct conn *prev, *next;
 };
@@ -134,4 +139,12 @@ void conn_claim_more(struct conn *c, const Mb__Claim *claim);
 /* ---- conn-charge.c ---- */
 
 void conn_charge(struct conn *c, const Mb__Charge *charge);
+
+/* ---- conn-pressure.c ---- */
+
+/* PressureTrigger: add or remove one of the client's PSI triggers on its
+ * tenant; answers Ack, or Error{EINVAL} without ending the session. */
+void conn_pressure_trigger(struct conn *c, const Mb__PressureTrigger *pt);
+/* Drop the client's triggers and their timer (conn_free()). */
+void conn_pressure_free(struct conn *c);
 void conn_uncharge(struct conn *c, const Mb__Uncharge *u);

@@ -148,6 +148,8 @@ static void conn_dispatch(struct conn *c, const Mb__Msg *msg) {
                         return conn_uncharge(c, msg->uncharge);
                 case MB__MSG__BODY_CLAIM:
                         return conn_claim_more(c, msg->claim);
+                case MB__MSG__BODY_PRESSURE_TRIGGER:
+                        return conn_pressure_trigger(c, msg->pressure_trigger);
                 case MB__MSG__BODY_HELLO:
                         return conn_fail(c, false, 0, EPROTO, "second Hello");
                 default:
@@ -423,6 +425,7 @@ void conn_free(struct conn *c) {
         }
         if (c->throttle_timer)
                 event_free(c->throttle_timer);
+        conn_pressure_free(c);
         free(c->queued);
         if (c->stats)
                 munmap(c->stats, c->stats_bytes);

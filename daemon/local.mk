@@ -13,7 +13,7 @@ daemon_libmbbroker_la_SOURCES = \
 	%reldir%/config-files.c %reldir%/config-files.h \
 	%reldir%/broker.h \
 	%reldir%/conn.c %reldir%/conn.h %reldir%/conn-internal.h \
-	%reldir%/conn-hello.c %reldir%/conn-charge.c \
+	%reldir%/conn-hello.c %reldir%/conn-charge.c %reldir%/conn-pressure.c \
 	%reldir%/guard.c %reldir%/guard.h \
 	%reldir%/session.c %reldir%/session.h \
 	%reldir%/worker.c %reldir%/worker.h \

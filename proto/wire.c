@@ -121,6 +121,8 @@ const char *wire_msg_name(const Mb__Msg *msg) {
         case MB__MSG__BODY_DRAIN: return "drain";
         case MB__MSG__BODY_EVENT: return "event";
         case MB__MSG__BODY_CLAIM: return "claim";
+        case MB__MSG__BODY_PRESSURE_TRIGGER: return "pressure_trigger";
+        case MB__MSG__BODY_PRESSURE_EVENT: return "pressure_event";
         default: return "unknown";
         }
 }

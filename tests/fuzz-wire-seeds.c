@@ -57,7 +57,9 @@ int main(int argc, char **argv) {
         Mb__Drain drain = MB__DRAIN__INIT;
         Mb__Event event = MB__EVENT__INIT;
         Mb__Claim claim = MB__CLAIM__INIT;
-        Mb__Msg m[11];
+        Mb__PressureTrigger ptrig = MB__PRESSURE_TRIGGER__INIT;
+        Mb__PressureEvent pev = MB__PRESSURE_EVENT__INIT;
+        Mb__Msg m[13];
         char path[4096];
         int r = 0;
 
@@ -87,9 +89,11 @@ int main(int argc, char **argv) {
         welcome.page_size = 4096, welcome.charge_batch = 64, welcome.arena_pages = 65536;
         welcome.stats_slots = 2, welcome.client_id = 7;
         welcome.has_client_token = true, welcome.client_token = 42;
+        welcome.has_pressure_triggers = true, welcome.pressure_triggers = true;
         m[1].body_case = MB__MSG__BODY_WELCOME, m[1].welcome = &welcome;
 
         charge.seq = 1, charge.pages = 64, charge.has_need = true, charge.need = 1;
+        charge.has_waiting = true, charge.waiting = true;
         m[2].body_case = MB__MSG__BODY_CHARGE, m[2].charge = &charge;
 
         grant.seq = 1, grant.n_extents = 2, grant.extents = two;
@@ -120,6 +124,12 @@ int main(int argc, char **argv) {
         claim.seq = 4, claim.n_extents = 2, claim.extents = two;
         claim.has_more = true, claim.more = false;
         m[10].body_case = MB__MSG__BODY_CLAIM, m[10].claim = &claim;
+
+        ptrig.seq = 5, ptrig.id = 1, ptrig.trigger = (char *) "some 150000 1000000";
+        m[11].body_case = MB__MSG__BODY_PRESSURE_TRIGGER, m[11].pressure_trigger = &ptrig;
+
+        pev.id = 1;
+        m[12].body_case = MB__MSG__BODY_PRESSURE_EVENT, m[12].pressure_event = &pev;
 
         for (size_t i = 0; i < sizeof m / sizeof m[0] && r == 0; i++) {
                 char name[32];

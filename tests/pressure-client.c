@@ -23,6 +23,11 @@
  *                   events=E high=H max=X oom=O"
  *               (pages; stock from its stats slots; shrinker calls, pages
  *               asked, pages freed; events received by the callback)
+ *   trigger SPEC  mb_pressure_trigger(SPEC, e.g. "some 50000 1000000")
+ *               -> "trigger ok FD" | "trigger ERRNO <reason>"
+ *   events FD   read the trigger's eventfd without blocking
+ *               -> "events N" (events since the last read; 0: none)
+ *   untrigger FD  mb_pressure_trigger_close() -> "untrigger ok" | "untrigger ERRNO"
  *   quit        verify every page, close -> "bye verify=ok|FAILED"
  *
  * The cache is a list of pages behind a shrinker (count = cache size, scan =
@@ -51,6 +56,7 @@
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
@@ -264,6 +270,33 @@ static void verify_all(void) {
         pthread_mutex_unlock(&cache_lock);
 }
 
+static void cmd_trigger(const char *spec) {
+        int fd = mb_pressure_trigger(client, spec);
+
+        if (fd < 0)
+                printf("trigger %s %s\n", strerrorname_np(-fd), mb_last_error());
+        else
+                printf("trigger ok %d\n", fd);
+}
+
+static void cmd_events(int fd) {
+        eventfd_t v = 0;
+
+        if (eventfd_read(fd, &v) < 0 && errno != EAGAIN)
+                printf("events %s\n", strerrorname_np(errno));
+        else
+                printf("events %llu\n", (unsigned long long) v);
+}
+
+static void cmd_untrigger(int fd) {
+        int r = mb_pressure_trigger_close(client, fd);
+
+        if (r < 0)
+                printf("untrigger %s\n", strerrorname_np(-r));
+        else
+                printf("untrigger ok\n");
+}
+
 static bool handle_line(char *line) {
         unsigned long n = 0;
         char cmd[32];
@@ -285,6 +318,12 @@ static bool handle_line(char *line) {
                 cmd_free(n);
         else if (strcmp(cmd, "report") == 0)
                 cmd_report();
+        else if (strcmp(cmd, "trigger") == 0)
+                cmd_trigger(strchr(line, ' ') ? strchr(line, ' ') + 1 : "");
+        else if (strcmp(cmd, "events") == 0)
+                cmd_events((int) n);
+        else if (strcmp(cmd, "untrigger") == 0)
+                cmd_untrigger((int) n);
         else if (strcmp(cmd, "quit") == 0)
                 return false;
         else

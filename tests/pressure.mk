@@ -31,6 +31,7 @@ PRESSURE_TESTS = \
 	%reldir%/test-pressure-high-progress.sh \
 	%reldir%/test-pressure-stall.sh \
 	%reldir%/test-pressure-trigger.sh \
+	%reldir%/test-pressure-trigger-restart.sh \
 	%reldir%/test-pressure-protection.sh \
 	%reldir%/test-pressure-low-events.sh \
 	%reldir%/test-pressure-proactive.sh \

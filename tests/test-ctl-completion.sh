@@ -33,8 +33,9 @@ expect() { # expect LINE WORDS... : the completions are exactly WORDS
 }
 
 A="--address=$MB_BUS_ADDRESS"
-expect "membrokerctl " create events help reclaim reload remove revert rightsize set stat status top tree
+expect "membrokerctl " create events help pressure reclaim reload remove revert rightsize set stat status top tree
 expect "membrokerctl re" reclaim reload remove revert
+expect "membrokerctl $A pressure " / db db/cache web
 expect "membrokerctl --no-l" --no-legend
 expect "membrokerctl --format=p" prometheus
 expect "membrokerctl $A tree " / db db/cache web

@@ -15,7 +15,7 @@ RUNS=${MB_FUZZ_RUNS:-300000}
 mkdir -p "$MB_TMP/seeds" "$MB_TMP/corpus"
 "$SEEDS" "$MB_TMP/seeds"
 n=$(ls "$MB_TMP/seeds" | wc -l)
-[ "$n" -eq 12 ] || fail "expected 12 seed files (11 message types + a session), got $n"
+[ "$n" -eq 14 ] || fail "expected 14 seed files (13 message types + a session), got $n"
 
 # every seed must decode as it is: the fuzzer's assertions run on them first
 "$FUZZ" -runs=0 "$MB_TMP/seeds" >"$MB_TMP/seeds.log" 2>&1 ||

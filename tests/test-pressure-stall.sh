@@ -109,7 +109,21 @@ grep -q "^pressure some avg10=[0-9.]* avg60=[0-9.]* avg300=[0-9.]* total=$some_s
         { cat "$MB_TMP/stat.out"; fail "membrokerctl stat shows no pressure line"; }
 pass "membrokerctl stat shows memory.pressure"
 
+# The metrics (DumpStatsCompact, what membroker-exporter reads): the totals
+# in seconds.
+mb_ctl stat --format=prometheus >"$MB_TMP/prom" || fail "membrokerctl stat --format=prometheus failed"
+grep -q '^# TYPE membroker_pressure_memory_waiting_seconds_total counter$' "$MB_TMP/prom" ||
+        fail "no pressure counter family"
+v=$(sed -n 's/^membroker_pressure_memory_waiting_seconds_total{tenant="work\/slow"} //p' "$MB_TMP/prom")
+awk -v v="$v" -v us="$some_slow" 'BEGIN { exit !(v != "" && (v * 1e6 - us) ^ 2 < 4) }' ||
+        fail "waiting_seconds_total of work/slow is '$v', not $some_slow us"
+v=$(sed -n 's/^membroker_pressure_memory_stalled_seconds_total{tenant="work\/slow"} //p' "$MB_TMP/prom")
+assert_eq 0.000000 "$v" "stalled_seconds_total of work/slow"
+v=$(sed -n 's/^membroker_pressure_memory_waiting_seconds_total{tenant="calm"} //p' "$MB_TMP/prom")
+assert_eq 0.000000 "$v" "waiting_seconds_total of calm"
+
 pc_quit s1
 pc_quit s2
 pc_quit o1
 pc_quit c1
+mb_stop_clean

@@ -1,12 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Pressure triggers of bus callers (the kernel's PSI triggers on
+# Pressure triggers of bus callers and of clients (the kernel's PSI triggers on
 # memory.pressure): AddPressureTrigger(path, "some|full THRESHOLD WINDOW")
 # sends its caller PressureTriggered when the stall within the window
 # reaches the threshold -- here when a client is throttled over its
 # tenant's MemoryHigh -- and never for a tenant that does not stall, nor for
 # `full` while another client of the tenant does not wait.  Bad triggers
 # are refused; a trigger belongs to its caller and goes when it leaves.
+# A client arms the same through the library (mb_pressure_trigger()): an
+# eventfd that becomes readable.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/broker-lib.sh"
 . "$top_srcdir/tests/bus-lib.sh"
@@ -46,6 +48,22 @@ id_first=$(sed -n 's/.*(trigger \([0-9]*\))$/\1/p' "$MB_TMP/first.err")
 pc_start s1 work/slow
 pc_start s2 work/slow
 pc_start c1 calm
+# The library's triggers: s2 (which will not wait itself) on its tenant.
+fd_some=$(pc s2 trigger some 50000 1000000 | sed -n 's/^trigger ok //p')
+[ -n "$fd_some" ] || fail "mb_pressure_trigger(some) failed"
+fd_full=$(pc s2 trigger full 1000 1000000 | sed -n 's/^trigger ok //p')
+[ -n "$fd_full" ] || fail "mb_pressure_trigger(full) failed"
+fd_calm=$(pc c1 trigger some 1000 1000000 | sed -n 's/^trigger ok //p')
+[ -n "$fd_calm" ] || fail "mb_pressure_trigger on calm failed"
+for bad in "some 0 1000000" "some 1000 100000" "full 2000000 1000000" "most 1000 1000000" "some 1000"; do
+        case $(pc c1 trigger $bad) in
+        "trigger EINVAL "*) ;;
+        *) fail "mb_pressure_trigger(\"$bad\") was not refused with EINVAL" ;;
+        esac
+done
+assert_eq "alloc ok 1" "$(pc c1 alloc 1)" "the session goes on after refused triggers"
+pass "mb_pressure_trigger: three armed, bad ones refused"
+assert_eq "events 0" "$(pc s2 events "$fd_some")" "no event before any stall"
 assert_eq "alloc ok 600" "$(pc c1 alloc 600)" "calm: 600 pages, no limit"
 assert_eq "alloc ok 600" "$(pc s1 alloc 600)" "work/slow: s1 88 pages over high"
 [ "$(mgr_call GetPressureText s work/slow | grep -o 'some avg10=[0-9.]* avg60=[0-9.]* avg300=[0-9.]* total=[0-9]*' |
@@ -74,9 +92,25 @@ pass "no event for calm"
 [ ! -s "$MB_TMP/full.trig" ] || fail "full fired while s2 did not wait: $(cat "$MB_TMP/full.trig")"
 pass "no full event while one client of two stalls"
 
+# The library's triggers: s2's `some` fired, its `full` and calm's did not.
+lib_events=0
+count_lib() {
+        local n
+        n=$(pc s2 events "$fd_some" | sed -n 's/^events //p')
+        lib_events=$((lib_events + n))
+        [ "$lib_events" -gt 0 ]
+}
+wait_for 20 count_lib || fail "the library's trigger on work/slow never became readable"
+pass "mb_pressure_trigger: $lib_events event(s) on work/slow"
+assert_eq "events 0" "$(pc s2 events "$fd_full")" "no full event for s2, which did not wait"
+assert_eq "events 0" "$(pc c1 events "$fd_calm")" "no event for calm"
+assert_eq "untrigger ok" "$(pc s2 untrigger "$fd_some")" "mb_pressure_trigger_close"
+assert_eq "untrigger EBADF" "$(pc s2 untrigger "$fd_some")" "closing twice"
+
 # Only the owner removes a trigger.
 expect_fail "No pressure trigger $id_calm of this caller" mgr_call RemovePressureTrigger t "$id_calm"
 
 pc_quit s1
 pc_quit s2
 pc_quit c1
+mb_stop_clean
