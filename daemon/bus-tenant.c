@@ -158,10 +158,37 @@ int bus_error_from_errno(sd_bus_error *error, int r, const char *what, const cha
         }
 }
 
+/* MemoryPressureTarget (a string, "no" or "" for off) of SetLimits:
+ * into @l, and out of its dict entry. */
+static int read_pressure_target(sd_bus_message *msg, struct mb_limits *l, sd_bus_error *error) {
+        struct rightsize_target rt;
+        const char *contents, *value, *why = NULL;
+        char type;
+        int r;
+
+        r = sd_bus_message_peek_type(msg, &type, &contents);
+        if (r < 0)
+                return r;
+        if (type != 'v' || strcmp(contents, "s") != 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "MemoryPressureTarget must be a string of type 's' (\"some avg10 0.1%%\", or "
+                                         "\"no\"), got type '%s'",
+                                         contents);
+        r = sd_bus_message_read(msg, "v", "s", &value);
+        if (r < 0)
+                return r;
+        if (l->pressure_target != MB_LIMIT_UNSET)
+                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "MemoryPressureTarget given twice");
+        if (rightsize_target_parse(value, &rt, &why) < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "MemoryPressureTarget=%s: %s", value, why);
+        l->pressure_target = rightsize_target_pack(&rt);
+        return sd_bus_message_exit_container(msg);
+}
+
 int bus_read_limits(sd_bus_message *msg, struct mb_limits *ret, sd_bus_error *error) {
         struct mb_limits l = {
                 .max = MB_LIMIT_UNSET, .high = MB_LIMIT_UNSET, .low = MB_LIMIT_UNSET, .min = MB_LIMIT_UNSET,
-                .charge_batch = MB_LIMIT_UNSET,
+                .charge_batch = MB_LIMIT_UNSET, .pressure_target = MB_LIMIT_UNSET,
         };
         int r;
 
@@ -177,6 +204,12 @@ int bus_read_limits(sd_bus_message *msg, struct mb_limits *ret, sd_bus_error *er
                 r = sd_bus_message_read(msg, "s", &key);
                 if (r < 0)
                         return r;
+                if (strcmp(key, "MemoryPressureTarget") == 0) {
+                        r = read_pressure_target(msg, &l, error);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
                 if (strcmp(key, "MemoryMax") == 0)
                         field = &l.max;
                 else if (strcmp(key, "MemoryHigh") == 0)
@@ -191,7 +224,7 @@ int bus_read_limits(sd_bus_message *msg, struct mb_limits *ret, sd_bus_error *er
                 } else
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                                  "Unknown setting '%s' (known: MemoryMax, MemoryHigh, MemoryLow, "
-                                                 "MemoryMin, ChargeBatch)",
+                                                 "MemoryMin, ChargeBatch, MemoryPressureTarget)",
                                                  key);
 
                 r = sd_bus_message_peek_type(msg, &type, &contents);
@@ -264,7 +297,7 @@ int bus_check_limits(struct manager *m, const struct mb_limits *l, sd_bus_error 
 static int read_limit_keys(sd_bus_message *msg, struct mb_limits *ret, sd_bus_error *error) {
         struct mb_limits l = {
                 .max = MB_LIMIT_UNSET, .high = MB_LIMIT_UNSET, .low = MB_LIMIT_UNSET, .min = MB_LIMIT_UNSET,
-                .charge_batch = MB_LIMIT_UNSET,
+                .charge_batch = MB_LIMIT_UNSET, .pressure_target = MB_LIMIT_UNSET,
         };
         const char *key;
         bool any = false;
@@ -284,10 +317,12 @@ static int read_limit_keys(sd_bus_message *msg, struct mb_limits *ret, sd_bus_er
                         l.min = 0;
                 else if (strcmp(key, "ChargeBatch") == 0)
                         l.charge_batch = 0;
+                else if (strcmp(key, "MemoryPressureTarget") == 0)
+                        l.pressure_target = 0;
                 else
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                                  "Unknown setting '%s' (known: MemoryMax, MemoryHigh, MemoryLow, "
-                                                 "MemoryMin, ChargeBatch)",
+                                                 "MemoryMin, ChargeBatch, MemoryPressureTarget)",
                                                  key);
                 any = true;
         }
@@ -297,7 +332,7 @@ static int read_limit_keys(sd_bus_message *msg, struct mb_limits *ret, sd_bus_er
         if (r < 0)
                 return r;
         if (!any)
-                l = (struct mb_limits) { 0, 0, 0, 0, 0 };
+                l = (struct mb_limits) { 0, 0, 0, 0, 0, 0 };
         *ret = l;
         return 0;
 }

@@ -356,6 +356,9 @@ static int set_limits_locked(struct manager *m, struct tenant *t, const struct m
                 return r;
         if (l->charge_batch != MB_LIMIT_UNSET)
                 __atomic_store_n(&t->charge_batch, (unsigned) l->charge_batch, __ATOMIC_RELAXED);
+        /* Read by the right-sizing loop on this (the main) thread. */
+        if (l->pressure_target != MB_LIMIT_UNSET && rightsize_target_unpack(l->pressure_target, &t->pressure_target) == 0)
+                t->pressure_target_gen++;
         return 0;
 }
 

@@ -40,8 +40,8 @@ expect "membrokerctl --no-l" --no-legend
 expect "membrokerctl --format=p" prometheus
 expect "membrokerctl $A tree " / db db/cache web
 expect "membrokerctl $A set db/c" db/cache
-expect "membrokerctl $A set db/cache Memory" MemoryHigh= MemoryLow= MemoryMax= MemoryMin=
-expect "membrokerctl $A revert web " ChargeBatch MemoryHigh MemoryLow MemoryMax MemoryMin
+expect "membrokerctl $A set db/cache Memory" MemoryHigh= MemoryLow= MemoryMax= MemoryMin= MemoryPressureTarget=
+expect "membrokerctl $A revert web " ChargeBatch MemoryHigh MemoryLow MemoryMax MemoryMin MemoryPressureTarget
 expect "membrokerctl $A stat db web " / db db/cache web
 expect "membrokerctl $A set web MemoryMax="
 expect "membrokerctl help s" set stat status

@@ -13,7 +13,9 @@
 #  - a tenant without the key is never reclaimed (off by default);
 #  - a client that stops answering (SIGSTOP) stops the loop, which drops its
 #    limit and says so; a reload that sets the target again restarts it;
-#  - membrokerctl rightsize shows it.
+#  - membrokerctl rightsize shows it; membrokerctl set / SetTenantLimits
+#    change the target at run time (persisted without --runtime), refuse a
+#    bad one, and revert drops it.
 # Everything is polled with generous bounds: no assertion on speed.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/broker-lib.sh"
@@ -134,6 +136,25 @@ off() { [ "$(tenant_prop rs RightSizeState)" = off ]; }
 wait_for 30 off || fail "a reload without the key did not turn the loop of rs off"
 assert_eq "no" "$(tenant_prop rs MemoryPressureTarget)" "MemoryPressureTarget of rs after the reload"
 assert_eq 18446744073709551615 "$(tenant_prop rs RightSizeHigh)" "no limit left on rs"
+
+# Set at run time (membrokerctl set: SetTenantLimits), and persisted.
+mb_ctl set --runtime rs "MemoryPressureTarget=some avg60 2%" || fail "membrokerctl set --runtime MemoryPressureTarget"
+assert_eq "some avg60 2%" "$(tenant_prop rs MemoryPressureTarget)" "MemoryPressureTarget of rs set at run time"
+probing() { [ "$(tenant_prop rs RightSizeState)" != off ]; }
+wait_for 30 probing || fail "the loop of rs did not start after the set"
+pass "the loop of rs runs again: $(tenant_prop rs RightSizeState)"
+mb_ctl set rs MemoryPressureTarget=no || fail "membrokerctl set MemoryPressureTarget=no"
+grep -q '^MemoryPressureTarget=no$' "$MB_STATE/limits.conf" || fail "not persisted: $(cat "$MB_STATE/limits.conf")"
+wait_for 30 off || fail "MemoryPressureTarget=no did not turn the loop of rs off"
+assert_eq 18446744073709551615 "$(tenant_prop rs RightSizeHigh)" "no limit left on rs"
+out=$(mb_ctl set rs "MemoryPressureTarget=some avg5 1%" 2>&1) && fail "a bad target was accepted"
+grep -q 'the second word must be "avg10", "avg60" or "avg300"' <<<"$out" || fail "the refusal: $out"
+out=$(mgr_call SetTenantLimits 'sa{sv}b' rs 1 MemoryPressureTarget t 5 true 2>&1) && fail "a number was accepted"
+grep -q "must be a string of type 's'" <<<"$out" || fail "the refusal of a number: $out"
+mb_ctl revert rs MemoryPressureTarget || fail "membrokerctl revert MemoryPressureTarget"
+grep -q 'MemoryPressureTarget' "$MB_STATE/limits.conf" && fail "revert left it in $(cat "$MB_STATE/limits.conf")"
+assert_eq "no" "$(tenant_prop rs MemoryPressureTarget)" "MemoryPressureTarget of rs after revert (the file's)"
+pass "MemoryPressureTarget set, persisted, refused when bad and reverted over the bus"
 
 for n in idle rs prot; do
         kill -TERM "${RS_PID[$n]}"

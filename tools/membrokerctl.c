@@ -96,7 +96,8 @@ static const struct verb verbs[] = {
         { "set", 3, -1, ctl_write_set, "set PATH Key=Value...",
           "Change limits (MemoryMax=1G ...)",
           "Change limits of PATH at once: MemoryMax=, MemoryHigh=, MemoryLow=, MemoryMin= take bytes\n"
-          "with K/M/G/T (powers of 1024), N% of the capacity, or 'infinity'; ChargeBatch= takes pages.\n"
+          "with K/M/G/T (powers of 1024), N% of the capacity, or 'infinity'; ChargeBatch= takes pages;\n"
+          "\"MemoryPressureTarget=some avg10 0.1%\" (or =no) sets the right-sizing target.\n"
           "Without --runtime the change is persisted in the state directory and survives restarts;\n"
           "with --runtime it lasts until the daemon stops.  An empty value (MemoryMax=) resets the\n"
           "key in that layer, so that what the configuration files say applies again.\n"

@@ -137,6 +137,32 @@ char *rightsize_target_format(const struct rightsize_target *t, char *buf, size_
         return buf;
 }
 
+#define PACK_ON_BIT (UINT64_C(1) << 40)
+#define PACK_KIND_SHIFT 36
+#define PACK_WINDOW_SHIFT 32
+#define PACK_PPM_MASK UINT64_C(0xffffffff)
+
+uint64_t rightsize_target_pack(const struct rightsize_target *t) {
+        if (!t->enabled)
+                return 0;
+        return PACK_ON_BIT | (uint64_t) t->kind << PACK_KIND_SHIFT | (uint64_t) t->window << PACK_WINDOW_SHIFT | t->ppm;
+}
+
+int rightsize_target_unpack(uint64_t v, struct rightsize_target *ret) {
+        uint64_t kind = (v >> PACK_KIND_SHIFT) & 0xf, window = (v >> PACK_WINDOW_SHIFT) & 0xf, ppm = v & PACK_PPM_MASK;
+
+        if (v == 0) {
+                *ret = (struct rightsize_target) { .enabled = false };
+                return 0;
+        }
+        if ((v & ~(PACK_ON_BIT | (UINT64_C(0xff) << PACK_WINDOW_SHIFT) | PACK_PPM_MASK)) != 0 || !(v & PACK_ON_BIT) ||
+            kind > RIGHTSIZE_FULL || window > RIGHTSIZE_AVG300 || ppm == 0 || ppm > RIGHTSIZE_PPM_MAX)
+                return -EINVAL;
+        *ret = (struct rightsize_target) { .enabled = true, .kind = (enum rightsize_kind) kind,
+                                           .window = (enum rightsize_window) window, .ppm = (uint32_t) ppm };
+        return 0;
+}
+
 bool rightsize_target_equal(const struct rightsize_target *a, const struct rightsize_target *b) {
         if (!a->enabled || !b->enabled)
                 return a->enabled == b->enabled;
