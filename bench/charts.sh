@@ -10,7 +10,10 @@
 # holds it (a logarithmic axis when the figures span more than 50×).  A
 # table whose first column is a number and whose cells read "median
 # (min–max)" (table 11: tenants, then start-up and Reload() times) becomes
-# a line chart, one line per column: how the figure scales.  Needs gnuplot
+# a line chart, one line per column: how the figure scales; so does a
+# table of plain figures over a numeric first column (table 14: a time
+# series), its headings naming the units, columns headed "(%)" on the
+# right-hand axis, columns without figures left out.  Needs gnuplot
 # (Debian: gnuplot-nox); without it, says so and draws nothing.  Prints the
 # charts it wrote, one a line.
 set -uo pipefail
@@ -69,7 +72,7 @@ state == "title" && /^\|/ {
         }
         if (mcol && mcol + 1 < n && trim(h[mcol + 1]) == "min–max") rcol = mcol + 1
         if (mcol) kind = "bars"
-        else { kind = "lines"; unit = "ms"; ncols = n; for (i = 2; i < n; i++) head[i] = trim(h[i]) }
+        else { kind = "lines"; unit = "ms (median)"; ncols = n; for (i = 2; i < n; i++) head[i] = trim(h[i]) }
         state = "sep"; next
 }
 state == "sep" { state = "rows"; next }
@@ -87,12 +90,18 @@ state == "rows" && /^\|/ {
                 x = num(c[2])
                 if (x == "" || trim(c[2]) !~ /^[0-9,]+$/) { id = ""; next }
                 line = x
-                for (i = 3; i < ncols; i++) { v = num(c[i]); line = line "\t" (v == "" ? "NaN" : v) }
+                for (i = 3; i < ncols; i++) {
+                        v = num(c[i]); line = line "\t" (v == "" ? "NaN" : v)
+                        # plain figures (no "median (min–max)"): the
+                        # headings carry the units
+                        if (v != "" && c[i] !~ /–/) unit = ""
+                }
                 print line > (dir "/" id ".dat")
                 if (nrows == 0) {
                         hdr = ""
                         for (i = 3; i < ncols; i++) hdr = hdr (i > 3 ? "\t" : "") head[i]
                         print hdr > (dir "/" id ".series"); close(dir "/" id ".series")
+                        print head[2] > (dir "/" id ".xlabel"); close(dir "/" id ".xlabel")
                 }
         }
         nrows++
@@ -136,22 +145,29 @@ plot "$dat" using ($base):0:($base):2:(\$0 - 0.35):(\$0 + 0.35):yticlabels(1) wi
 GP
         else
                 series=$(cat "$work/$id.series")
+                xlabel=$(cat "$work/$id.xlabel")
                 IFS=$'\t' read -r -a names <<<"$series"
-                plots=
+                plots= y2=
                 for ((i = 0; i < ${#names[@]}; i++)); do
-                        plots+="${plots:+, }\"$dat\" using 1:$((i + 2)) with linespoints lw 2 title \"${names[$i]//\"/}\""
+                        # a column without a figure (a state name) is no series
+                        awk -F'\t' -v c=$((i + 2)) '$c != "NaN" { found = 1 } END { exit !found }' "$dat" || continue
+                        # percentages on the right-hand axis
+                        axes=x1y1
+                        case ${names[$i]} in *"(%)") axes=x1y2 y2=1 ;; esac
+                        plots+="${plots:+, }\"$dat\" using 1:$((i + 2)) axes $axes with linespoints lw 2 title \"${names[$i]//\"/}\""
                 done
                 "$GNUPLOT" <<GP || { echo "charts: gnuplot failed on table $id" >&2; continue; }
 set terminal $terminal size 1000,520 font ",10"
 set output "$png"
 set datafile separator "\t"
 set title "$esc_title" noenhanced
-set xlabel "tenants"
-set ylabel "$unit (median)"
+set xlabel "${xlabel//\"/}" noenhanced
+set ylabel "$unit" noenhanced
 set grid
-set key top left noenhanced
+set key top right noenhanced
 set xrange [0:*]
 set yrange [0:*]
+$( [ -n "$y2" ] && printf 'set y2label "%%"\nset y2tics\nset y2range [0:*]\nset ytics nomirror' )
 plot $plots
 GP
         fi

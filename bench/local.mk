@@ -40,6 +40,12 @@ bench_bench_latency_SOURCES = %reldir%/latency.c
 bench_bench_latency_LDADD = bench/libbench.la client/libmembroker.la
 endif
 
+# Table 14: right-sizing over time (the daemon on a private bus, read with sd-bus).
+noinst_PROGRAMS += bench/bench-rightsize
+bench_bench_rightsize_SOURCES = %reldir%/rightsize.c
+bench_bench_rightsize_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS)
+bench_bench_rightsize_LDADD = bench/libbench.la $(SYSTEMD_LIBS)
+
 # Generic side-by-side timing of whole commands (table 7).
 noinst_PROGRAMS += bench/bench-exec
 bench_bench_exec_SOURCES = %reldir%/exec.c
@@ -81,7 +87,7 @@ BENCH_RUN = $(BENCH_ENV) $(SHELL) $(abs_top_srcdir)/bench/mb-bench.sh
 # median column, drawn by gnuplot, to bench/results/table-N.png: generated
 # files, never committed (BENCHMARKS.md keeps the method, the targets and
 # the verdicts).
-bench: all
+bench: all tests/rightsize-client
 	$(BENCH_RUN) --output bench/results/latest.md all
 bench-hotpath: all
 	$(BENCH_RUN) --output bench/results/hotpath.md hotpath
@@ -107,6 +113,8 @@ bench-reload: all
 	$(BENCH_RUN) --output bench/results/reload.md reload
 bench-latency: all
 	$(BENCH_RUN) --output bench/results/latency.md latency
+bench-rightsize: all tests/rightsize-client
+	$(BENCH_RUN) --output bench/results/rightsize.md rightsize
 bench-sqlite: all
 	$(BENCH_RUN) --output bench/results/sqlite.md sqlite
 clean-local: clean-bench-results
@@ -117,4 +125,4 @@ bench-flood: all tests/wire-client
 	$(BENCH_RUN) --output bench/results/flood.md flood
 .PHONY: clean-bench-results bench bench-hotpath bench-charge bench-depth bench-counters bench-nolimits \
 	bench-stats bench-dbus bench-overhead bench-slab bench-scale bench-reload bench-flood bench-latency \
-	bench-sqlite
+	bench-rightsize bench-sqlite

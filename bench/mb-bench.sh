@@ -3,7 +3,8 @@
 # bench/mb-bench.sh - run the benchmark tables (BENCHMARKS.md).
 #
 #   mb-bench.sh [--output FILE] TABLE...     TABLE: all, hotpath, charge,
-#       depth, counters, nolimits, stats, dbus, overhead, slab, scale, reload, latency, sqlite, and
+#       depth, counters, nolimits, stats, dbus, overhead, slab, scale, reload, latency, sqlite,
+#       rightsize, and
 #       flood (not part of all: it needs root and tests/wire-client)
 #
 # Tables go to stdout (Markdown) and, with --output, to FILE as well;
@@ -25,7 +26,7 @@ if [ "${1:-}" = --output ]; then
 fi
 [ $# -gt 0 ] || set -- all
 
-ALL_TABLES=(hotpath charge depth counters nolimits stats dbus overhead slab scale reload latency sqlite)
+ALL_TABLES=(hotpath charge depth counters nolimits stats dbus overhead slab scale reload latency sqlite rightsize)
 STATUS=0
 
 # missing WHAT: print a table stub saying why it could not run
@@ -417,6 +418,35 @@ t_latency_huge() {
         fi
         rows+=("PageSize=2M, HugePages=hugetlbfs=${f}tlb")
         "$BENCH_BIN/bench-latency" --huge "${rows[@]}"
+}
+
+# ---- table 14 ----
+# Right-sizing: a tenant with MemoryPressureTarget= and one client whose cold
+# cache is 10x its hot set, sampled every second while the loop converges.
+t_rightsize() {
+        local title="Table 14: right-sizing (MemoryPressureTarget=)"
+        local client=$top_builddir/tests/rightsize-client hot=256 cold=2560 secs target="some avg10 1%" pid rc
+        need_daemon || { missing "$title" "membrokerd not built"; return; }
+        [ -x "$BENCH_BIN/bench-rightsize" ] || { missing "$title" "bench-rightsize not built"; return; }
+        [ -x "$client" ] || { missing "$title" "tests/rightsize-client not built"; return; }
+        secs=$(q 90 3)
+        local conf=$MB_TMP/rightsize
+        mb_config "$conf" 1G "ChargeBatch=16" "RightSizeIntervalMSec=500"
+        mb_tenant "$conf" rs "Path=rs" "MemoryPressureTarget=$target"
+        mb_start_daemon "$conf" bus || { missing "$title" "membrokerd did not start"; return 1; }
+        "$client" --socket "$MB_SOCK" --tenant rs --hot $hot --cold $cold >"$MB_TMP/rs.out" 2>"$MB_TMP/rs.err" &
+        pid=$!
+        if ! wait_for 60 grep -q '^ready' "$MB_TMP/rs.out"; then
+                kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+                mb_stop_daemon
+                missing "$title" "rightsize-client did not start: $(head -c 200 "$MB_TMP/rs.err")"
+                return 1
+        fi
+        "$BENCH_BIN/bench-rightsize" "$MB_BUS_ADDRESS" rs $((hot * 4096)) $((cold * 4096)) "$secs" "$target"
+        rc=$?
+        kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+        mb_stop_daemon
+        return $rc
 }
 
 # ---- table 8 ----

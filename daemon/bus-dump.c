@@ -211,7 +211,7 @@ static int dump_compact_one(struct tenant *t, void *userdata) {
         props[DUMP_PROP_MEMORY_CURRENT] = bus_pages_to_bytes(m, page_counter_read(&t->memory));
         props[DUMP_PROP_MEMORY_PEAK] = bus_pages_to_bytes(m, atomic_load(&t->memory.watermark));
         props[DUMP_PROP_MEMORY_MAX] = bus_limit_to_bytes(m, page_counter_get_max(&t->memory));
-        props[DUMP_PROP_MEMORY_HIGH] = bus_limit_to_bytes(m, page_counter_get_high(&t->memory));
+        props[DUMP_PROP_MEMORY_HIGH] = bus_limit_to_bytes(m, page_counter_get_high_setting(&t->memory));
         props[DUMP_PROP_MEMORY_LOW] = bus_limit_to_bytes(m, page_counter_get_low(&t->memory));
         props[DUMP_PROP_MEMORY_MIN] = bus_limit_to_bytes(m, page_counter_get_min(&t->memory));
         bus_effective_protection(m, t, &props[DUMP_PROP_EFFECTIVE_MEMORY_MIN],

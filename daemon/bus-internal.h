@@ -139,18 +139,6 @@ int bus_error_from_errno(sd_bus_error *error, int r, const char *what, const cha
  */
 int bus_verify_root(sd_bus_message *msg, const char *action, sd_bus_error *error);
 
-/**
- * bus_verify_tenant - Authorization of a call that changes a tenant: uid 0,
- * or a caller that a Delegate= on a STRICT ancestor names, by its uid or
- * one of the supplementary groups the bus reported (mb_delegate_check()).
- * @t is the tenant acted on when @t_is_target, else the deepest existing
- * ancestor of the tenant @target_path that is to be created.  Takes
- * m->b.tree_lock for reading.  Returns 1 when allowed, else a negative errno
- * with @error set to AccessDenied naming @action, @target_path and the rule.
- */
-int bus_verify_tenant(sd_bus_message *msg, struct manager *m, struct tenant *t, bool t_is_target,
-                      const char *target_path, const char *action, sd_bus_error *error);
-
 /* ---- memory.pressure (bus-pressure.c) ---- */
 
 /* GetPressure(): a(sdddt), one (kind, avg10, avg60, avg300, total_usec) for
@@ -181,6 +169,17 @@ int bus_pressure_property_parse(const char *property, enum psi_kind *ret_kind, u
 uint64_t bus_pressure_figure(const struct psi_reading *r, unsigned which);
 /* Drop every trigger (the bus connection is lost or closed). */
 void bus_pressure_triggers_free(struct manager *m);
+/**
+ * bus_verify_tenant - Authorization of a call that changes a tenant: uid 0,
+ * or a caller that a Delegate= on a STRICT ancestor names, by its uid or
+ * one of the supplementary groups the bus reported (mb_delegate_check()).
+ * @t is the tenant acted on when @t_is_target, else the deepest existing
+ * ancestor of the tenant @target_path that is to be created.  Takes
+ * m->b.tree_lock for reading.  Returns 1 when allowed, else a negative errno
+ * with @error set to AccessDenied naming @action, @target_path and the rule.
+ */
+int bus_verify_tenant(sd_bus_message *msg, struct manager *m, struct tenant *t, bool t_is_target,
+                      const char *target_path, const char *action, sd_bus_error *error);
 
 extern const sd_bus_vtable bus_tenant_vtable[];
 int bus_tenant_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **ret_found,

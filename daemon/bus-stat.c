@@ -93,45 +93,13 @@ int bus_stat_append(sd_bus_message *reply, const struct bus_stat *s) {
         return sd_bus_message_close_container(reply);
 }
 
-/*
- * Effective protection relative to the root tenant, the reclaim root of
- * broker-wide pressure: the kernel's page_counter_calculate_protection()
- * applied top-down along the path from the root to @t, as
- * shrink_node_memcgs() would, but into locals.  The root's own protection
- * does not apply to itself (root == counter); a child of the root gets its
- * own min/low; deeper levels get effective_protection() of their parent's
- * result; no usage means no protection.
- */
+/* Effective protection relative to the root tenant, in bytes
+ * (tenant_effective_protection()). */
 void bus_effective_protection(struct manager *m, struct tenant *t, uint64_t *ret_emin_bytes,
                               uint64_t *ret_elow_bytes) {
-        struct tenant *path[TENANT_MAX_DEPTH + 1];
-        unsigned long emin = 0, elow = 0;
-        bool recursive = m->b.tree ? m->b.tree->recursive_protection : false;
-        size_t n = 0;
+        unsigned long emin, elow;
 
-        for (struct tenant *p = t; p && p->parent && n < ELEMENTSOF(path); p = p->parent)
-                path[n++] = p;
-
-        while (n > 0) {
-                struct tenant *c = path[--n];
-                struct page_counter *pc = &c->memory, *parent = &c->parent->memory;
-                unsigned long usage = page_counter_read(pc);
-
-                if (usage == 0) {
-                        emin = elow = 0;
-                        break;
-                }
-                if (!c->parent->parent) {
-                        emin = page_counter_get_min(pc);
-                        elow = page_counter_get_low(pc);
-                        continue;
-                }
-                unsigned long parent_usage = page_counter_read(parent);
-                emin = effective_protection(usage, parent_usage, page_counter_get_min(pc), emin,
-                                            (unsigned long) atomic_load(&parent->children_min_usage), recursive);
-                elow = effective_protection(usage, parent_usage, page_counter_get_low(pc), elow,
-                                            (unsigned long) atomic_load(&parent->children_low_usage), recursive);
-        }
+        tenant_effective_protection(t, m->b.tree ? m->b.tree->recursive_protection : false, &emin, &elow);
         *ret_emin_bytes = bus_pages_to_bytes(m, emin);
         *ret_elow_bytes = bus_pages_to_bytes(m, elow);
 }

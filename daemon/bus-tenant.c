@@ -16,6 +16,7 @@
 #include "bus-internal.h"
 #include "bus.h"
 #include "manager-service.h"
+#include "rightsizer.h"
 
 /* ---- names ---- */
 
@@ -157,10 +158,37 @@ int bus_error_from_errno(sd_bus_error *error, int r, const char *what, const cha
         }
 }
 
+/* MemoryPressureTarget (a string, "no" or "" for off) of SetLimits:
+ * into @l, and out of its dict entry. */
+static int read_pressure_target(sd_bus_message *msg, struct mb_limits *l, sd_bus_error *error) {
+        struct rightsize_target rt;
+        const char *contents, *value, *why = NULL;
+        char type;
+        int r;
+
+        r = sd_bus_message_peek_type(msg, &type, &contents);
+        if (r < 0)
+                return r;
+        if (type != 'v' || strcmp(contents, "s") != 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "MemoryPressureTarget must be a string of type 's' (\"some avg10 0.1%%\", or "
+                                         "\"no\"), got type '%s'",
+                                         contents);
+        r = sd_bus_message_read(msg, "v", "s", &value);
+        if (r < 0)
+                return r;
+        if (l->pressure_target != MB_LIMIT_UNSET)
+                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "MemoryPressureTarget given twice");
+        if (rightsize_target_parse(value, &rt, &why) < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "MemoryPressureTarget=%s: %s", value, why);
+        l->pressure_target = rightsize_target_pack(&rt);
+        return sd_bus_message_exit_container(msg);
+}
+
 int bus_read_limits(sd_bus_message *msg, struct mb_limits *ret, sd_bus_error *error) {
         struct mb_limits l = {
                 .max = MB_LIMIT_UNSET, .high = MB_LIMIT_UNSET, .low = MB_LIMIT_UNSET, .min = MB_LIMIT_UNSET,
-                .charge_batch = MB_LIMIT_UNSET,
+                .charge_batch = MB_LIMIT_UNSET, .pressure_target = MB_LIMIT_UNSET,
         };
         int r;
 
@@ -176,6 +204,12 @@ int bus_read_limits(sd_bus_message *msg, struct mb_limits *ret, sd_bus_error *er
                 r = sd_bus_message_read(msg, "s", &key);
                 if (r < 0)
                         return r;
+                if (strcmp(key, "MemoryPressureTarget") == 0) {
+                        r = read_pressure_target(msg, &l, error);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
                 if (strcmp(key, "MemoryMax") == 0)
                         field = &l.max;
                 else if (strcmp(key, "MemoryHigh") == 0)
@@ -190,7 +224,7 @@ int bus_read_limits(sd_bus_message *msg, struct mb_limits *ret, sd_bus_error *er
                 } else
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                                  "Unknown setting '%s' (known: MemoryMax, MemoryHigh, MemoryLow, "
-                                                 "MemoryMin, ChargeBatch)",
+                                                 "MemoryMin, ChargeBatch, MemoryPressureTarget)",
                                                  key);
 
                 r = sd_bus_message_peek_type(msg, &type, &contents);
@@ -263,7 +297,7 @@ int bus_check_limits(struct manager *m, const struct mb_limits *l, sd_bus_error 
 static int read_limit_keys(sd_bus_message *msg, struct mb_limits *ret, sd_bus_error *error) {
         struct mb_limits l = {
                 .max = MB_LIMIT_UNSET, .high = MB_LIMIT_UNSET, .low = MB_LIMIT_UNSET, .min = MB_LIMIT_UNSET,
-                .charge_batch = MB_LIMIT_UNSET,
+                .charge_batch = MB_LIMIT_UNSET, .pressure_target = MB_LIMIT_UNSET,
         };
         const char *key;
         bool any = false;
@@ -283,10 +317,12 @@ static int read_limit_keys(sd_bus_message *msg, struct mb_limits *ret, sd_bus_er
                         l.min = 0;
                 else if (strcmp(key, "ChargeBatch") == 0)
                         l.charge_batch = 0;
+                else if (strcmp(key, "MemoryPressureTarget") == 0)
+                        l.pressure_target = 0;
                 else
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                                  "Unknown setting '%s' (known: MemoryMax, MemoryHigh, MemoryLow, "
-                                                 "MemoryMin, ChargeBatch)",
+                                                 "MemoryMin, ChargeBatch, MemoryPressureTarget)",
                                                  key);
                 any = true;
         }
@@ -296,7 +332,7 @@ static int read_limit_keys(sd_bus_message *msg, struct mb_limits *ret, sd_bus_er
         if (r < 0)
                 return r;
         if (!any)
-                l = (struct mb_limits) { 0, 0, 0, 0, 0 };
+                l = (struct mb_limits) { 0, 0, 0, 0, 0, 0 };
         *ret = l;
         return 0;
 }
@@ -600,7 +636,7 @@ static int property_get_limit(sd_bus *bus, const char *path, const char *interfa
         if (strcmp(property, "MemoryMax") == 0)
                 pages = page_counter_get_max(&t->memory);
         else if (strcmp(property, "MemoryHigh") == 0)
-                pages = page_counter_get_high(&t->memory);
+                pages = page_counter_get_high_setting(&t->memory);
         else if (strcmp(property, "MemoryLow") == 0)
                 pages = page_counter_get_low(&t->memory);
         else
@@ -651,6 +687,29 @@ static int property_get_nclients(sd_bus *bus, const char *path, const char *inte
                                  sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         TENANT_OR_RETURN(t, userdata, path, error);
         return sd_bus_message_append(reply, "u", (uint32_t) atomic_load(&t->nclients));
+}
+
+/* MemoryPressureTarget= and the state of its loop (daemon/rightsizer.h). */
+static int property_get_rightsize(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                  sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        struct manager *m = userdata;
+        struct rightsizer_status st;
+
+        TENANT_OR_RETURN(t, m, path, error);
+        rightsizer_tenant_status(&m->b, t, &st);
+        if (strcmp(property, "MemoryPressureTarget") == 0)
+                return sd_bus_message_append(reply, "s", st.target);
+        if (strcmp(property, "RightSizeState") == 0)
+                return sd_bus_message_append(reply, "s", st.state);
+        if (strcmp(property, "MemoryWorkingSetEstimate") == 0)
+                return sd_bus_message_append(reply, "t", st.working_set_bytes);
+        if (strcmp(property, "RightSizeStep") == 0)
+                return sd_bus_message_append(reply, "t", st.step_bytes);
+        if (strcmp(property, "RightSizeHigh") == 0)
+                return sd_bus_message_append(reply, "t", st.high_bytes);
+        if (strcmp(property, "RightSizePressure") == 0)
+                return sd_bus_message_append(reply, "u", st.pressure_ppm);
+        return sd_bus_message_append(reply, "t", st.reclaimed_bytes);
 }
 
 /* Delegate=: users as their uid ("1000"), groups as '@' and their gid
@@ -742,7 +801,13 @@ const sd_bus_vtable bus_tenant_vtable[] = {
         SD_BUS_PROPERTY("EffectiveChargeBatch", "u", property_get_effective_charge_batch, 0, 0),
         SD_BUS_PROPERTY("NClients", "u", property_get_nclients, 0, 0),
         SD_BUS_PROPERTY("Draining", "b", property_get_draining, 0, 0),
-        SD_BUS_PROPERTY("Delegate", "as", property_get_delegate, 0, 0),
+        SD_BUS_PROPERTY("MemoryPressureTarget", "s", property_get_rightsize, 0, 0),
+        SD_BUS_PROPERTY("MemoryWorkingSetEstimate", "t", property_get_rightsize, 0, 0),
+        SD_BUS_PROPERTY("RightSizeState", "s", property_get_rightsize, 0, 0),
+        SD_BUS_PROPERTY("RightSizeStep", "t", property_get_rightsize, 0, 0),
+        SD_BUS_PROPERTY("RightSizeHigh", "t", property_get_rightsize, 0, 0),
+        SD_BUS_PROPERTY("RightSizeReclaimed", "t", property_get_rightsize, 0, 0),
+        SD_BUS_PROPERTY("RightSizePressure", "u", property_get_rightsize, 0, 0),
         SD_BUS_PROPERTY("PressureSomeTotalUSec", "t", bus_tenant_property_get_pressure, 0, 0),
         SD_BUS_PROPERTY("PressureSomeAvg10", "u", bus_tenant_property_get_pressure, 0, 0),
         SD_BUS_PROPERTY("PressureSomeAvg60", "u", bus_tenant_property_get_pressure, 0, 0),
@@ -751,6 +816,7 @@ const sd_bus_vtable bus_tenant_vtable[] = {
         SD_BUS_PROPERTY("PressureFullAvg10", "u", bus_tenant_property_get_pressure, 0, 0),
         SD_BUS_PROPERTY("PressureFullAvg60", "u", bus_tenant_property_get_pressure, 0, 0),
         SD_BUS_PROPERTY("PressureFullAvg300", "u", bus_tenant_property_get_pressure, 0, 0),
+        SD_BUS_PROPERTY("Delegate", "as", property_get_delegate, 0, 0),
         SD_BUS_METHOD_WITH_ARGS("GetStat", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(st)", stat), method_get_stat,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetStatText", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", text), method_get_stat_text,

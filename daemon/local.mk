@@ -20,7 +20,8 @@ daemon_libmbbroker_la_SOURCES = \
 	%reldir%/manager.c %reldir%/manager.h %reldir%/manager-broker.c \
 	%reldir%/mailbox.c %reldir%/mailbox.h \
 	%reldir%/client-events.c %reldir%/client-events.h \
-	%reldir%/manager-reload.c \
+	%reldir%/manager-reload.c %reldir%/manager-dump.c \
+	%reldir%/rightsizer.c %reldir%/rightsizer.h \
 	%reldir%/reclaim.c %reldir%/reclaim.h %reldir%/reclaim-internal.h \
 	%reldir%/reclaim-job.c %reldir%/reclaim-req.c %reldir%/reclaim-oom.c \
 	%reldir%/pressure.c %reldir%/pressure.h \

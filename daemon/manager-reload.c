@@ -189,7 +189,7 @@ struct limits_snapshot {
 static void snapshot(const struct tenant *t, struct limits_snapshot *s) {
         *s = (struct limits_snapshot) {
                 .max = page_counter_get_max(&t->memory),
-                .high = page_counter_get_high(&t->memory),
+                .high = page_counter_get_high_setting(&t->memory),
                 .low = page_counter_get_low(&t->memory),
                 .min = page_counter_get_min(&t->memory),
                 .charge_batch = t->charge_batch,

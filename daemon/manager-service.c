@@ -188,6 +188,7 @@ int manager_tenant_revert_limits(struct manager *m, struct tenant *t, const stru
                 .low = tc ? tc->low : 0,
                 .min = tc ? tc->min : 0,
                 .charge_batch = tc ? tc->charge_batch : 0,
+                .pressure_target = tc ? rightsize_target_pack(&tc->pressure_target) : 0,
         };
         if (state_overlay(m->state, t->path, &layers))
                 state_limits_merge(&l, &layers);

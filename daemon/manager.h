@@ -40,6 +40,7 @@ struct pressure;
 struct state;
 struct restart;
 struct audit;
+struct rightsizer;
 struct manager_observer_ops;
 
 enum manager_bus_kind {
@@ -85,6 +86,7 @@ struct manager {
         struct client_events *client_events; /* events told to clients */
         struct pressure *pressure; /* PSI trigger, with PressureReclaim=yes */
         struct audit *audit;       /* the arena audit, 10 times a second */
+        struct rightsizer *rightsizer; /* MemoryPressureTarget= */
         struct state *state;       /* limits layered over the files */
         struct restart *restart;   /* the fd-store restart */
 

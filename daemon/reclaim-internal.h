@@ -57,6 +57,7 @@ enum job_kind {
         JOB_PROACTIVE,  /* memory_reclaim() */
         JOB_LIMIT,      /* memory_max_write() / memory_high_write() */
         JOB_PRESSURE,   /* PSI */
+        JOB_RIGHTSIZE,  /* a step of MemoryPressureTarget= (daemon/rightsizer.h) */
 };
 
 enum job_state {
@@ -134,9 +135,12 @@ struct reclaim_job {
         uint64_t pass_got;
         unsigned high_retries;
 
-        /* PROACTIVE */
+        /* PROACTIVE, RIGHTSIZE */
         reclaim_done_cb cb;
+        reclaim_step_cb step_cb;
         void *userdata;
+        uint64_t floor;        /* RIGHTSIZE: the target's usage stays at least this */
+        unsigned unanswered;   /* requests that timed out, clients skipped for one */
 
         /* LIMIT: the writers waiting for the outcome */
         struct limit_waiter *lwaiters;

@@ -6,7 +6,8 @@
  * A job is one reason to reclaim: a charge that failed at a max
  * (try_charge_memcg()), charges that went above a high
  * (mem_cgroup_handle_over_high()), a proactive request (memory_reclaim()),
- * a lowered limit (memory_max_write()) or host pressure.  A job runs in
+ * a lowered limit (memory_max_write()), host pressure or a step of
+ * MemoryPressureTarget=.  A job runs in
  * rounds; a round asks some clients for pages (Reclaim) or for their stocks
  * (Drain) and ends when every one of them answered, or when
  * ReclaimTimeoutMSec= passed.  Between rounds the job decides, as the kernel
@@ -49,17 +50,23 @@ static void round_finish(struct reclaim_job *j);
 /* ---- planning a round (daemon/core/reclaim_plan.h) ---- */
 
 /* Whether @rc can be asked in this round: it holds pages and it is not
- * stalled on a request it let time out (rc->outstanding: main thread). */
-static bool plan_client_usable(const struct reclaim_job *j, const struct reclaim_client *rc) {
+ * stalled on a request it let time out (rc->outstanding: main thread),
+ * which counts in @j's unanswered (@j is NULL for a drain plan). */
+static bool plan_client_usable(struct reclaim_job *j, const struct reclaim_client *rc) {
         if (atomic_load_explicit(&rc->held, memory_order_relaxed) == 0 || atomic_load(&rc->gone))
                 return false;
-        return !(rc->outstanding && rc->outstanding->timed_out);
+        if (rc->outstanding && rc->outstanding->timed_out) {
+                if (j)
+                        j->unanswered++; /* still silent: skipped (a drain plan has no job) */
+                return false;
+        }
+        return true;
 }
 
 /* reclaim_plan_clients_cb: the usable clients of leaf @t, referenced (the
  * targets' handles; plan_release() drops them). */
 static int plan_clients_cb(struct reclaim_plan *p, struct tenant *t, uint64_t offer, bool low, void *userdata) {
-        const struct reclaim_job *j = userdata;
+        struct reclaim_job *j = userdata;
         struct tenant_state *ts = tenant_state_of(t);
         _cleanup_(freep) struct reclaim_plan_client *v = NULL;
         size_t n = 0, alloc = 0, taken = 0;
@@ -240,6 +247,7 @@ static void round_finish(struct reclaim_job *j) {
                 req->owner = NULL;
                 req->timed_out = true;
                 r->stats.timeouts++;
+                j->unanswered++;
                 if (!rc->timeout_logged && !atomic_load(&rc->gone)) {
                         rc->timeout_logged = true;
                         log_notice("client %" PRIu64 " (%s, pid %d) of tenant %s did not answer a %s request "
@@ -404,8 +412,16 @@ static bool step_high(struct reclaim_job *j) {
                 }
                 x = tenant_up(leaf, j->level);
                 if (x) {
-                        if (page_counter_read(&x->memory) > page_counter_get_high(&x->memory)) {
+                        unsigned long usage = page_counter_read(&x->memory), high = page_counter_get_high(&x->memory);
+
+                        if (usage > high) {
                                 uint64_t goal = j->in_retry ? RECLAIM_CLUSTER_PAGES : sum;
+
+                                /* Above the right-sizing limit (not memory.high):
+                                 * only the overage, never below the limit, which
+                                 * is at least the effective min/low. */
+                                if (page_counter_get_high_auto(&x->memory) < page_counter_get_high_setting(&x->memory))
+                                        goal = MB_MIN(goal, (uint64_t) (usage - high));
 
                                 if (!j->use_low)
                                         reclaim_memory_event(r, x, MB_EVENT_HIGH);
@@ -520,6 +536,18 @@ static void limit_finish(struct reclaim_job *j) {
                 j->lwaiters[i].cb(&o, j->lwaiters[i].userdata);
 }
 
+/* A right-sizing step: what is left of the goal, down to the floor. */
+static bool step_rightsize(struct reclaim_job *j) {
+        struct tenant *t = tenant_lookup(j->r->b->tree, j->path);
+        uint64_t usage, room;
+
+        if (!t || j->reclaimed >= j->goal || j->fruitless > 0 || j->rounds >= PRESSURE_MAX_ROUNDS)
+                return false;
+        usage = page_counter_read(&t->memory);
+        room = usage > j->floor ? usage - j->floor : 0;
+        return job_start_reclaim(j, t, MB_MIN(j->goal - j->reclaimed, room), false);
+}
+
 /* Host pressure: a share of every tenant's usage above its effective low,
  * never below it. */
 static bool step_pressure(struct reclaim_job *j) {
@@ -561,6 +589,9 @@ static void job_continue(struct reclaim_job *j) {
                 break;
         case JOB_PRESSURE:
                 more = step_pressure(j);
+                break;
+        case JOB_RIGHTSIZE:
+                more = step_rightsize(j);
                 break;
         }
         if (!more)
@@ -655,6 +686,10 @@ static void job_free(struct reclaim_job *j) {
         }
         if (j->kind == JOB_PROACTIVE && j->cb)
                 j->cb(MB_MIN(j->reclaimed, j->goal) * r->b->page_size, j->userdata);
+        if (j->kind == JOB_RIGHTSIZE && j->step_cb)
+                j->step_cb(&(struct reclaim_step_outcome) { .reclaimed = MB_MIN(j->reclaimed, j->goal),
+                                                            .unanswered = j->unanswered },
+                           j->userdata);
         if (j->kind == JOB_PRESSURE)
                 r->pressure_running = false;
         if (j->kind == JOB_LIMIT && j->path)
@@ -777,6 +812,29 @@ int reclaim_proactive(struct reclaimer *r, struct tenant *t, uint64_t pages, rec
         j->cb = cb; /* set last: job_free() above must not call it */
         j->userdata = userdata;
         reclaim_job_kick(j); /* the callback runs after we return */
+        return 0;
+}
+
+int reclaim_rightsize_step(struct reclaimer *r, struct tenant *t, uint64_t pages, uint64_t floor_pages,
+                           reclaim_step_cb cb, void *userdata) {
+        struct reclaim_job *j;
+
+        reclaim_assert_main_thread(r);
+        if (r->shutting_down)
+                return -ESHUTDOWN;
+        j = job_new(r, JOB_RIGHTSIZE);
+        if (!j)
+                return -ENOMEM;
+        j->path = strdup(t->path);
+        if (!j->path) {
+                job_free(j);
+                return -ENOMEM;
+        }
+        j->goal = pages;
+        j->floor = floor_pages;
+        j->step_cb = cb; /* set last: job_free() above must not call it */
+        j->userdata = userdata;
+        reclaim_job_kick(j);
         return 0;
 }
 

@@ -198,6 +198,28 @@ void reclaim_answered(struct reclaim_client *rc, uint32_t reply_to, uint64_t pag
 typedef void (*reclaim_done_cb)(uint64_t reclaimed_bytes, void *userdata);
 int reclaim_proactive(struct reclaimer *r, struct tenant *t, uint64_t pages, reclaim_done_cb cb, void *userdata);
 
+/* What a right-sizing step came to: pages reclaimed, and requests not
+ * answered within ReclaimTimeoutMSec= (clients skipped because an earlier
+ * request of theirs timed out included). */
+struct reclaim_step_outcome {
+        uint64_t reclaimed;
+        unsigned unanswered;
+};
+typedef void (*reclaim_step_cb)(const struct reclaim_step_outcome *o, void *userdata);
+
+/**
+ * reclaim_rightsize_step - one step of MemoryPressureTarget=: reclaim up to
+ * @pages from @t's subtree, as reclaim_proactive() does, except that @t's
+ * usage is never taken below @floor_pages (read anew every round) and that
+ * nothing is reclaimed below low anywhere in the subtree; at most
+ * PRESSURE_MAX_ROUNDS rounds, none after a fruitless one.  @cb gets the
+ * outcome on the main thread after this returns (at the latest when the
+ * reclaimer shuts down).  Main thread.  -ENOMEM or -ESHUTDOWN (then @cb is
+ * not called).
+ */
+int reclaim_rightsize_step(struct reclaimer *r, struct tenant *t, uint64_t pages, uint64_t floor_pages,
+                           reclaim_step_cb cb, void *userdata);
+
 /* memory_max_write()/memory_high_write(): when @t's usage is above its max
  * or high, drain the stocks once and reclaim the excess (above max, then
  * `oom` and OOMPolicy=kill); the outcome is logged.  Asynchronous. */

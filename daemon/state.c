@@ -38,11 +38,12 @@ static const struct mb_limits limits_unset = {
         .low = MB_LIMIT_UNSET,
         .min = MB_LIMIT_UNSET,
         .charge_batch = MB_LIMIT_UNSET,
+        .pressure_target = MB_LIMIT_UNSET,
 };
 
 static bool limits_any(const struct mb_limits *l) {
         return l->max != MB_LIMIT_UNSET || l->high != MB_LIMIT_UNSET || l->low != MB_LIMIT_UNSET ||
-               l->min != MB_LIMIT_UNSET || l->charge_batch != MB_LIMIT_UNSET;
+               l->min != MB_LIMIT_UNSET || l->charge_batch != MB_LIMIT_UNSET || l->pressure_target != MB_LIMIT_UNSET;
 }
 
 void state_limits_merge(struct mb_limits *l, const struct mb_limits *top) {
@@ -56,6 +57,8 @@ void state_limits_merge(struct mb_limits *l, const struct mb_limits *top) {
                 l->min = top->min;
         if (top->charge_batch != MB_LIMIT_UNSET)
                 l->charge_batch = top->charge_batch;
+        if (top->pressure_target != MB_LIMIT_UNSET)
+                l->pressure_target = top->pressure_target;
 }
 
 /* Clear in @l every field that @top sets. */
@@ -70,6 +73,8 @@ static void limits_drop(struct mb_limits *l, const struct mb_limits *top) {
                 l->min = MB_LIMIT_UNSET;
         if (top->charge_batch != MB_LIMIT_UNSET)
                 l->charge_batch = MB_LIMIT_UNSET;
+        if (top->pressure_target != MB_LIMIT_UNSET)
+                l->pressure_target = MB_LIMIT_UNSET;
 }
 
 /* ---- the table ---- */
@@ -247,6 +252,14 @@ static int write_layer(const struct state *s, FILE *f, bool runtime) {
                         fmt_limit(f, "MemoryLow", l->low);
                         fmt_limit(f, "MemoryMin", l->min);
                         fmt_limit(f, "ChargeBatch", l->charge_batch);
+                        if (l->pressure_target != MB_LIMIT_UNSET) {
+                                struct rightsize_target rt;
+                                char buf[RIGHTSIZE_TARGET_STRING_MAX];
+
+                                if (rightsize_target_unpack(l->pressure_target, &rt) == 0)
+                                        fprintf(f, "MemoryPressureTarget=%s\n",
+                                                rightsize_target_format(&rt, buf, sizeof(buf)));
+                        }
                         fputc('\n', f);
                 }
         return ferror(f) ? -EIO : 0;
@@ -413,6 +426,16 @@ static int parse_text(const char *text, size_t len, bool runtime, const char *wh
                                 goto fail;
                         }
                         it->limits.charge_batch = v;
+                } else if (strcmp(key, "MemoryPressureTarget") == 0) {
+                        struct rightsize_target rt;
+                        const char *why = NULL;
+
+                        if (rightsize_target_parse(val, &rt, &why) < 0) {
+                                r = set_error(ret_error, what, lineno, "invalid MemoryPressureTarget= \"%s\": %s", val,
+                                              why);
+                                goto fail;
+                        }
+                        it->limits.pressure_target = rightsize_target_pack(&rt);
                 } else if (runtime && strcmp(key, "Created") == 0) {
                         if (strcmp(val, "yes") == 0)
                                 it->created = true;

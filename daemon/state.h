@@ -27,6 +27,7 @@
  *   MemoryLow=0
  *   MemoryMin=0
  *   ChargeBatch=32            # pages, 0 = inherit
+ *   MemoryPressureTarget=some avg10 0.1%   # or "no"
  *   Created=yes               # runtime layer only: made with CreateTenant
  *
  * Pure: no libevent, no sd-bus; the caller serialises (main thread).
@@ -46,6 +47,7 @@
 struct mb_limits {
         uint64_t max, high, low, min;
         uint64_t charge_batch; /* pages; MB_LIMIT_UNSET = unchanged */
+        uint64_t pressure_target; /* MemoryPressureTarget=, rightsize_target_pack(); MB_LIMIT_UNSET = unchanged */
 };
 
 struct state;

@@ -17,6 +17,7 @@
 
 #include "arena.h"
 #include "mb_stats_abi.h"
+#include "rightsize.h"
 #include "rstat.h"
 #include "tenant.h"
 
@@ -53,6 +54,13 @@ struct tenant_state {
          * overrun was last logged. */
         uint64_t unaccounted_bytes;
         bool unaccounted_logged;
+
+        /* MemoryPressureTarget= (daemon/rightsizer.h, main thread): the
+         * loop, the target generation it was started from, and whether
+         * its step's reclaim runs. */
+        struct rightsize rightsize;
+        unsigned rightsize_gen;
+        bool rightsize_busy;
 
         /* The uid of its first client, and whether clients of a second uid
          * were admitted (logged once: they share the arena), under `lock`

@@ -1,5 +1,5 @@
 # tests: core-counters -- page_counter, effective protection, high delay,
-# the charge decision and reclaim planning.
+# the charge decision, reclaim planning and the right-sizing loop.
 # Unit tests (Check) of the accounting core's counter modules.
 
 # page_counter, padded layout (the one the daemon uses).
@@ -41,6 +41,13 @@ TESTS += tests/test-reclaim-plan
 tests_test_reclaim_plan_SOURCES = tests/test-reclaim-plan.c
 tests_test_reclaim_plan_CFLAGS = $(TESTS_CFLAGS)
 tests_test_reclaim_plan_LDADD = daemon/core/libmbcore.la $(TESTS_LIBS)
+
+# The right-sizing loop (senpai's, MemoryPressureTarget=).
+check_PROGRAMS += tests/test-rightsize
+TESTS += tests/test-rightsize
+tests_test_rightsize_SOURCES = tests/test-rightsize.c
+tests_test_rightsize_CFLAGS = $(TESTS_CFLAGS)
+tests_test_rightsize_LDADD = daemon/core/libmbcore.la $(TESTS_LIBS)
 
 # Pressure stall accounting (kernel/sched/psi.c): states, averages, triggers.
 check_PROGRAMS += tests/test-psi

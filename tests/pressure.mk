@@ -9,6 +9,13 @@ tests_pressure_client_CFLAGS = $(AM_CFLAGS)
 tests_pressure_client_LDADD = client/libmembroker.la
 tests_pressure_client_LDFLAGS = $(AM_LDFLAGS) -no-install
 
+# A client with a small hot set and a large cold cache (right-sizing).
+check_PROGRAMS += tests/rightsize-client
+tests_rightsize_client_SOURCES = %reldir%/rightsize-client.c
+tests_rightsize_client_CFLAGS = $(AM_CFLAGS)
+tests_rightsize_client_LDADD = client/libmembroker.la
+tests_rightsize_client_LDFLAGS = $(AM_LDFLAGS) -no-install
+
 PRESSURE_TESTS = \
 	%reldir%/test-pressure-max-cache.sh \
 	%reldir%/test-pressure-capacity.sh \
@@ -33,7 +40,8 @@ PRESSURE_TESTS = \
 	%reldir%/test-pressure-no-thread.sh \
 	%reldir%/test-pressure-events.sh \
 	%reldir%/test-pressure-psi.sh \
-	%reldir%/test-pressure-psi-real.sh
+	%reldir%/test-pressure-psi-real.sh \
+	%reldir%/test-pressure-rightsize.sh
 TESTS += $(PRESSURE_TESTS)
 dist_check_SCRIPTS += $(PRESSURE_TESTS)
 EXTRA_DIST += %reldir%/pressure-lib.sh

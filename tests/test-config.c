@@ -107,6 +107,7 @@ static void assert_defaults(const struct mb_broker_config *b) {
         ck_assert_uint_eq(b->stats_flush_interval_sec, 2);
         ck_assert_uint_eq(b->workers, 0);
         ck_assert_uint_eq(b->reclaim_timeout_msec, 250);
+        ck_assert_uint_eq(b->rightsize_interval_msec, 1000);
         ck_assert(!b->pressure_reclaim);
         ck_assert(!b->memory_recursiveprot);
         ck_assert_uint_eq(b->max_connections_per_user, 256);
@@ -309,6 +310,7 @@ START_TEST(test_broker_keys) {
                    "StatsFlushIntervalSec=5\n"
                    "Workers=3\n"
                    "ReclaimTimeoutMSec=1000\n"
+                   "RightSizeIntervalMSec=300\n"
                    "PressureReclaim=yes\n"
                    "MemoryRecursiveProtection=on\n"
                    "MaxConnectionsPerUser=0\n"
@@ -324,6 +326,7 @@ START_TEST(test_broker_keys) {
         ck_assert_uint_eq(b->stats_flush_interval_sec, 5);
         ck_assert_uint_eq(b->workers, 4); /* the last assignment wins */
         ck_assert_uint_eq(b->reclaim_timeout_msec, 1000);
+        ck_assert_uint_eq(b->rightsize_interval_msec, 300);
         ck_assert(b->pressure_reclaim);
         ck_assert(b->memory_recursiveprot);
         ck_assert_uint_eq(b->max_connections_per_user, 0);
@@ -414,7 +417,8 @@ START_TEST(test_tenant_sections) {
                    "MemoryMin=3G\n"
                    "MemoryMax=1G      # min above max is allowed, like the kernel\n"
                    "AllowUsers=root\n"
-                   "AllowUsers=\n");
+                   "AllowUsers=\n"
+                   "MemoryPressureTarget=full avg60 0.5%\n");
         /* Ignored: not *.conf, hidden, a directory. */
         write_file("tenants.d/README", "garbage\n");
         write_file("tenants.d/x.conf.example", "garbage\n");
@@ -436,6 +440,7 @@ START_TEST(test_tenant_sections) {
         ck_assert_int_eq(t->oom_policy, MB_OOM_KILL);
         ck_assert_int_eq(t->overrun_policy, MB_OVERRUN_KILL);
         ck_assert(t->oom_group);
+        ck_assert(!t->pressure_target.enabled); /* off by default */
         ck_assert_uint_eq(t->n_allow_users, 3);
         ck_assert_uint_eq(t->allow_users[0], 0);
         ck_assert_uint_eq(t->allow_users[1], 1234);
@@ -456,6 +461,10 @@ START_TEST(test_tenant_sections) {
         ck_assert_int_eq(t->oom_policy, MB_OOM_FAIL);
         ck_assert_int_eq(t->overrun_policy, MB_OVERRUN_PUNCH);
         ck_assert(!t->oom_group);
+        ck_assert(t->pressure_target.enabled);
+        ck_assert_int_eq(t->pressure_target.kind, RIGHTSIZE_FULL);
+        ck_assert_int_eq(t->pressure_target.window, RIGHTSIZE_AVG60);
+        ck_assert_uint_eq(t->pressure_target.ppm, 5000);
         ck_assert_uint_eq(t->n_allow_users, 0);
         ck_assert_ptr_null(t->cgroup);
 
@@ -683,6 +692,14 @@ static const struct error_case errors[] = {
           "OverrunPolicy= must be punch or kill, not 'fail'" },
         { "tenants.d/a.conf", "[Tenant]\nPath=a\nOOMGroup=maybe\n", 3,
           "bad boolean 'maybe' for OOMGroup= (yes/no, true/false, on/off, 1/0)" },
+        { "tenants.d/a.conf", "[Tenant]\nPath=a\nMemoryPressureTarget=some avg10\n", 3,
+          "bad MemoryPressureTarget=some avg10: expected \"some|full avg10|avg60|avg300 PERCENT%\", or \"no\"" },
+        { "tenants.d/a.conf", "[Tenant]\nPath=a\nMemoryPressureTarget=some avg5 1%\n", 3,
+          "bad MemoryPressureTarget=some avg5 1%: the second word must be \"avg10\", \"avg60\" or \"avg300\"" },
+        { "tenants.d/a.conf", "[Tenant]\nPath=a\nMemoryPressureTarget=some avg10 0%\n", 3,
+          "bad MemoryPressureTarget=some avg10 0%: the third word must be a percentage above 0% and at most "
+          "100%, with at most 4 decimals (\"0.1%\")" },
+        { "membroker.conf", "[Broker]\nRightSizeIntervalMSec=5\n", 2, "RightSizeIntervalMSec=5 is out of range (10..3600000)" },
         { "membroker.conf", "[Broker]\nArenaBacking=shm\n", 2,
           "ArenaBacking= must be auto, tmpfs or memfd, not 'shm'" },
         { "membroker.conf", "[Broker]\nHugePages=2M\n", 2, "HugePages= must be no, thp or hugetlbfs, not '2M'" },

@@ -33,15 +33,15 @@ expect() { # expect LINE WORDS... : the completions are exactly WORDS
 }
 
 A="--address=$MB_BUS_ADDRESS"
-expect "membrokerctl " create events help pressure reclaim reload remove revert set stat status top tree
+expect "membrokerctl " create events help pressure reclaim reload remove revert rightsize set stat status top tree
 expect "membrokerctl re" reclaim reload remove revert
 expect "membrokerctl $A pressure " / db db/cache web
 expect "membrokerctl --no-l" --no-legend
 expect "membrokerctl --format=p" prometheus
 expect "membrokerctl $A tree " / db db/cache web
 expect "membrokerctl $A set db/c" db/cache
-expect "membrokerctl $A set db/cache Memory" MemoryHigh= MemoryLow= MemoryMax= MemoryMin=
-expect "membrokerctl $A revert web " ChargeBatch MemoryHigh MemoryLow MemoryMax MemoryMin
+expect "membrokerctl $A set db/cache Memory" MemoryHigh= MemoryLow= MemoryMax= MemoryMin= MemoryPressureTarget=
+expect "membrokerctl $A revert web " ChargeBatch MemoryHigh MemoryLow MemoryMax MemoryMin MemoryPressureTarget
 expect "membrokerctl $A stat db web " / db db/cache web
 expect "membrokerctl $A set web MemoryMax="
 expect "membrokerctl help s" set stat status

@@ -22,7 +22,7 @@ layer_of() {
         case $1 in
         core/*|arena|arena-*|log) echo 0 ;;
         mailbox|state|auth|guard|service|tenant_state|broker) echo 1 ;;
-        conn|conn-*|worker|session|client-events|reclaim|reclaim-*|restart|pressure|stats|audit|admission|listener) echo 2 ;;
+        conn|conn-*|worker|session|client-events|reclaim|reclaim-*|restart|pressure|rightsizer|stats|audit|admission|listener) echo 2 ;;
         manager|manager-*|config-files) echo 3 ;;
         bus|bus-*) echo 4 ;;
         main) echo 5 ;;

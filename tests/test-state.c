@@ -29,7 +29,8 @@ static void teardown(void) {
 }
 
 static struct mb_limits unset(void) {
-        return (struct mb_limits) { MB_LIMIT_UNSET, MB_LIMIT_UNSET, MB_LIMIT_UNSET, MB_LIMIT_UNSET, MB_LIMIT_UNSET };
+        return (struct mb_limits) { MB_LIMIT_UNSET, MB_LIMIT_UNSET, MB_LIMIT_UNSET, MB_LIMIT_UNSET, MB_LIMIT_UNSET,
+                                    MB_LIMIT_UNSET };
 }
 
 static void write_file(const char *text) {

@@ -17,7 +17,8 @@
 
 /* ---- set / create ---- */
 
-static const char *const limit_keys[] = { "MemoryMax", "MemoryHigh", "MemoryLow", "MemoryMin", "ChargeBatch" };
+static const char *const limit_keys[] = { "MemoryMax", "MemoryHigh", "MemoryLow", "MemoryMin", "ChargeBatch",
+                                          "MemoryPressureTarget" };
 
 /* Append Key=Value assignments to @m as a{sv}. */
 static int append_settings(sd_bus *bus, sd_bus_message *m, int n, char **assignments) {
@@ -45,9 +46,16 @@ static int append_settings(sd_bus *bus, sd_bus_message *m, int n, char **assignm
                         known = known || strcmp(key, limit_keys[k]) == 0;
                 if (!known) {
                         ctl_log_error("unknown setting '%s' (known: MemoryMax, MemoryHigh, MemoryLow, MemoryMin, "
-                                  "ChargeBatch)",
+                                  "ChargeBatch, MemoryPressureTarget)",
                                   key);
                         return -EINVAL;
+                }
+                if (strcmp(key, "MemoryPressureTarget") == 0) {
+                        /* A string the daemon checks ("some avg10 0.1%", "no"). */
+                        r = sd_bus_message_append(m, "{sv}", key, "s", value);
+                        if (r < 0)
+                                return r;
+                        continue;
                 }
                 if (strcmp(key, "ChargeBatch") == 0)
                         r = ctl_parse_u64(value, &v);
@@ -188,7 +196,7 @@ int ctl_write_set(sd_bus *bus, int argc, char **argv) {
                 if (reset_key(argv[i], key, key_max)) {
                         if (!known_key(key)) {
                                 ctl_log_error("unknown setting '%s' (known: MemoryMax, MemoryHigh, MemoryLow, "
-                                              "MemoryMin, ChargeBatch)",
+                                              "MemoryMin, ChargeBatch, MemoryPressureTarget)",
                                               key);
                                 return -EINVAL;
                         }
@@ -217,7 +225,7 @@ int ctl_write_revert(sd_bus *bus, int argc, char **argv) {
         for (int i = 2; i < argc; i++) {
                 if (!known_key(argv[i])) {
                         ctl_log_error("unknown setting '%s' (known: MemoryMax, MemoryHigh, MemoryLow, MemoryMin, "
-                                      "ChargeBatch)",
+                                      "ChargeBatch, MemoryPressureTarget)",
                                       argv[i]);
                         return -EINVAL;
                 }

@@ -11,6 +11,7 @@
  *   ctl-stat.c         stat and events (text and JSON)
  *   ctl-openmetrics.c  stat --format=openmetrics
  *   ctl-write.c        set, revert, create, remove, reload, reclaim, reset-peak
+ *   ctl-rightsize.c    rightsize (MemoryPressureTarget= and its loop)
  *   ctl-util.c         pure helpers (no sd-bus; unit-tested alone)
  */
 #pragma once
@@ -82,3 +83,4 @@ int ctl_write_remove(sd_bus *bus, int argc, char **argv);
 int ctl_write_reload(sd_bus *bus, int argc, char **argv);
 int ctl_write_reclaim(sd_bus *bus, int argc, char **argv);
 int ctl_write_reset_peak(sd_bus *bus, int argc, char **argv);
+int ctl_rightsize_show(sd_bus *bus, int argc, char **argv);

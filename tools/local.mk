@@ -9,6 +9,7 @@ tools_membrokerctl_SOURCES = \
 	%reldir%/ctl-pressure.c \
 	%reldir%/ctl-openmetrics.c %reldir%/ctl-openmetrics.h \
 	%reldir%/ctl-write.c \
+	%reldir%/ctl-rightsize.c \
 	%reldir%/ctl-util.c %reldir%/ctl-util.h
 tools_membrokerctl_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS)
 tools_membrokerctl_LDADD = common/libmbcommon.la $(SYSTEMD_LIBS)

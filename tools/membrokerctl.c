@@ -96,7 +96,8 @@ static const struct verb verbs[] = {
         { "set", 3, -1, ctl_write_set, "set PATH Key=Value...",
           "Change limits (MemoryMax=1G ...)",
           "Change limits of PATH at once: MemoryMax=, MemoryHigh=, MemoryLow=, MemoryMin= take bytes\n"
-          "with K/M/G/T (powers of 1024), N% of the capacity, or 'infinity'; ChargeBatch= takes pages.\n"
+          "with K/M/G/T (powers of 1024), N% of the capacity, or 'infinity'; ChargeBatch= takes pages;\n"
+          "\"MemoryPressureTarget=some avg10 0.1%\" (or =no) sets the right-sizing target.\n"
           "Without --runtime the change is persisted in the state directory and survives restarts;\n"
           "with --runtime it lasts until the daemon stops.  An empty value (MemoryMax=) resets the\n"
           "key in that layer, so that what the configuration files say applies again.\n"
@@ -118,6 +119,14 @@ static const struct verb verbs[] = {
           "Reset MemoryPeak to the current usage",
           "Start PATH's MemoryPeak over from its current usage, like writing to memory.peak.\n"
           "Needs uid 0, or a Delegate= above PATH naming the caller." },
+        { "rightsize", 1, -1, ctl_rightsize_show, "rightsize [PATH...]",
+          "Show the right-sizing of tenants (MemoryPressureTarget=)",
+          "Show MemoryPressureTarget= of the tenants given (default: every tenant that sets one) and\n"
+          "the state of the loop that sizes each to its working set: probing (reclaiming steps while\n"
+          "the pressure stays below the target), backoff (above it), idle (nothing to reclaim), stopped\n"
+          "(its clients did not answer; set the target again to restart) or off; the usage, the\n"
+          "working set estimate, the last step, the limit the loop keeps and what it reclaimed.\n"
+          "Options: --json, --bytes, --no-legend." },
         { "top", 1, 1, ctl_view_top, "top",
           "Show tenants ordered by usage, refreshing",
           "Show tenants ordered by usage, refreshed every -d SEC seconds, like systemd-cgtop.\n"

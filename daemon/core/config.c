@@ -54,6 +54,8 @@
 #define MB_FLUSH_INTERVAL_MAX_SEC 86400U
 #define MB_WORKERS_MAX 1024U
 #define MB_DEFAULT_RECLAIM_TIMEOUT_MSEC 250U
+#define MB_DEFAULT_RIGHTSIZE_INTERVAL_MSEC 1000U
+#define MB_RIGHTSIZE_INTERVAL_MAX_MSEC 3600000U
 #define MB_RECLAIM_TIMEOUT_MAX_MSEC 3600000U
 #define MB_DEFAULT_RESTART_GRACE_SEC 30U
 #define MB_RESTART_GRACE_MAX_SEC 86400U
@@ -133,6 +135,7 @@ int mb_broker_config_defaults(const struct mb_config_env *env, struct mb_broker_
                 .stats_flush_interval_sec = MB_DEFAULT_FLUSH_INTERVAL_SEC,
                 .workers = 0,
                 .reclaim_timeout_msec = MB_DEFAULT_RECLAIM_TIMEOUT_MSEC,
+                .rightsize_interval_msec = MB_DEFAULT_RIGHTSIZE_INTERVAL_MSEC,
                 .pressure_reclaim = false,
                 .memory_recursiveprot = false,
                 .restart_grace_sec = MB_DEFAULT_RESTART_GRACE_SEC,
@@ -531,6 +534,9 @@ static int broker_key(struct parse_ctx *ctx, const char *key, const char *value)
         if (strcmp(key, "ReclaimTimeoutMSec") == 0)
                 return set_uint(ctx, key, value, 1, MB_RECLAIM_TIMEOUT_MAX_MSEC,
                                 MB_DEFAULT_RECLAIM_TIMEOUT_MSEC, &b->reclaim_timeout_msec);
+        if (strcmp(key, "RightSizeIntervalMSec") == 0)
+                return set_uint(ctx, key, value, 10, MB_RIGHTSIZE_INTERVAL_MAX_MSEC,
+                                MB_DEFAULT_RIGHTSIZE_INTERVAL_MSEC, &b->rightsize_interval_msec);
         if (strcmp(key, "RestartGraceSec") == 0)
                 return set_uint(ctx, key, value, 1, MB_RESTART_GRACE_MAX_SEC, MB_DEFAULT_RESTART_GRACE_SEC,
                                 &b->restart_grace_sec);
@@ -660,6 +666,13 @@ static int tenant_key(struct parse_ctx *ctx, const char *key, const char *value)
                 return set_size(ctx, key, value, capacity, 0, &tc->min);
         if (strcmp(key, "ChargeBatch") == 0)
                 return set_uint(ctx, key, value, 1, MB_CHARGE_MAX_PAGES, 0, &tc->charge_batch);
+        if (strcmp(key, "MemoryPressureTarget") == 0) {
+                const char *why = NULL;
+
+                if (rightsize_target_parse(value, &tc->pressure_target, &why) < 0)
+                        return ctx_error(ctx, "bad MemoryPressureTarget=%s: %s", value, why);
+                return 1;
+        }
 
         if (strcmp(key, "OOMPolicy") == 0)
                 return set_choice(ctx, key, value, (const char *const[]) { "fail", "kill" }, 2,
@@ -949,6 +962,8 @@ int mb_config_apply_tenant(const struct mb_config *c, const struct mb_tenant_con
         t->oom_policy = tc->oom_policy;
         t->oom_group = tc->oom_group;
         t->overrun_policy = tc->overrun_policy;
+        t->pressure_target = tc->pressure_target;
+        t->pressure_target_gen++;
         t->from_config = true;
         return 0;
 }

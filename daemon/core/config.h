@@ -77,6 +77,7 @@ struct mb_broker_config {
         unsigned stats_flush_interval_sec; /* StatsFlushIntervalSec=, default 2 */
         unsigned workers;              /* Workers=, 0 = one per CPU */
         unsigned reclaim_timeout_msec; /* ReclaimTimeoutMSec=, default 250 */
+        unsigned rightsize_interval_msec; /* RightSizeIntervalMSec=, default 1000: the right-sizing tick */
         bool pressure_reclaim;         /* PressureReclaim=, default no */
         bool memory_recursiveprot;     /* MemoryRecursiveProtection=, default no */
         enum mb_arena_backing arena_backing; /* ArenaBacking=, default auto */
@@ -95,6 +96,7 @@ struct mb_tenant_config {
         enum mb_oom_policy oom_policy;
         enum mb_overrun_policy overrun_policy; /* OverrunPolicy=, default punch */
         bool oom_group;               /* OOMGroup= (memory.oom.group), default no */
+        struct rightsize_target pressure_target; /* MemoryPressureTarget=, default off */
         uid_t *allow_users;
         size_t n_allow_users;
         gid_t *allow_groups;

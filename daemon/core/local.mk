@@ -9,6 +9,7 @@ daemon_core_libmbcore_la_SOURCES = \
 	%reldir%/tenant.c %reldir%/tenant.h \
 	%reldir%/charge.c %reldir%/charge.h \
 	%reldir%/reclaim_plan.c %reldir%/reclaim_plan.h \
+	%reldir%/rightsize.c %reldir%/rightsize.h \
 	%reldir%/tenant_map.c %reldir%/tenant_map.h \
 	%reldir%/config.c %reldir%/config.h \
 	%reldir%/delegate.c %reldir%/delegate.h

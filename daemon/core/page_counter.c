@@ -99,6 +99,8 @@ void page_counter_init(struct page_counter *counter, struct page_counter *parent
         atomic_init(&counter->low, 0);
         /* mem_cgroup_css_alloc() sets memory.high to "max" as well. */
         atomic_init(&counter->high, PAGE_COUNTER_MAX);
+        atomic_init(&counter->high_setting, PAGE_COUNTER_MAX);
+        atomic_init(&counter->high_auto, PAGE_COUNTER_MAX);
         atomic_init(&counter->max, PAGE_COUNTER_MAX);
         counter->protection_support = protection_support;
         counter->parent = parent;
@@ -261,7 +263,17 @@ int page_counter_set_high(struct page_counter *counter, unsigned long nr_pages) 
         if (nr_pages > PAGE_COUNTER_MAX)
                 return -EINVAL;
 
-        atomic_store_explicit(&counter->high, nr_pages, relaxed);
+        atomic_store_explicit(&counter->high_setting, nr_pages, relaxed);
+        atomic_store_explicit(&counter->high, nr_pages < page_counter_get_high_auto(counter) ? nr_pages : page_counter_get_high_auto(counter), relaxed);
+        return 0;
+}
+
+int page_counter_set_high_auto(struct page_counter *counter, unsigned long nr_pages) {
+        if (nr_pages > PAGE_COUNTER_MAX)
+                return -EINVAL;
+
+        atomic_store_explicit(&counter->high_auto, nr_pages, relaxed);
+        atomic_store_explicit(&counter->high, nr_pages < page_counter_get_high_setting(counter) ? nr_pages : page_counter_get_high_setting(counter), relaxed);
         return 0;
 }
 

@@ -83,9 +83,11 @@ struct page_counter {
         bool protection_support;
         _Atomic unsigned long min;
         _Atomic unsigned long low;
-        _Atomic unsigned long high;
+        _Atomic unsigned long high;       /* min(high_setting, high_auto): what charges obey */
         _Atomic unsigned long max;
         struct page_counter *parent;
+        _Atomic unsigned long high_setting; /* memory.high as written */
+        _Atomic unsigned long high_auto;    /* the right-sizing limit (daemon/core/rightsize.h) */
 } PAGE_COUNTER_ALIGN;
 
 #else /* PAGE_COUNTER_UNPADDED */
@@ -113,6 +115,8 @@ struct page_counter {
         bool protection_support;
         /* 'parent' is placed here to be far from 'usage' (Linux 5.19). */
         struct page_counter *parent;
+        _Atomic unsigned long high_setting;
+        _Atomic unsigned long high_auto;
 } PAGE_COUNTER_ALIGN;
 
 #endif /* PAGE_COUNTER_UNPADDED */
@@ -228,6 +232,14 @@ int page_counter_force_max(struct page_counter *counter, unsigned long nr_pages)
  * serialise setters on the same counter.
  */
 int page_counter_set_high(struct page_counter *counter, unsigned long nr_pages);
+/**
+ * page_counter_set_high_auto - the right-sizing limit of MemoryPressureTarget=
+ * (senpai writes memory.high; the broker keeps the setting apart from it):
+ * the high that charges, reclaim and the throttle obey is the lower of
+ * memory.high as written and this (PAGE_COUNTER_MAX: none).  -EINVAL when
+ * @nr_pages > PAGE_COUNTER_MAX, else 0.  Callers serialise setters.
+ */
+int page_counter_set_high_auto(struct page_counter *counter, unsigned long nr_pages);
 int page_counter_set_min(struct page_counter *counter, unsigned long nr_pages);
 int page_counter_set_low(struct page_counter *counter, unsigned long nr_pages);
 
@@ -245,6 +257,13 @@ static inline unsigned long page_counter_get_max(const struct page_counter *c) {
 }
 static inline unsigned long page_counter_get_high(const struct page_counter *c) {
         return atomic_load_explicit(&((struct page_counter *) c)->high, memory_order_relaxed);
+}
+/* memory.high as written (page_counter_get_high() is the one obeyed). */
+static inline unsigned long page_counter_get_high_setting(const struct page_counter *c) {
+        return atomic_load_explicit(&((struct page_counter *) c)->high_setting, memory_order_relaxed);
+}
+static inline unsigned long page_counter_get_high_auto(const struct page_counter *c) {
+        return atomic_load_explicit(&((struct page_counter *) c)->high_auto, memory_order_relaxed);
 }
 static inline unsigned long page_counter_get_low(const struct page_counter *c) {
         return atomic_load_explicit(&((struct page_counter *) c)->low, memory_order_relaxed);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "macros.h"
+#include "protection.h"
 #include "mb_stat_keys.h"
 #include "tenant.h"
 #include "tenant_map.h"
@@ -504,6 +505,38 @@ bool tenant_is_unlimited(const struct tenant *t) {
                     page_counter_get_min(&t->memory) != 0 || page_counter_get_low(&t->memory) != 0)
                         return false;
         return true;
+}
+
+void tenant_effective_protection(struct tenant *t, bool recursive, unsigned long *ret_emin, unsigned long *ret_elow) {
+        struct tenant *path[TENANT_MAX_DEPTH + 1];
+        unsigned long emin = 0, elow = 0;
+        size_t n = 0;
+
+        for (struct tenant *p = t; p && p->parent && n < ELEMENTSOF(path); p = p->parent)
+                path[n++] = p;
+
+        while (n > 0) {
+                struct tenant *c = path[--n];
+                struct page_counter *pc = &c->memory, *parent = &c->parent->memory;
+                unsigned long usage = page_counter_read(pc), parent_usage;
+
+                if (usage == 0) {
+                        emin = elow = 0;
+                        break;
+                }
+                if (!c->parent->parent) {
+                        emin = page_counter_get_min(pc);
+                        elow = page_counter_get_low(pc);
+                        continue;
+                }
+                parent_usage = page_counter_read(parent);
+                emin = effective_protection(usage, parent_usage, page_counter_get_min(pc), emin,
+                                            (unsigned long) atomic_load(&parent->children_min_usage), recursive);
+                elow = effective_protection(usage, parent_usage, page_counter_get_low(pc), elow,
+                                            (unsigned long) atomic_load(&parent->children_low_usage), recursive);
+        }
+        *ret_emin = emin;
+        *ret_elow = elow;
 }
 
 /* ---- pressure (memory.pressure) ---- */

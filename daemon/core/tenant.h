@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "page_counter.h"
+#include "rightsize.h"
 #include "psi.h"
 #include "rstat.h"
 #include "tenant_map.h"
@@ -108,6 +109,8 @@ struct tenant {
         enum mb_oom_policy oom_policy;
         enum mb_overrun_policy overrun_policy;
         bool oom_group; /* OOMGroup= (memory.oom.group) */
+        struct rightsize_target pressure_target; /* MemoryPressureTarget= (daemon/core/rightsize.h) */
+        unsigned pressure_target_gen; /* bumped whenever the target is set (even to the same) */
         uid_t *allow_users;
         size_t n_allow_users;
         gid_t *allow_groups;
@@ -203,6 +206,19 @@ unsigned tenant_charge_batch(const struct tenant *t, unsigned broker_default);
 /* True when neither @t nor any ancestor up to (excluding) the root has any
  * limit (max/high) or protection (min/low): the unlimited fast path. */
 bool tenant_is_unlimited(const struct tenant *t);
+
+/**
+ * tenant_effective_protection - @t's effective memory.min and memory.low in
+ * pages relative to the root tenant, the reclaim root of broker-wide
+ * pressure: the kernel's page_counter_calculate_protection() applied
+ * top-down along the path from the root to @t, as shrink_node_memcgs()
+ * would, but into locals (the counters' emin/elow are not written).  A
+ * child of the root gets its own min/low; deeper levels get
+ * effective_protection() of their parent's result (@recursive:
+ * memory_recursiveprot); no usage means no protection; the root has none.
+ * The caller keeps the tree from changing shape (tree lock or main thread).
+ */
+void tenant_effective_protection(struct tenant *t, bool recursive, unsigned long *ret_emin, unsigned long *ret_elow);
 
 /* ---- pressure: memory.pressure of the subtree (psi.h) ---- */
 
