@@ -148,6 +148,9 @@ struct mb_client {
         int events_pending;            /* atomic hint: nevents > 0 */
 
         mb_client *reg_prev, *reg_next; /* every live client, for fork() */
+
+        struct kmalloc_ctx *kmalloc;   /* mb_malloc()'s size classes (malloc.c),
+                                        * made by the first call; atomic */
 };
 
 /* Whether @page is a page of @c's arena (the start of one). */
@@ -167,6 +170,9 @@ mb_client *client_new(unsigned flags);
  * library may run any more. */
 void client_free(mb_client *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(mb_client *, client_free);
+
+/* Destroy mb_malloc()'s caches and runs of @c (mb_close()). */
+void kmalloc_destroy(mb_client *c);
 
 /* Enter @c in the list of live clients (disabled in a fork() child), and
  * take it out again. */

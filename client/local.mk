@@ -17,7 +17,8 @@ client_libmembroker_la_SOURCES = \
 	%reldir%/reclaim.c %reldir%/reclaim.h \
 	%reldir%/connect.c %reldir%/connect.h \
 	%reldir%/reconnect.c %reldir%/reconnect.h \
-	%reldir%/wire_conn.c %reldir%/wire_conn.h
+	%reldir%/wire_conn.c %reldir%/wire_conn.h \
+	%reldir%/malloc.c
 client_libmembroker_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 client_libmembroker_la_LIBADD = proto/libmbproto.la $(PROTOBUF_C_LIBS)
 client_libmembroker_la_LDFLAGS = $(AM_LDFLAGS) -pthread -version-info 0:0:0 \

@@ -26,7 +26,7 @@
 
 /* ---- Charge ---- */
 
-static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t need, uint32_t flags);
+static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t need, uint32_t flags, bool contig);
 
 /* Grant @n charged pages: pick them in the arena, record them, reply. */
 static void conn_grant(struct conn *c, uint32_t seq, uint32_t n, uint64_t throttle_usec) {
@@ -38,7 +38,15 @@ static void conn_grant(struct conn *c, uint32_t seq, uint32_t n, uint64_t thrott
         unsigned batch;
         int nextents, r;
 
-        nextents = arena_alloc(c->arena, c->owner, n, w->extents, MB_FRAME_MAX_EXTENTS);
+        /* A contiguous charge (alloc_pages(order)): one extent or nothing. */
+        nextents = arena_alloc(c->arena, c->owner, n, w->extents, c->charge_contig ? 1 : MB_FRAME_MAX_EXTENTS);
+        if (nextents < 0 && c->charge_contig) {
+                page_counter_uncharge(&t->memory, n);
+                log_debug("tenant %s: no run of %u free pages in its arena (%" PRIu64 " of %" PRIu64 " in use)",
+                          t->path, n, arena_used(c->arena), c->arena->npages);
+                conn_send_error(c, true, seq, ENOMEM, "the arena of the tenant has no free run that long");
+                return;
+        }
         if (nextents < 0) {
                 page_counter_uncharge(&t->memory, n);
                 log_warning("tenant %s: its arena cannot supply %u more pages (%" PRIu64 " of %" PRIu64 " in use)",
@@ -101,7 +109,7 @@ static void conn_charge_next(struct conn *c) {
 
                 c->queued_head = (c->queued_head + 1) % c->queued_alloc;
                 c->nqueued--;
-                conn_charge_start(c, q.seq, q.pages, q.need, q.flags);
+                conn_charge_start(c, q.seq, q.pages, q.need, q.flags, q.contig);
         }
         /* Last: this may end the connection (and free @c). */
         if (c->reading_paused && c->nqueued < CONN_QUEUED_CHARGES_MAX && c->state == CONN_READY) {
@@ -132,9 +140,12 @@ static void conn_charge_charged(struct conn *c, uint32_t seq, uint32_t n, const 
         conn_grant(c, seq, n, 0);
 }
 
-static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t need, uint32_t flags) {
+static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t need, uint32_t flags, bool contig) {
         struct tenant_charge res;
 
+        /* One charge at a time is in progress (the others queue behind a
+         * parked one), so the flag stays with it until its reply. */
+        c->charge_contig = contig;
         conn_daemon_stat(c, MB_STAT_CHARGE_REQUESTS, 1);
         if (!tenant_try_charge(c->tenant, n, need, 0, &res)) {
                 /* `max` counted; the reclaimer drains the stocks of the
@@ -154,8 +165,16 @@ static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t
 void conn_charge(struct conn *c, const Mb__Charge *charge) {
         uint32_t n = charge->pages, need = charge->has_need ? charge->need : n;
         uint32_t flags = charge->has_flags ? charge->flags : 0;
+        bool contig = charge->has_contig_pages;
 
-        if (n < 1 || n > MB_CHARGE_MAX_PAGES)
+        if (contig && (charge->contig_pages < 1 || charge->contig_pages > MB_CONTIG_MAX_PAGES))
+                return conn_fail(c, true, charge->seq, EINVAL, "contiguous charge of %u pages is outside 1..%u",
+                                 charge->contig_pages, MB_CONTIG_MAX_PAGES);
+        if (contig && (n != charge->contig_pages || need != n))
+                return conn_fail(c, true, charge->seq, EINVAL,
+                                 "contiguous charge of %u pages with pages=%u need=%u (all three must agree)",
+                                 charge->contig_pages, n, need);
+        if (n < 1 || (!contig && n > MB_CHARGE_MAX_PAGES))
                 return conn_fail(c, true, charge->seq, EINVAL, "charge of %u pages is outside 1..%u", n,
                                  MB_CHARGE_MAX_PAGES);
         if (need < 1 || need > n)
@@ -180,11 +199,12 @@ void conn_charge(struct conn *c, const Mb__Charge *charge) {
                         c->queued_head = 0;
                 }
                 c->queued[(c->queued_head + c->nqueued) % c->queued_alloc] =
-                        (struct conn_queued_charge) { .seq = charge->seq, .pages = n, .need = need, .flags = flags };
+                        (struct conn_queued_charge) { .seq = charge->seq, .pages = n, .need = need, .flags = flags,
+                                                      .contig = contig };
                 c->nqueued++;
                 return;
         }
-        conn_charge_start(c, charge->seq, n, need, flags);
+        conn_charge_start(c, charge->seq, n, need, flags, contig);
 }
 
 /* ---- the reclaimer's side (reclaim.h) ---- */

@@ -1,0 +1,54 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# mb_malloc() and friends on a real daemon: every size from 1 byte to 1 MiB
+# (alignment, usable size, contents), calloc/realloc/aligned_alloc,
+# foreign pointers refused, threads with remote frees; a large allocation
+# is one contiguous charge that raises the tenant's usage and is returned
+# (usage back down) by mb_free(); at the tenant's limit ENOMEM and the
+# session goes on.
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/broker-lib.sh"
+
+MALLOC_CLIENT="$top_builddir/tests/malloc-client"
+mb_write_broker_conf "Capacity=64M" "ChargeBatch=8"
+mb_write_tenant app "Path=app" "MemoryMax=64M"
+mb_write_tenant small "Path=small" "MemoryMax=1M"
+mb_start_daemon
+export MEMBROKER_SOCKET="$MB_SOCK"
+
+"$MALLOC_CLIENT" sizes app || fail "sizes"
+pass "sizes, calloc, realloc, aligned_alloc, foreign pointers"
+"$MALLOC_CLIENT" threads app 4 300 || fail "threads"
+pass "4 threads with remote frees"
+"$MALLOC_CLIENT" classes app | tee "$MB_TMP/classes"
+grep -q '^kmalloc-8 object_bytes=8 ' "$MB_TMP/classes" || fail "no kmalloc-8"
+grep -q '^kmalloc-96 object_bytes=96 ' "$MB_TMP/classes" || fail "no kmalloc-96"
+grep -q '^kmalloc-2048 object_bytes=2048 ' "$MB_TMP/classes" || fail "no kmalloc-2048"
+
+# 8 MiB: one contiguous run, charged and returned as a unit.
+mkfifo "$MB_TMP/in"
+"$MALLOC_CLIENT" hold app $((8 << 20)) <"$MB_TMP/in" >"$MB_TMP/hold.out" 2>&1 &
+holder=$!
+MB_CHILDREN+=("$holder")
+exec 3>"$MB_TMP/in"
+wait_for 20 grep -q '^held' "$MB_TMP/hold.out" || { cat "$MB_TMP/hold.out"; fail "no allocation"; }
+mb_dump_state
+usage=$(mb_state app usage)
+echo "usage while holding 8 MiB: $usage"
+[ "$usage" -ge 2048 ] || fail "usage $usage pages below the 8 MiB (2048 pages) held"
+echo >&3
+wait_for 20 grep -q '^freed' "$MB_TMP/hold.out" || fail "no free"
+# The run goes back at once (the client is still connected).
+wait_for 20 eval 'mb_dump_state; [ "$(mb_state app usage)" -lt 256 ]' ||
+        fail "usage $(mb_state app usage) after mb_free() of the run"
+pass "the run was returned by mb_free(): usage $(mb_state app usage)"
+echo >&3
+exec 3>&-
+wait "$holder" || fail "holder failed"
+
+"$MALLOC_CLIENT" limit small $((2 << 20)) || fail "limit"
+mb_dump_state
+max=$(mb_event small max)
+[ "${max:-0}" -ge 1 ] || fail "max not counted: ${max:-0}"
+pass "ENOMEM at the tenant's limit, max=$max counted"
+mb_daemon_alive
