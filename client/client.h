@@ -171,6 +171,15 @@ mb_client *client_new(unsigned flags);
 void client_free(mb_client *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(mb_client *, client_free);
 
+/* True in the library's own thread (session_thread()): what it allocates
+ * must not come from the broker (the preload shim sends it to glibc). */
+#ifdef MB_PRELOAD
+/* The shim checks it on every malloc(): one load, no __tls_get_addr(). */
+extern __thread bool mb_library_thread __attribute__((tls_model("initial-exec")));
+#else
+extern __thread bool mb_library_thread;
+#endif
+
 /* Destroy mb_malloc()'s caches and runs of @c (mb_close()). */
 void kmalloc_destroy(mb_client *c);
 

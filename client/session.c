@@ -692,7 +692,10 @@ int session_uncharge_extent(mb_client *c, uint64_t start, uint32_t count) {
         return 0;
 }
 
+__thread bool mb_library_thread;
+
 void *session_thread(void *userdata) {
+        mb_library_thread = true;
         mb_client *c = userdata;
 
         pthread_mutex_lock(&c->io_lock);

@@ -53,3 +53,14 @@ TESTS += tests/test-lock-guard
 tests_test_lock_guard_SOURCES = %reldir%/test-lock-guard.c
 tests_test_lock_guard_CFLAGS = $(TESTS_CFLAGS)
 tests_test_lock_guard_LDADD = $(TESTS_LIBS)
+
+# The malloc shim (libmembroker-preload.so) and membroker-run with real
+# programs (python3, sqlite3, gcc, git, sh).
+PRELOAD_TESTS = \
+	%reldir%/test-preload-python.sh \
+	%reldir%/test-preload-programs.sh \
+	%reldir%/test-preload-badinput.sh \
+	%reldir%/test-preload-lost.sh
+TESTS += $(PRELOAD_TESTS)
+dist_check_SCRIPTS += $(PRELOAD_TESTS)
+EXTRA_DIST += %reldir%/preload-lib.sh
