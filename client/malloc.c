@@ -261,12 +261,14 @@ static size_t km_runs_flush(struct kmalloc_ctx *k) {
 
                         pthread_mutex_lock(&k->runs_lock);
                         n = MB_MIN(k->runs[p].n, (uint32_t) ELEMENTSOF(batch));
+                        if (n == 0) {
+                                pthread_mutex_unlock(&k->runs_lock);
+                                break;
+                        }
                         k->runs[p].n -= n;
                         memcpy(batch, k->runs[p].runs + k->runs[p].n, n * sizeof(void *));
                         k->runs_pages -= n * p;
                         pthread_mutex_unlock(&k->runs_lock);
-                        if (n == 0)
-                                break;
                         for (uint32_t i = 0; i < n; i++)
                                 (void) mb_page_free_contig(k->c, batch[i], p);
                         pages += (size_t) n * p;

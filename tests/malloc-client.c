@@ -241,6 +241,14 @@ static int cmd_threads(unsigned n, unsigned rounds) {
                 for (unsigned k = 0; k < 32; k++)
                         if (thr[i].handoff[k])
                                 mb_free(c, thr[i].handoff[k]);
+        for (unsigned i = 0; i < n; i++) {
+                pthread_mutex_destroy(thr[i].lock);
+                free(thr[i].lock);
+                free(thr[i].handoff);
+                free(thr[i].handoff_size);
+        }
+        free(thr);
+        free(tid);
         printf("threads: %u threads x %u rounds ok\n", n, rounds);
         return 0;
 }
