@@ -14,10 +14,21 @@
  *                           2^order pages at once), counted in `pages`.
  *                           Runs of up to KM_RUN_CACHE_MAX_PAGES pages are
  *                           kept on a small per-size free list when freed
- *                           (like the slabs of kmalloc-8k ... -32k: at most
+ *                           (like the slabs of kmalloc-8k ... -128k: at most
  *                           KM_RUN_CACHE_MAX_TOTAL_PAGES pages in all, still
  *                           charged); larger ones go back to the daemon at
- *                           once, which hole-punches them.
+ *                           once, which hole-punches them (small runs
+ *                           that find their list full wait until
+ *                           KM_RUN_RETURN_PAGES pages can go back in one
+ *                           Uncharge, as the page stock returns a batch).
+ *                           An empty list
+ *                           of runs up to KM_RUN_BATCH_MAX_PAGES is refilled
+ *                           with one contiguous charge of about
+ *                           KM_RUN_BATCH_PAGES pages cut into runs (as a
+ *                           slab of a high order holds several objects):
+ *                           a growing heap does not make a round trip per
+ *                           8 KiB.  Each run is returned on its own (the
+ *                           daemon owns pages, not the extents it granted).
  *
  * mb_free() finds how a pointer was allocated from its page: one 32-bit
  * tag per arena page (an anonymous MAP_NORESERVE array: only the entries of
@@ -42,8 +53,13 @@
 #define KM_MAX_CLASSES 24u
 #define KM_TAG_PAGE 0x100u               /* one page from the stock */
 #define KM_TAG_RUN 0x80000000u           /* | pages: the first page of a run */
-#define KM_RUN_CACHE_MAX_PAGES 8u        /* runs kept when freed: 2..this pages */
-#define KM_RUN_CACHE_MAX_TOTAL_PAGES 256u /* pages all kept runs may hold */
+#define KM_RUN_CACHE_MAX_PAGES 32u       /* runs kept when freed: 2..this pages */
+#define KM_RUN_CACHE_MAX_TOTAL_PAGES 512u /* pages all kept runs may hold */
+#define KM_RUN_BATCH_MAX_PAGES 8u        /* runs this small are charged several at once ... */
+#define KM_RUN_BATCH_PAGES 64u           /* ... as one extent of about this many pages */
+#define KM_RUN_RETURN_PAGES 64u          /* runs that do not fit the lists go back together,
+                                          * in one Uncharge, once this many pages wait */
+#define KM_RUN_RETURN_MAX SESSION_UNCHARGE_EXTENTS_MAX
 
 struct km_runs {
         void **runs;                     /* stack of free runs of one size */
@@ -66,6 +82,9 @@ struct kmalloc_ctx {
         pthread_mutex_t runs_lock;
         struct km_runs runs[KM_RUN_CACHE_MAX_PAGES + 1];
         uint32_t runs_pages;             /* pages on all run stacks */
+        uint64_t ret_start[KM_RUN_RETURN_MAX]; /* runs waiting to go back */
+        uint32_t ret_count[KM_RUN_RETURN_MAX];
+        uint32_t nret, ret_pages;
 };
 
 static pthread_mutex_t km_create_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -251,9 +270,11 @@ int mb_page_free_contig(mb_client *c, void *first, size_t n) {
 }
 
 /* Give every kept run back (at a limit, before failing). */
+static uint32_t km_run_return_all(struct kmalloc_ctx *k);
+
 static size_t km_runs_flush(struct kmalloc_ctx *k) {
         void *batch[64];
-        size_t pages = 0;
+        size_t pages = km_run_return_all(k);
 
         for (unsigned p = 2; p <= KM_RUN_CACHE_MAX_PAGES; p++)
                 for (;;) {
@@ -286,6 +307,8 @@ static size_t km_shrink(struct kmalloc_ctx *k) {
         return pages;
 }
 
+static bool km_run_keep(struct kmalloc_ctx *k, void *p, size_t n, bool force);
+
 static void *km_run_alloc(struct kmalloc_ctx *k, size_t n, bool *ret_zeroed) {
         void *p = NULL;
 
@@ -301,6 +324,26 @@ static void *km_run_alloc(struct kmalloc_ctx *k, size_t n, bool *ret_zeroed) {
                         return p;
                 }
         }
+        /* Several at once while the tenant's path has room for them
+         * (Grant.headroom); NORETRY: a batch that does not fit must not
+         * count an `oom` when the run alone would. */
+        if (n <= KM_RUN_BATCH_MAX_PAGES &&
+            __atomic_load_n(&k->c->headroom, __ATOMIC_RELAXED) >= 2 * (uint64_t) KM_RUN_BATCH_PAGES) {
+                size_t batch = KM_RUN_BATCH_PAGES / n;
+
+                p = mb_page_alloc_contig(k->c, batch * n, MB_ALLOC_NORETRY);
+                if (p) {
+                        uint8_t *first = p;
+
+                        for (size_t i = 0; i < batch; i++)
+                                k->tags[km_index(k, first + ((i * n) << k->page_shift))] = KM_TAG_RUN | (uint32_t) n;
+                        /* The rest go to the list (past its bound, once). */
+                        for (size_t i = batch; i-- > 1;)
+                                km_run_keep(k, first + ((i * n) << k->page_shift), n, true);
+                        *ret_zeroed = true;
+                        return p;
+                }
+        }
         p = mb_page_alloc_contig(k->c, n, 0);
         if (!p && errno == ENOMEM && km_shrink(k) > 0)
                 p = mb_page_alloc_contig(k->c, n, 0);
@@ -312,35 +355,86 @@ static void *km_run_alloc(struct kmalloc_ctx *k, size_t n, bool *ret_zeroed) {
         return p;
 }
 
-static void km_run_free(struct kmalloc_ctx *k, void *p, size_t n) {
-        if (n <= KM_RUN_CACHE_MAX_PAGES) {
-                bool kept = false;
+/* Put the run @p of @n pages on its list, if there is room (or @force);
+ * false when it must go back to the daemon. */
+static bool km_run_keep(struct kmalloc_ctx *k, void *p, size_t n, bool force) {
+        struct km_runs *r = &k->runs[n];
+        bool kept = false;
 
-                pthread_mutex_lock(&k->runs_lock);
-                if (k->runs_pages + n <= KM_RUN_CACHE_MAX_TOTAL_PAGES) {
-                        struct km_runs *r = &k->runs[n];
+        pthread_mutex_lock(&k->runs_lock);
+        if (force || k->runs_pages + n <= KM_RUN_CACHE_MAX_TOTAL_PAGES) {
+                if (r->n == r->cap) {
+                        uint32_t cap = MB_MAX(r->cap * 2, 8u);
+                        /* The library's own memory: never mb_malloc(). */
+                        void **v = realloc(r->runs, cap * sizeof(void *));
 
-                        if (r->n == r->cap) {
-                                uint32_t cap = MB_MAX(r->cap * 2, 8u);
-                                /* The library's own memory: never mb_malloc(). */
-                                void **v = realloc(r->runs, cap * sizeof(void *));
-
-                                if (v) {
-                                        r->runs = v;
-                                        r->cap = cap;
-                                }
-                        }
-                        if (r->n < r->cap) {
-                                r->runs[r->n++] = p;
-                                k->runs_pages += (uint32_t) n;
-                                kept = true;
+                        if (v) {
+                                r->runs = v;
+                                r->cap = cap;
                         }
                 }
-                pthread_mutex_unlock(&k->runs_lock);
-                if (kept)
-                        return;
+                if (r->n < r->cap) {
+                        r->runs[r->n++] = p;
+                        k->runs_pages += (uint32_t) n;
+                        kept = true;
+                }
         }
-        (void) mb_page_free_contig(k->c, p, n);
+        pthread_mutex_unlock(&k->runs_lock);
+        if (!kept && force)
+                (void) mb_page_free_contig(k->c, p, n);
+        return kept;
+}
+
+/* Send the runs waiting to go back (taken under runs_lock). */
+static void km_run_return(struct kmalloc_ctx *k, const uint64_t *start, const uint32_t *count, uint32_t n,
+                          uint32_t pages) {
+        if (n == 0 || k->c->forked || session_broken(k->c))
+                return;
+        if (session_uncharge_extents(k->c, start, count, n) == 0) {
+                mb_client_stat_add(k->c, MB_STAT_PAGES, -(int64_t) pages);
+                mb_client_stat_add(k->c, MB_STAT_PGFREE, (int64_t) pages);
+        }
+}
+
+/* Take the waiting runs and send them; returns their pages. */
+static uint32_t km_run_return_all(struct kmalloc_ctx *k) {
+        uint64_t start[KM_RUN_RETURN_MAX];
+        uint32_t count[KM_RUN_RETURN_MAX], n, pages;
+
+        pthread_mutex_lock(&k->runs_lock);
+        n = k->nret;
+        pages = k->ret_pages;
+        memcpy(start, k->ret_start, n * sizeof(*start));
+        memcpy(count, k->ret_count, n * sizeof(*count));
+        k->nret = k->ret_pages = 0;
+        pthread_mutex_unlock(&k->runs_lock);
+        km_run_return(k, start, count, n, pages);
+        return pages;
+}
+
+static void km_run_free(struct kmalloc_ctx *k, void *p, size_t n) {
+        uint64_t start[KM_RUN_RETURN_MAX];
+        uint32_t count[KM_RUN_RETURN_MAX], nsend = 0, pages = 0;
+
+        if (n > KM_RUN_CACHE_MAX_PAGES) {
+                (void) mb_page_free_contig(k->c, p, n);
+                return;
+        }
+        if (km_run_keep(k, p, n, false))
+                return;
+        pthread_mutex_lock(&k->runs_lock);
+        k->ret_start[k->nret] = km_index(k, p);
+        k->ret_count[k->nret++] = (uint32_t) n;
+        k->ret_pages += (uint32_t) n;
+        if (k->nret == KM_RUN_RETURN_MAX || k->ret_pages >= KM_RUN_RETURN_PAGES) {
+                nsend = k->nret;
+                pages = k->ret_pages;
+                memcpy(start, k->ret_start, nsend * sizeof(*start));
+                memcpy(count, k->ret_count, nsend * sizeof(*count));
+                k->nret = k->ret_pages = 0;
+        }
+        pthread_mutex_unlock(&k->runs_lock);
+        km_run_return(k, start, count, nsend, pages);
 }
 
 /* ---- the API ---- */

@@ -668,18 +668,26 @@ int session_charge_contig_locked(mb_client *c, uint32_t n, unsigned flags, void 
         return 0;
 }
 
-int session_uncharge_extent(mb_client *c, uint64_t start, uint32_t count) {
+int session_uncharge_extents(mb_client *c, const uint64_t *starts, const uint32_t *counts, size_t n) {
+        Mb__Extent ext[SESSION_UNCHARGE_EXTENTS_MAX];
+        Mb__Extent *extp[SESSION_UNCHARGE_EXTENTS_MAX];
         Mb__Uncharge un = MB__UNCHARGE__INIT;
-        Mb__Extent ext = MB__EXTENT__INIT;
-        Mb__Extent *extp = &ext;
         Mb__Msg msg = MB__MSG__INIT;
         int r;
 
-        ext.start = start;
-        ext.count = count;
+        if (n == 0)
+                return 0;
+        if (n > SESSION_UNCHARGE_EXTENTS_MAX)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++) {
+                mb__extent__init(&ext[i]);
+                ext[i].start = starts[i];
+                ext[i].count = counts[i];
+                extp[i] = &ext[i];
+        }
         un.seq = session_next_seq(c);
-        un.n_extents = 1;
-        un.extents = &extp;
+        un.n_extents = n;
+        un.extents = extp;
         un.has_reason = true;
         un.reason = MB__UNCHARGE_REASON__UNCHARGE_FREE;
         msg.body_case = MB__MSG__BODY_UNCHARGE;
@@ -690,6 +698,10 @@ int session_uncharge_extent(mb_client *c, uint64_t start, uint32_t count) {
         if (r < 0 && !session_can_reconnect(c, r))
                 return session_break(c, r);
         return 0;
+}
+
+int session_uncharge_extent(mb_client *c, uint64_t start, uint32_t count) {
+        return session_uncharge_extents(c, &start, &count, 1);
 }
 
 __thread bool mb_library_thread;

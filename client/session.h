@@ -78,6 +78,11 @@ int session_charge_contig_locked(mb_client *c, uint32_t n, unsigned flags, void 
  * session. */
 int session_uncharge_extent(mb_client *c, uint64_t start, uint32_t count);
 
+/* The same for @n (<= SESSION_UNCHARGE_EXTENTS_MAX) extents in one
+ * Uncharge. */
+#define SESSION_UNCHARGE_EXTENTS_MAX 64u
+int session_uncharge_extents(mb_client *c, const uint64_t *starts, const uint32_t *counts, size_t n);
+
 /**
  * session_uncharge - send Uncharge frames for @pages (sorted in place,
  * coalesced into extents, a bounded number of extents per frame).  With
