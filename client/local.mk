@@ -31,7 +31,7 @@ client_libmembroker_preload_la_SOURCES = $(client_libmembroker_la_SOURCES) %reld
 client_libmembroker_preload_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) -DMB_PRELOAD
 client_libmembroker_preload_la_LIBADD = proto/libmbproto.la $(PROTOBUF_C_LIBS) -ldl
 client_libmembroker_preload_la_LDFLAGS = $(AM_LDFLAGS) -pthread -module -avoid-version -shared \
-	-export-symbols-regex '^(malloc|free|calloc|realloc|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size)$$'
+	-export-symbols-regex '^(malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size)$$'
 
 # membroker-run: run a program with its malloc() on a tenant.
 bin_PROGRAMS += client/membroker-run

@@ -5,7 +5,7 @@
  *
  * At load (a constructor) the shim connects to $MEMBROKER_SOCKET as
  * $MEMBROKER_TENANT; from then on malloc, free, calloc, realloc,
- * posix_memalign, aligned_alloc, memalign, valloc, pvalloc and
+ * reallocarray, posix_memalign, aligned_alloc, memalign, valloc, pvalloc and
  * malloc_usable_size go to mb_malloc() and friends.  glibc's allocator
  * (__libc_malloc and its siblings, which never call back into us) serves:
  *   - everything before the connection is up and when it cannot be made,
@@ -186,6 +186,16 @@ EXPORT void *realloc(void *p, size_t size) {
         memcpy(n, p, old < size ? old : size);
         free(p);
         return n;
+}
+
+EXPORT void *reallocarray(void *p, size_t nmemb, size_t size) {
+        size_t bytes;
+
+        if (__builtin_mul_overflow(nmemb, size, &bytes)) {
+                errno = ENOMEM;
+                return NULL;
+        }
+        return realloc(p, bytes);
 }
 
 static void *shim_aligned(size_t align, size_t size) {

@@ -60,6 +60,68 @@ assert_eq 4999950000 "$(mbrun t "$MB_TMP/prog")" "the compiled program's output 
 attached cc1 || fail "cc1 was not a client of t"
 pass "gcc compiled and linked (cc1, as, collect2 each a client)"
 
+# Threads: blocks of every size class and runs, allocated on one thread and
+# freed on another, realloc'd, reallocarray'd and checked, under the shim.
+cat >"$MB_TMP/threads.c" <<'C'
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <malloc.h>
+#define N 4
+#define SLOTS 512
+static void *slot[N][SLOTS];
+static size_t len[N][SLOTS];
+static pthread_mutex_t lock[N];
+static int bad;
+static void *run(void *arg) {
+        unsigned id = (unsigned) (uintptr_t) arg, seed = id * 77 + 1;
+        for (int r = 0; r < 20000; r++) {
+                unsigned t = (id + (unsigned) r) % N, i;
+                size_t n;
+                unsigned char *p;
+                seed = seed * 1103515245u + 12345u;
+                i = (seed >> 8) % SLOTS;
+                n = (seed >> 4) % 100 < 95 ? 1 + (seed >> 3) % 3000 : 4096 + (seed >> 3) % 200000;
+                p = (seed & 1) ? malloc(n) : reallocarray(NULL, n, 1);
+                if (!p) { bad = 1; return NULL; }
+                memset(p, (int) (n & 0xff), n);
+                pthread_mutex_lock(&lock[t]);
+                if (slot[t][i]) {
+                        unsigned char *q = slot[t][i];
+                        for (size_t k = 0; k < len[t][i]; k++)
+                                if (q[k] != (unsigned char) (len[t][i] & 0xff)) { bad = 2; break; }
+                        if (malloc_usable_size(q) < len[t][i]) bad = 3;
+                        q = realloc(q, len[t][i] / 2 + 1);
+                        if (!q || q[0] != (unsigned char) (len[t][i] & 0xff)) bad = 4;
+                        free(q);
+                }
+                slot[t][i] = p;
+                len[t][i] = n;
+                pthread_mutex_unlock(&lock[t]);
+        }
+        return NULL;
+}
+int main(void) {
+        pthread_t th[N];
+        void *a = aligned_alloc(64, 100), *b = NULL;
+        if (((uintptr_t) a & 63) || posix_memalign(&b, 4096, 5000) || ((uintptr_t) b & 4095)) return 5;
+        free(a);
+        free(b);
+        for (unsigned i = 0; i < N; i++) pthread_mutex_init(&lock[i], NULL);
+        for (unsigned i = 0; i < N; i++) pthread_create(&th[i], NULL, run, (void *) (uintptr_t) i);
+        for (unsigned i = 0; i < N; i++) pthread_join(th[i], NULL);
+        for (unsigned t = 0; t < N; t++) for (unsigned i = 0; i < SLOTS; i++) free(slot[t][i]);
+        printf("threads %d\n", bad);
+        return bad;
+}
+C
+mbrun t gcc -O2 -pthread -o "$MB_TMP/threads" "$MB_TMP/threads.c" || fail "gcc threads.c"
+assert_eq "threads 0" "$(MEMBROKER_PRELOAD_DEBUG=1 mbrun t "$MB_TMP/threads" 2>"$MB_TMP/threads.err")" \
+        "4 threads with cross-thread frees under the shim"
+grep -q "attached to t as client" "$MB_TMP/threads.err" || fail "the threaded program was not a client"
+
 need_program git
 repo="$MB_TMP/repo"
 mkdir "$repo"
