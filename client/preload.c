@@ -21,6 +21,12 @@
  * limit makes malloc() return NULL with errno ENOMEM (no fallback: that is
  * the limit working).
  *
+ * No library thread by default (MB_CONNECT_NO_THREAD; $MEMBROKER_PRELOAD_THREAD=1
+ * starts it): a second thread would cost a single-threaded program glibc's
+ * single-thread fast paths.  The daemon's Reclaim and Drain are then
+ * answered whenever an allocation or free talks to the daemon (and by the
+ * thread that waits for a charge at the limit).
+ *
  * fork(): the arena is a shared mapping, so a child writing the heap it
  * inherited would write the parent's memory.  In the child (pthread_atfork)
  * the shim copies every page the client holds into private anonymous
@@ -51,6 +57,7 @@
 
 #define PRELOAD_TENANT_ENV "MEMBROKER_TENANT"
 #define PRELOAD_DEBUG_ENV "MEMBROKER_PRELOAD_DEBUG"
+#define PRELOAD_THREAD_ENV "MEMBROKER_PRELOAD_THREAD"
 #define EXPORT __attribute__((visibility("default")))
 
 /* glibc's own allocator. */
@@ -344,7 +351,7 @@ static void shim_atfork_child(void) {
 /* ---- setup ---- */
 
 __attribute__((constructor)) static void shim_init(void) {
-        const char *tenant = getenv(PRELOAD_TENANT_ENV);
+        const char *tenant = getenv(PRELOAD_TENANT_ENV), *e;
         mb_client *c = NULL;
         int r;
 
@@ -354,7 +361,13 @@ __attribute__((constructor)) static void shim_init(void) {
                 shim_depth--;
                 return;
         }
-        r = mb_connect(NULL, tenant, &c);
+        /* No library thread unless asked for: a second thread costs a
+         * single-threaded program glibc's single-thread fast paths (every
+         * pthread_mutex_lock() and stdio lock becomes an atomic), more
+         * than the thread saves.  The daemon's Reclaim and Drain are then
+         * answered by the allocations that talk to the daemon. */
+        e = getenv(PRELOAD_THREAD_ENV);
+        r = mb_connect_ex(NULL, tenant, e && strcmp(e, "1") == 0 ? 0 : MB_CONNECT_NO_THREAD, &c);
         if (r < 0) {
                 fprintf(stderr, "libmembroker-preload: cannot attach to tenant %s (%s): %s; glibc serves malloc\n",
                         tenant, strerror(-r), mb_last_error());

@@ -24,6 +24,11 @@ pass "the tenant's peak passed 50 MiB ($peak pages)"
 usage_back_to_zero t
 pass "returned at exit"
 
+# The same with the library's thread in the program.
+out=$(MEMBROKER_PRELOAD_THREAD=1 mbrun t "$PY" -c 'import threading; b = bytearray(50 << 20); print("ok", threading.active_count())')
+assert_eq "ok 1" "$out" "python3 with MEMBROKER_PRELOAD_THREAD=1 (the library's thread is not Python's)"
+usage_back_to_zero t
+
 rc=0
 mbrun small "$PY" -c 'b = bytearray(50 << 20)' 2>"$MB_TMP/err" || rc=$?
 cat "$MB_TMP/err"
