@@ -24,7 +24,9 @@
  *                           An empty list
  *                           of runs up to KM_RUN_BATCH_MAX_PAGES is refilled
  *                           with one contiguous charge of about
- *                           KM_RUN_BATCH_PAGES pages cut into runs (as a
+ *                           KM_RUN_BATCH_PAGES pages (more as the heap
+ *                           grows: 1/8 of what was batched before, at most
+ *                           KM_RUN_BATCH_MAX_PAGES_ALL) cut into runs (as a
  *                           slab of a high order holds several objects):
  *                           a growing heap does not make a round trip per
  *                           8 KiB.  Each run is returned on its own (the
@@ -56,7 +58,9 @@
 #define KM_RUN_CACHE_MAX_PAGES 32u       /* runs kept when freed: 2..this pages */
 #define KM_RUN_CACHE_MAX_TOTAL_PAGES 512u /* pages all kept runs may hold */
 #define KM_RUN_BATCH_MAX_PAGES 8u        /* runs this small are charged several at once ... */
-#define KM_RUN_BATCH_PAGES 64u           /* ... as one extent of about this many pages */
+#define KM_RUN_BATCH_PAGES 64u           /* ... as one extent of about this many pages, */
+#define KM_RUN_BATCH_MAX_PAGES_ALL 1024u /* growing with the runs the client has taken
+                                          * (1/8 of them) up to this many */
 #define KM_RUN_RETURN_PAGES 64u          /* runs that do not fit the lists go back together,
                                           * in one Uncharge, once this many pages wait */
 #define KM_RUN_RETURN_MAX SESSION_UNCHARGE_EXTENTS_MAX
@@ -85,6 +89,7 @@ struct kmalloc_ctx {
         uint64_t ret_start[KM_RUN_RETURN_MAX]; /* runs waiting to go back */
         uint32_t ret_count[KM_RUN_RETURN_MAX];
         uint32_t nret, ret_pages;
+        uint64_t batched_pages;          /* pages charged in batches so far (atomic) */
 };
 
 static pthread_mutex_t km_create_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -329,11 +334,19 @@ static void *km_run_alloc(struct kmalloc_ctx *k, size_t n, bool *ret_zeroed) {
          * count an `oom` when the run alone would. */
         if (n <= KM_RUN_BATCH_MAX_PAGES &&
             __atomic_load_n(&k->c->headroom, __ATOMIC_RELAXED) >= 2 * (uint64_t) KM_RUN_BATCH_PAGES) {
-                size_t batch = KM_RUN_BATCH_PAGES / n;
+                /* A heap that keeps growing charges larger batches, as
+                 * glibc grows its heap: 1/8 of what was batched so far,
+                 * within the headroom. */
+                uint64_t want = MB_MIN(__atomic_load_n(&k->batched_pages, __ATOMIC_RELAXED) / 8,
+                                       (uint64_t) KM_RUN_BATCH_MAX_PAGES_ALL);
+                uint64_t room = __atomic_load_n(&k->c->headroom, __ATOMIC_RELAXED) / 2;
+                size_t batch = (size_t) MB_MAX(MB_MIN(want, room), (uint64_t) KM_RUN_BATCH_PAGES) / n;
 
                 p = mb_page_alloc_contig(k->c, batch * n, MB_ALLOC_NORETRY);
                 if (p) {
                         uint8_t *first = p;
+
+                        __atomic_add_fetch(&k->batched_pages, batch * n, __ATOMIC_RELAXED);
 
                         for (size_t i = 0; i < batch; i++)
                                 k->tags[km_index(k, first + ((i * n) << k->page_shift))] = KM_TAG_RUN | (uint32_t) n;

@@ -329,8 +329,9 @@ int mb_page_free_contig(mb_client *c, void *first, size_t n);
  * page from the page stock, larger sizes from contiguous runs
  * (mb_page_alloc_contig(); runs of up to 32 pages are kept for reuse when
  * freed, 512 pages at most per client, the others go back to the daemon at
- * once; runs of up to 8 pages are charged several at once, about 64 pages
- * in one contiguous charge, while the tenant has room for them).  All of it is charged to the tenant and counts in its usage.
+ * once; runs of up to 8 pages are charged several at once, 64 pages in one
+ * contiguous charge and more as the heap grows, while the tenant has room
+ * for them).  All of it is charged to the tenant and counts in its usage.
  * Objects are aligned to 8 bytes (8-byte class), 16 (16, 96, 192: 32 and
  * 64) or their size (powers of two); pages and runs to the page.  At the
  * tenant's limit the library first gives back kept runs and empty slabs,
