@@ -10,8 +10,7 @@
  * malloc/free and mb_malloc/mb_free on the tenant; in a bench-malloc child
  * each, preloaded: tcmalloc, jemalloc, mimalloc (the same pattern, --mode
  * 64 --size N).  Sizes cover the slab classes (16 B .. 2 KiB), a page (the
- * page stock), runs kept for reuse (8 KiB, 32 KiB) and runs that go to the
- * daemon on every allocation and back on every free (256 KiB, 1 MiB).
+ * page stock) and runs (8 KiB .. 1 MiB).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -130,8 +129,7 @@ int main(int argc, char **argv) {
                 char sz[32], g[32], m[32], ratio[32], peer[BENCH_NPEERS][32];
                 const char *how = sizes[s] <= mb_page_size(client) / 2 ? "slab class (per-CPU list)"
                                   : sizes[s] <= mb_page_size(client) ? "page stock"
-                                  : sizes[s] <= 32 * mb_page_size(client) ? "run, kept for reuse"
-                                                                         : "run, charged and returned each time";
+                                  : "run, kept for reuse";
 
                 if (sizes[s] >= 1024)
                         snprintf(sz, sizeof sz, "%zu KiB", sizes[s] / 1024);
@@ -155,9 +153,8 @@ int main(int argc, char **argv) {
         }
         bench_note("%s", "");
         bench_note_round_trip();
-        bench_note("Runs above 32 pages go to the daemon on every mb_malloc() (a contiguous Charge) and back "
-                   "on every mb_free() (an Uncharge, hole-punched): their cost is a round trip, like mmap()+munmap() "
-                   "in glibc above its mmap threshold (128 KiB).");
+        bench_note("Runs are carved from contiguous chunks charged at once and kept for reuse when freed "
+                   "(docs/malloc.md); the first use of a size costs a round trip to the daemon.");
         mb_close(client);
         return bench_finish();
 }

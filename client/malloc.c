@@ -14,23 +14,27 @@
  *                           2^order pages at once), counted in `pages`.
  *                           Runs of up to KM_RUN_CACHE_MAX_PAGES pages are
  *                           kept on a small per-size free list when freed
- *                           (like the slabs of kmalloc-8k ... -128k: at most
+ *                           (like the slabs of kmalloc-8k and up: at most
  *                           KM_RUN_CACHE_MAX_TOTAL_PAGES pages in all, still
- *                           charged); larger ones go back to the daemon at
+ *                           charged; the bound rises to 4x the largest run
+ *                           freed, up to KM_KEEP_MAX_PAGES, and a few runs
+ *                           of up to KM_BIG_KEEP_MAX_PAGES are kept too,
+ *                           as glibc's mmap threshold rises with the blocks
+ *                           freed); larger ones go back to the daemon at
  *                           once, which hole-punches them (small runs
  *                           that find their list full wait until
  *                           KM_RUN_RETURN_PAGES pages can go back in one
  *                           Uncharge, as the page stock returns a batch).
- *                           An empty list
- *                           of runs up to KM_RUN_BATCH_MAX_PAGES is refilled
- *                           with one contiguous charge of about
- *                           KM_RUN_BATCH_PAGES pages (more as the heap
- *                           grows: 1/8 of what was batched before, at most
- *                           KM_RUN_BATCH_MAX_PAGES_ALL) cut into runs (as a
- *                           slab of a high order holds several objects):
- *                           a growing heap does not make a round trip per
- *                           8 KiB.  Each run is returned on its own (the
- *                           daemon owns pages, not the extents it granted).
+ *                           A run that is not on its list is carved from
+ *                           the rest of a chunk charged at once (one
+ *                           contiguous charge of at least
+ *                           KM_RUN_BATCH_PAGES pages, more as the heap
+ *                           grows: 1/8 of what was charged so, at most
+ *                           KM_RUN_BATCH_MAX_PAGES_ALL, as a slab of a high
+ *                           order holds several objects), so a growing heap
+ *                           does not make a round trip per run.  Each run
+ *                           is returned on its own (the daemon owns pages,
+ *                           not the extents it granted).
  *
  * mb_free() finds how a pointer was allocated from its page: one 32-bit
  * tag per arena page (an anonymous MAP_NORESERVE array: only the entries of
@@ -55,12 +59,15 @@
 #define KM_MAX_CLASSES 24u
 #define KM_TAG_PAGE 0x100u               /* one page from the stock */
 #define KM_TAG_RUN 0x80000000u           /* | pages: the first page of a run */
-#define KM_RUN_CACHE_MAX_PAGES 32u       /* runs kept when freed: 2..this pages */
-#define KM_RUN_CACHE_MAX_TOTAL_PAGES 512u /* pages all kept runs may hold */
-#define KM_RUN_BATCH_MAX_PAGES 8u        /* runs this small are charged several at once ... */
-#define KM_RUN_BATCH_PAGES 64u           /* ... as one extent of about this many pages, */
-#define KM_RUN_BATCH_MAX_PAGES_ALL 1024u /* growing with the runs the client has taken
-                                          * (1/8 of them) up to this many */
+#define KM_RUN_CACHE_MAX_PAGES 128u      /* runs kept when freed: 2..this pages */
+#define KM_RUN_CACHE_MAX_TOTAL_PAGES 2048u /* pages all kept runs may hold, at first */
+#define KM_BIG_KEEP_MAX 32u               /* larger runs kept when freed (a few) ... */
+#define KM_BIG_KEEP_MAX_PAGES 8192u       /* ... of up to 32 MiB, glibc's largest mmap threshold */
+#define KM_KEEP_MAX_PAGES 16384u          /* the bound rises with the largest run freed (4x) up to this */
+#define KM_RUN_BATCH_PAGES 64u           /* runs are carved from chunks of at least this
+                                          * many pages charged at once, */
+#define KM_RUN_BATCH_MAX_PAGES_ALL 1024u /* growing with the heap (1/8 of what was
+                                          * charged so) up to this many */
 #define KM_RUN_RETURN_PAGES 64u          /* runs that do not fit the lists go back together,
                                           * in one Uncharge, once this many pages wait */
 #define KM_RUN_RETURN_MAX SESSION_UNCHARGE_EXTENTS_MAX
@@ -89,7 +96,14 @@ struct kmalloc_ctx {
         uint64_t ret_start[KM_RUN_RETURN_MAX]; /* runs waiting to go back */
         uint32_t ret_count[KM_RUN_RETURN_MAX];
         uint32_t nret, ret_pages;
-        uint64_t batched_pages;          /* pages charged in batches so far (atomic) */
+        uint64_t batched_pages;          /* pages charged in chunks so far (atomic) */
+        struct { void *p; uint32_t n; } big[KM_BIG_KEEP_MAX]; /* kept runs above the lists' sizes */
+        uint32_t nbig;
+        uint32_t keep_max;               /* bound of runs_pages (runs_lock) */
+        uint8_t *bump;                   /* the rest of the last chunk: runs are carved */
+        uint32_t bump_left;              /* from it (pages; runs_lock) */
+        struct mb_shrinker shrinker;     /* gives the kept runs back under pressure */
+        bool shrinker_registered;
 };
 
 static pthread_mutex_t km_create_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -97,6 +111,8 @@ static pthread_mutex_t km_create_lock = PTHREAD_MUTEX_INITIALIZER;
 static void km_free_ctx(struct kmalloc_ctx *k) {
         if (!k)
                 return;
+        if (k->shrinker_registered && !k->c->forked)
+                (void) mb_unregister_shrinker(k->c, &k->shrinker);
         for (unsigned i = 0; i < k->nclasses; i++)
                 if (k->cache[i])
                         (void) mb_cache_destroy(k->cache[i]);
@@ -119,6 +135,22 @@ void kmalloc_destroy(mb_client *c) {
         km_free_ctx(k);
 }
 
+static size_t km_runs_flush(struct kmalloc_ctx *k);
+
+/* The shrinker: kept runs are charged memory nobody uses, the first to
+ * go when the daemon asks for pages back (Reclaim). */
+static unsigned long km_shrink_count(void *userdata) {
+        struct kmalloc_ctx *k = userdata;
+
+        return __atomic_load_n(&k->runs_pages, __ATOMIC_RELAXED) + __atomic_load_n(&k->ret_pages, __ATOMIC_RELAXED) +
+               __atomic_load_n(&k->bump_left, __ATOMIC_RELAXED);
+}
+
+static unsigned long km_shrink_scan(void *userdata, unsigned long nr_to_scan) {
+        (void) nr_to_scan;
+        return km_runs_flush(userdata);
+}
+
 static int km_new_ctx(mb_client *c, struct kmalloc_ctx **ret) {
         struct kmalloc_ctx *k;
         size_t sizes[KM_MAX_CLASSES], n = 0;
@@ -132,6 +164,7 @@ static int km_new_ctx(mb_client *c, struct kmalloc_ctx **ret) {
         k->npages = c->arena_pages;
         k->page_size = c->page_size;
         k->page_shift = c->page_shift;
+        k->keep_max = KM_RUN_CACHE_MAX_TOTAL_PAGES;
         k->tags_bytes = (size_t) k->npages * sizeof(uint32_t);
         k->tags = mmap(NULL, k->tags_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                        -1, 0);
@@ -169,6 +202,8 @@ static int km_new_ctx(mb_client *c, struct kmalloc_ctx **ret) {
                 k->class_bytes[i] = sz;
         }
         k->nclasses = (unsigned) n;
+        k->shrinker = (struct mb_shrinker) { .count = km_shrink_count, .scan = km_shrink_scan, .userdata = k };
+        k->shrinker_registered = mb_register_shrinker(c, &k->shrinker) == 0;
         for (size_t b = 0, ci = 0; b < ELEMENTSOF(k->small_class); b++) {
                 size_t sz = MB_MAX(b * KM_MIN_BYTES, (size_t) KM_MIN_BYTES);
 
@@ -280,6 +315,37 @@ static uint32_t km_run_return_all(struct kmalloc_ctx *k);
 static size_t km_runs_flush(struct kmalloc_ctx *k) {
         void *batch[64];
         size_t pages = km_run_return_all(k);
+        uint8_t *left;
+        uint32_t nleft;
+
+        pthread_mutex_lock(&k->runs_lock);
+        left = k->bump;
+        nleft = k->bump_left;
+        k->bump = NULL;
+        k->bump_left = 0;
+        pthread_mutex_unlock(&k->runs_lock);
+        if (nleft > 0) {
+                k->tags[km_index(k, left)] = KM_TAG_RUN | nleft;
+                (void) mb_page_free_contig(k->c, left, nleft);
+                pages += nleft;
+        }
+        for (;;) {
+                void *bp = NULL;
+                uint32_t bn = 0;
+
+                pthread_mutex_lock(&k->runs_lock);
+                if (k->nbig > 0) {
+                        k->nbig--;
+                        bp = k->big[k->nbig].p;
+                        bn = k->big[k->nbig].n;
+                        k->runs_pages -= bn;
+                }
+                pthread_mutex_unlock(&k->runs_lock);
+                if (!bp)
+                        break;
+                (void) mb_page_free_contig(k->c, bp, bn);
+                pages += bn;
+        }
 
         for (unsigned p = 2; p <= KM_RUN_CACHE_MAX_PAGES; p++)
                 for (;;) {
@@ -314,6 +380,17 @@ static size_t km_shrink(struct kmalloc_ctx *k) {
 
 static bool km_run_keep(struct kmalloc_ctx *k, void *p, size_t n, bool force);
 
+/* The unused rest of a chunk (@n pages at @p): kept as a run, or returned. */
+static void km_run_leftover(struct kmalloc_ctx *k, uint8_t *p, uint32_t n) {
+        if (n == 0)
+                return;
+        k->tags[km_index(k, p)] = KM_TAG_RUN | n;
+        if (n >= 2 && n <= KM_RUN_CACHE_MAX_PAGES)
+                (void) km_run_keep(k, p, n, true);
+        else
+                (void) mb_page_free_contig(k->c, p, n);
+}
+
 static void *km_run_alloc(struct kmalloc_ctx *k, size_t n, bool *ret_zeroed) {
         void *p = NULL;
 
@@ -329,31 +406,75 @@ static void *km_run_alloc(struct kmalloc_ctx *k, size_t n, bool *ret_zeroed) {
                         return p;
                 }
         }
-        /* Several at once while the tenant's path has room for them
-         * (Grant.headroom); NORETRY: a batch that does not fit must not
-         * count an `oom` when the run alone would. */
-        if (n <= KM_RUN_BATCH_MAX_PAGES &&
-            __atomic_load_n(&k->c->headroom, __ATOMIC_RELAXED) >= 2 * (uint64_t) KM_RUN_BATCH_PAGES) {
-                /* A heap that keeps growing charges larger batches, as
-                 * glibc grows its heap: 1/8 of what was batched so far,
-                 * within the headroom. */
-                uint64_t want = MB_MIN(__atomic_load_n(&k->batched_pages, __ATOMIC_RELAXED) / 8,
-                                       (uint64_t) KM_RUN_BATCH_MAX_PAGES_ALL);
-                uint64_t room = __atomic_load_n(&k->c->headroom, __ATOMIC_RELAXED) / 2;
-                size_t batch = (size_t) MB_MAX(MB_MIN(want, room), (uint64_t) KM_RUN_BATCH_PAGES) / n;
+        /* Carved from a chunk charged ahead, while the tenant's path has
+         * room for it (Grant.headroom); NORETRY: a chunk that does not fit
+         * must not count an `oom` when the run alone would. */
+        if (n <= KM_RUN_CACHE_MAX_PAGES) {
+                uint8_t *left = NULL;
+                uint64_t want, room, chunk;
+                uint32_t nleft = 0;
 
-                p = mb_page_alloc_contig(k->c, batch * n, MB_ALLOC_NORETRY);
+                pthread_mutex_lock(&k->runs_lock);
+                if (k->bump_left >= n) {
+                        p = k->bump;
+                        k->bump += n << k->page_shift;
+                        k->bump_left -= (uint32_t) n;
+                }
+                pthread_mutex_unlock(&k->runs_lock);
                 if (p) {
-                        uint8_t *first = p;
-
-                        __atomic_add_fetch(&k->batched_pages, batch * n, __ATOMIC_RELAXED);
-
-                        for (size_t i = 0; i < batch; i++)
-                                k->tags[km_index(k, first + ((i * n) << k->page_shift))] = KM_TAG_RUN | (uint32_t) n;
-                        /* The rest go to the list (past its bound, once). */
-                        for (size_t i = batch; i-- > 1;)
-                                km_run_keep(k, first + ((i * n) << k->page_shift), n, true);
+                        k->tags[km_index(k, p)] = KM_TAG_RUN | (uint32_t) n;
+                        *ret_zeroed = true; /* never handed out before */
+                        return p;
+                }
+                /* A heap that keeps growing charges larger chunks, as glibc
+                 * grows its heap: 1/8 of what was charged so, within half
+                 * the headroom. */
+                want = MB_MIN(__atomic_load_n(&k->batched_pages, __ATOMIC_RELAXED) / 8,
+                              (uint64_t) KM_RUN_BATCH_MAX_PAGES_ALL);
+                room = __atomic_load_n(&k->c->headroom, __ATOMIC_RELAXED) / 2;
+                chunk = MB_MAX(MB_MIN(want, room), (uint64_t) KM_RUN_BATCH_PAGES);
+                if (chunk >= 2 * n && room >= chunk)
+                        p = mb_page_alloc_contig(k->c, chunk, MB_ALLOC_NORETRY);
+                if (p) {
+                        __atomic_add_fetch(&k->batched_pages, chunk, __ATOMIC_RELAXED);
+                        k->tags[km_index(k, p)] = KM_TAG_RUN | (uint32_t) n;
+                        pthread_mutex_lock(&k->runs_lock);
+                        left = k->bump;
+                        nleft = k->bump_left;
+                        k->bump = (uint8_t *) p + (n << k->page_shift);
+                        k->bump_left = (uint32_t) (chunk - n);
+                        pthread_mutex_unlock(&k->runs_lock);
+                        /* What was left of the previous chunk: a run to keep. */
+                        km_run_leftover(k, left, nleft);
                         *ret_zeroed = true;
+                        return p;
+                }
+        }
+        if (n > KM_RUN_CACHE_MAX_PAGES && n <= KM_BIG_KEEP_MAX_PAGES) {
+                /* A kept large run: the best fit of at most twice the
+                 * size, cut when larger (its rest stays kept). */
+                uint32_t best = UINT32_MAX;
+
+                pthread_mutex_lock(&k->runs_lock);
+                for (uint32_t i = 0; i < k->nbig; i++)
+                        if (k->big[i].n >= n && k->big[i].n <= 2 * n &&
+                            (best == UINT32_MAX || k->big[i].n < k->big[best].n))
+                                best = i;
+                if (best != UINT32_MAX) {
+                        p = k->big[best].p;
+                        if (k->big[best].n == n) {
+                                k->big[best] = k->big[--k->nbig];
+                        } else {
+                                k->big[best].p = (uint8_t *) p + (n << k->page_shift);
+                                k->big[best].n -= (uint32_t) n;
+                                k->tags[km_index(k, k->big[best].p)] = KM_TAG_RUN | k->big[best].n;
+                        }
+                        k->runs_pages -= (uint32_t) n;
+                }
+                pthread_mutex_unlock(&k->runs_lock);
+                if (p) {
+                        k->tags[km_index(k, p)] = KM_TAG_RUN | (uint32_t) n;
+                        *ret_zeroed = false;
                         return p;
                 }
         }
@@ -375,7 +496,7 @@ static bool km_run_keep(struct kmalloc_ctx *k, void *p, size_t n, bool force) {
         bool kept = false;
 
         pthread_mutex_lock(&k->runs_lock);
-        if (force || k->runs_pages + n <= KM_RUN_CACHE_MAX_TOTAL_PAGES) {
+        if (force || k->runs_pages + n <= k->keep_max) {
                 if (r->n == r->cap) {
                         uint32_t cap = MB_MAX(r->cap * 2, 8u);
                         /* The library's own memory: never mb_malloc(). */
@@ -430,7 +551,24 @@ static void km_run_free(struct kmalloc_ctx *k, void *p, size_t n) {
         uint32_t count[KM_RUN_RETURN_MAX], nsend = 0, pages = 0;
 
         if (n > KM_RUN_CACHE_MAX_PAGES) {
-                (void) mb_page_free_contig(k->c, p, n);
+                bool kept = false;
+
+                /* Like glibc's dynamic mmap threshold: a freed large block
+                 * says the program reuses such sizes, so the bound of what
+                 * is kept rises to four of it. */
+                pthread_mutex_lock(&k->runs_lock);
+                if (n <= KM_BIG_KEEP_MAX_PAGES) {
+                        k->keep_max = MB_MAX(k->keep_max, (uint32_t) MB_MIN(4 * n, (size_t) KM_KEEP_MAX_PAGES));
+                        if (k->nbig < KM_BIG_KEEP_MAX && k->runs_pages + n <= k->keep_max) {
+                                k->big[k->nbig].p = p;
+                                k->big[k->nbig++].n = (uint32_t) n;
+                                k->runs_pages += (uint32_t) n;
+                                kept = true;
+                        }
+                }
+                pthread_mutex_unlock(&k->runs_lock);
+                if (!kept)
+                        (void) mb_page_free_contig(k->c, p, n);
                 return;
         }
         if (km_run_keep(k, p, n, false))

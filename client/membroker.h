@@ -327,9 +327,11 @@ int mb_page_free_contig(mb_client *c, void *first, size_t n);
  * 192, 256, 512, 1024, 2048 bytes; per-CPU lists, no lock, no system call on
  * the fast path; they count in the tenant's `slab_unreclaimable`), up to a
  * page from the page stock, larger sizes from contiguous runs
- * (mb_page_alloc_contig(); runs of up to 32 pages are kept for reuse when
- * freed, 512 pages at most per client, the others go back to the daemon at
- * once; runs of up to 8 pages are charged several at once, 64 pages in one
+ * (mb_page_alloc_contig(); runs are kept for reuse when freed, 2048 pages
+ * at most per client at first, up to 4 times the largest run freed (at most
+ * 16384 pages) as glibc's mmap threshold rises, runs above 8192 pages go
+ * back to the daemon at once, the others when they pass the bound, 64 pages
+ * per Uncharge; runs of up to 8 pages are charged several at once, 64 pages in one
  * contiguous charge and more as the heap grows, while the tenant has room
  * for them).  All of it is charged to the tenant and counts in its usage.
  * Objects are aligned to 8 bytes (8-byte class), 16 (16, 96, 192: 32 and
