@@ -18,6 +18,10 @@
  *        mb_free() it, print "freed", wait for another line, exit.
  *   malloc-client limit TENANT BYTES
  *        mb_malloc(BYTES) must fail with ENOMEM; prints the reason.
+ *   malloc-client keep TENANT COUNT BYTES
+ *        mb_malloc() COUNT blocks of BYTES, free them all (the library
+ *        keeps the runs for reuse, still charged), print "kept", wait for a
+ *        line on stdin, exit.
  *   malloc-client classes TENANT
  *        allocate one object of each class and print the class table.
  */
@@ -271,6 +275,26 @@ static int cmd_hold(size_t bytes) {
         return 0;
 }
 
+static int cmd_keep(unsigned count, size_t bytes) {
+        char line[64];
+        void **v = calloc(count, sizeof(void *));
+
+        CHECK(v, "calloc");
+        for (unsigned i = 0; i < count; i++) {
+                v[i] = mb_malloc(c, bytes);
+                CHECK(v[i], "mb_malloc(%zu)", bytes);
+                memset(v[i], 1, bytes);
+        }
+        for (unsigned i = 0; i < count; i++)
+                mb_free(c, v[i]);
+        free(v);
+        printf("kept\n");
+        fflush(stdout);
+        if (!fgets(line, sizeof(line), stdin))
+                return 1;
+        return 0;
+}
+
 static int cmd_limit(size_t bytes) {
         void *p;
 
@@ -320,6 +344,8 @@ int main(int argc, char **argv) {
                 r = cmd_hold(strtoull(argv[3], NULL, 0));
         else if (strcmp(argv[1], "limit") == 0 && argc >= 4)
                 r = cmd_limit(strtoull(argv[3], NULL, 0));
+        else if (strcmp(argv[1], "keep") == 0 && argc >= 5)
+                r = cmd_keep((unsigned) atoi(argv[3]), strtoull(argv[4], NULL, 0));
         else if (strcmp(argv[1], "classes") == 0)
                 r = cmd_classes();
         else {

@@ -5,7 +5,8 @@
 # foreign pointers refused, threads with remote frees; a large allocation
 # (40 MiB) is one contiguous charge that raises the tenant's usage and is returned
 # (usage back down) by mb_free(); at the tenant's limit ENOMEM and the
-# session goes on.
+# session goes on; runs a client keeps for reuse are given back when
+# another client of the tenant needs them (the shrinker answers Reclaim).
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/broker-lib.sh"
 
@@ -13,6 +14,7 @@ MALLOC_CLIENT="$top_builddir/tests/malloc-client"
 mb_write_broker_conf "Capacity=64M" "ChargeBatch=8"
 mb_write_tenant app "Path=app" "MemoryMax=64M"
 mb_write_tenant small "Path=small" "MemoryMax=1M"
+mb_write_tenant mid "Path=mid" "MemoryMax=16M"
 mb_start_daemon
 export MEMBROKER_SOCKET="$MB_SOCK"
 
@@ -53,3 +55,28 @@ max=$(mb_event small max)
 [ "${max:-0}" -ge 1 ] || fail "max not counted: ${max:-0}"
 pass "ENOMEM at the tenant's limit, max=$max counted"
 mb_daemon_alive
+
+# A keeps 8 x 1 MiB of freed runs charged (8 MiB of 16); B needs 12 MiB:
+# only reclaim of A's kept runs (its shrinker) makes room.
+mkfifo "$MB_TMP/kin"
+"$MALLOC_CLIENT" keep mid 8 $((1 << 20)) <"$MB_TMP/kin" >"$MB_TMP/keep.out" 2>&1 &
+keeper=$!
+MB_CHILDREN+=("$keeper")
+exec 4>"$MB_TMP/kin"
+wait_for 20 grep -q '^kept' "$MB_TMP/keep.out" || { cat "$MB_TMP/keep.out"; fail "the keeper did not start"; }
+mb_dump_state
+kept=$(mb_state mid usage)
+echo "usage of mid with A's freed runs kept: $kept pages"
+[ "$kept" -ge 2048 ] || fail "A did not keep its runs ($kept pages)"
+mkfifo "$MB_TMP/hin"
+"$MALLOC_CLIENT" hold mid $((12 << 20)) <"$MB_TMP/hin" >"$MB_TMP/hold2.out" 2>&1 &
+holder2=$!
+MB_CHILDREN+=("$holder2")
+exec 5>"$MB_TMP/hin"
+wait_for 30 grep -q '^held' "$MB_TMP/hold2.out" || { cat "$MB_TMP/hold2.out"; fail "B did not get 12 MiB while A kept 8 MiB of freed runs"; }
+mb_dump_state
+pass "B got 12 MiB: A's kept runs were reclaimed (usage $(mb_state mid usage) pages, max=$(mb_event mid max))"
+echo >&5; echo >&5; exec 5>&-
+echo >&4; exec 4>&-
+wait "$holder2" || fail "B failed"
+wait "$keeper" || fail "A failed"
