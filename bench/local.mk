@@ -46,6 +46,19 @@ bench_bench_rightsize_SOURCES = %reldir%/rightsize.c
 bench_bench_rightsize_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS)
 bench_bench_rightsize_LDADD = bench/libbench.la $(SYSTEMD_LIBS)
 
+# Table 16: mb_malloc() by size class (the peers through bench-malloc).
+noinst_PROGRAMS += bench/bench-mbmalloc
+bench_bench_mbmalloc_SOURCES = %reldir%/mbmalloc.c
+bench_bench_mbmalloc_LDADD = bench/libbench.la client/libmembroker.la
+
+# Table 17: real programs under membroker-run against glibc and tcmalloc
+# (not in the sanitizer build: the shim cannot be preloaded there).
+if !ENABLE_SANITIZERS
+noinst_PROGRAMS += bench/bench-programs
+bench_bench_programs_SOURCES = %reldir%/programs.c
+bench_bench_programs_LDADD = bench/libbench.la
+endif
+
 # Generic side-by-side timing of whole commands (table 7).
 noinst_PROGRAMS += bench/bench-exec
 bench_bench_exec_SOURCES = %reldir%/exec.c
@@ -117,6 +130,10 @@ bench-rightsize: all tests/rightsize-client
 	$(BENCH_RUN) --output bench/results/rightsize.md rightsize
 bench-sqlite: all
 	$(BENCH_RUN) --output bench/results/sqlite.md sqlite
+bench-mbmalloc: all
+	$(BENCH_RUN) --output bench/results/mbmalloc.md mbmalloc
+bench-programs: all
+	$(BENCH_RUN) --output bench/results/programs.md programs
 clean-local: clean-bench-results
 clean-bench-results:
 	-rm -rf bench/results
@@ -125,4 +142,5 @@ bench-flood: all tests/wire-client
 	$(BENCH_RUN) --output bench/results/flood.md flood
 .PHONY: clean-bench-results bench bench-hotpath bench-charge bench-depth bench-counters bench-nolimits \
 	bench-stats bench-dbus bench-overhead bench-slab bench-scale bench-reload bench-flood bench-latency \
-	bench-rightsize bench-sqlite
+	bench-rightsize bench-sqlite \
+	bench-mbmalloc bench-programs

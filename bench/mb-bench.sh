@@ -4,7 +4,7 @@
 #
 #   mb-bench.sh [--output FILE] TABLE...     TABLE: all, hotpath, charge,
 #       depth, counters, nolimits, stats, dbus, overhead, slab, scale, reload, latency, sqlite,
-#       rightsize, and
+#       rightsize, mbmalloc, programs, and
 #       flood (not part of all: it needs root and tests/wire-client)
 #
 # Tables go to stdout (Markdown) and, with --output, to FILE as well;
@@ -26,7 +26,7 @@ if [ "${1:-}" = --output ]; then
 fi
 [ $# -gt 0 ] || set -- all
 
-ALL_TABLES=(hotpath charge depth counters nolimits stats dbus overhead slab scale reload latency sqlite rightsize)
+ALL_TABLES=(hotpath charge depth counters nolimits stats dbus overhead slab scale reload latency sqlite rightsize mbmalloc programs)
 STATUS=0
 
 # missing WHAT: print a table stub saying why it could not run
@@ -481,6 +481,88 @@ t_sqlite() {
         mkdir -p "$MB_TMP/sqlite-db"
         mb_start_daemon "$conf" || { missing "$title" "membrokerd did not start"; return 1; }
         "$BENCH_BIN/bench-sqlite" "$MB_SOCK" sqlite "$MB_TMP/sqlite-db"
+        local rc=$?
+        mb_stop_daemon
+        return $rc
+}
+
+# ---- table 16 ----
+t_mbmalloc() {
+        local title="Table 16: mb_malloc() by size class"
+        need_daemon || { missing "$title" "membrokerd not built"; return; }
+        [ -x "$BENCH_BIN/bench-mbmalloc" ] || { missing "$title" "bench-mbmalloc not built"; return; }
+        local conf=$MB_TMP/mbmalloc
+        mb_config "$conf" 4G
+        mb_tenant "$conf" mall "Path=mall"
+        mb_start_daemon "$conf" || { missing "$title" "membrokerd did not start"; return 1; }
+        "$BENCH_BIN/bench-mbmalloc" "$MB_SOCK" mall
+        local rc=$?
+        mb_stop_daemon
+        return $rc
+}
+
+# ---- table 17 ----
+# programs_workloads DIR: the three workloads' files and ARGVFILEs in DIR
+programs_workloads() {
+        local dir=$1 rows=$(q 400000 2000) funcs=$(q 400 10) i
+        mkdir -p "$dir"
+        cat >"$dir/alloc.py" <<PYEOF
+d = {}
+for r in range(3):
+    for i in range($(q 200000 1000)):
+        d[i] = [str(i)] * (i % 5) + [i * 1.5, {'k': i}]
+    x = sorted(d.items(), key=lambda kv: -kv[0])
+    s = ''.join(str(k) for k, _ in x[:50000])
+    d.clear()
+print(len(x), len(s))
+PYEOF
+        cat >"$dir/work.sql" <<SQLEOF
+create table t(a integer primary key, b text, c real);
+with recursive n(x) as (select 1 union all select x + 1 from n where x < $rows)
+insert into t select x, printf('row-%08d-%s', x, hex(x * 7919)), x / 3.0 from n;
+create index tb on t(b);
+select count(*), sum(length(b)) from t where b > 'row-1';
+update t set c = c * 3 where a % 2 = 0;
+select count(*) from t t1 join t t2 on t1.a = t2.a + 1 where t1.b < 'row-2';
+select b, count(*) from t group by substr(b, 1, 9) order by 2 desc limit 3;
+SQLEOF
+        {
+                echo '#include <stdio.h>'
+                echo '#include <stdlib.h>'
+                echo '#include <string.h>'
+                for ((i = 0; i < funcs; i++)); do
+                        echo "struct s$i { int a[$((i % 7 + 1))]; double d; char *p; };"
+                        echo "static int f$i(struct s$i *s, int n) { int r = 0; for (int k = 0; k < n; k++) { r += s->a[k % $((i % 7 + 1))] * k; if (r > $i) r ^= (int) strlen(s->p); } return r + (int) s->d; }"
+                done
+                echo 'int main(int argc, char **argv) { long t = 0;'
+                for ((i = 0; i < funcs; i++)); do
+                        echo "  { struct s$i v = { .d = $i, .p = argv[0] }; memset(v.a, argc, sizeof v.a); t += f$i(&v, argc + $i); }"
+                done
+                printf '%s\n' '  printf("%ld\n", t); return 0; }'
+        } >"$dir/gen.c"
+        printf '%s\n' "$(command -v python3)" "$dir/alloc.py" >"$dir/python.argv"
+        printf '%s\n' sqlite3 ':memory:' ".read $dir/work.sql" >"$dir/sqlite.argv"
+        printf '%s\n' gcc -O2 -c "$dir/gen.c" -o "$dir/gen.o" >"$dir/gcc.argv"
+}
+
+t_programs() {
+        local title="Table 17: real programs under membroker-run" p
+        need_daemon || { missing "$title" "membrokerd not built"; return; }
+        [ -x "$BENCH_BIN/bench-programs" ] || { missing "$title" "bench-programs not built (sanitizer build)"; return; }
+        [ -x "$top_builddir/client/membroker-run" ] || { missing "$title" "membroker-run not built"; return; }
+        for p in python3 sqlite3 gcc; do
+                command -v "$p" >/dev/null || { missing "$title" "$p is not installed"; return; }
+        done
+        local conf=$MB_TMP/programs dir=$MB_TMP/programs-work
+        mb_config "$conf" 4G
+        mb_tenant "$conf" prog "Path=prog" "MemoryMax=2G"
+        mb_start_daemon "$conf" || { missing "$title" "membrokerd did not start"; return 1; }
+        programs_workloads "$dir"
+        MEMBROKER_PRELOAD="${MEMBROKER_PRELOAD:-$top_builddir/client/.libs/libmembroker-preload.so}" \
+                "$BENCH_BIN/bench-programs" --run "$top_builddir/client/membroker-run" --socket "$MB_SOCK" --tenant prog \
+                "python3 (dicts, lists, strings)" "$dir/python.argv" \
+                "sqlite3 (insert, index, update, join)" "$dir/sqlite.argv" \
+                "gcc -O2 -c (a generated file)" "$dir/gcc.argv"
         local rc=$?
         mb_stop_daemon
         return $rc

@@ -162,6 +162,9 @@ struct mb_client {
         int events_pending;            /* atomic hint: nevents > 0 */
 
         mb_client *reg_prev, *reg_next; /* every live client, for fork() */
+
+        struct kmalloc_ctx *kmalloc;   /* mb_malloc()'s size classes (malloc.c),
+                                        * made by the first call; atomic */
 };
 
 /* Whether @page is a page of @c's arena (the start of one). */
@@ -181,6 +184,18 @@ mb_client *client_new(unsigned flags);
  * library may run any more. */
 void client_free(mb_client *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(mb_client *, client_free);
+
+/* True in the library's own thread (session_thread()): what it allocates
+ * must not come from the broker (the preload shim sends it to glibc). */
+#ifdef MB_PRELOAD
+/* The shim checks it on every malloc(): one load, no __tls_get_addr(). */
+extern __thread bool mb_library_thread __attribute__((tls_model("initial-exec")));
+#else
+extern __thread bool mb_library_thread;
+#endif
+
+/* Destroy mb_malloc()'s caches and runs of @c (mb_close()). */
+void kmalloc_destroy(mb_client *c);
 
 /* Enter @c in the list of live clients (disabled in a fork() child), and
  * take it out again. */

@@ -395,6 +395,7 @@ static void connect_hangup(mb_client *c) {
 void mb_close(mb_client *c) {
         if (!c)
                 return;
+        kmalloc_destroy(c);
         client_registry_remove(c);
         if (!c->forked) {
                 pthread_mutex_lock(&c->io_lock);

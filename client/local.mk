@@ -18,11 +18,27 @@ client_libmembroker_la_SOURCES = \
 	%reldir%/reclaim.c %reldir%/reclaim.h \
 	%reldir%/connect.c %reldir%/connect.h \
 	%reldir%/reconnect.c %reldir%/reconnect.h \
-	%reldir%/wire_conn.c %reldir%/wire_conn.h
+	%reldir%/wire_conn.c %reldir%/wire_conn.h \
+	%reldir%/malloc.c
 client_libmembroker_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 client_libmembroker_la_LIBADD = proto/libmbproto.la $(PROTOBUF_C_LIBS)
 client_libmembroker_la_LDFLAGS = $(AM_LDFLAGS) -pthread -version-info 0:0:0 \
 	-export-symbols-regex '^mb_[a-z]'
+
+# libmembroker-preload.so: the library's sources again (compiled for this
+# module) plus the malloc shim; exports the malloc family only.
+lib_LTLIBRARIES += client/libmembroker-preload.la
+client_libmembroker_preload_la_SOURCES = $(client_libmembroker_la_SOURCES) %reldir%/preload.c
+client_libmembroker_preload_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) -DMB_PRELOAD
+client_libmembroker_preload_la_LIBADD = proto/libmbproto.la $(PROTOBUF_C_LIBS) -ldl
+client_libmembroker_preload_la_LDFLAGS = $(AM_LDFLAGS) -pthread -module -avoid-version -shared \
+	-export-symbols-regex '^(malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size)$$'
+
+# membroker-run: run a program with its malloc() on a tenant.
+bin_PROGRAMS += client/membroker-run
+client_membroker_run_SOURCES = %reldir%/membroker-run.c
+client_membroker_run_CFLAGS = $(AM_CFLAGS) -DMB_PRELOAD_PATH='"$(libdir)/libmembroker-preload.so"'
+client_membroker_run_LDADD = client/libmembroker.la
 
 pkgconfigdir = $(libdir)/pkgconfig
 pkgconfig_DATA = %reldir%/membroker.pc

@@ -341,6 +341,73 @@ int mb_slab_stats(mb_client *c, struct mb_slab_stats *ret);
  * tenant's slab_* figures are exact for this client. */
 void mb_slab_drain(mb_client *c);
 
+/* ---- Contiguous runs (alloc_pages(order) on broker memory) ---- */
+
+/**
+ * mb_page_alloc_contig - @n pages (1 .. 262144) that are contiguous in the
+ * arena, charged to the tenant as one extent (Charge.contig_pages) and
+ * zero.  Always a trip to the daemon (never from the stock).  @flags:
+ * MB_ALLOC_NORETRY or 0.  Returns the first page, or NULL with errno:
+ * ENOMEM at the tenant's limit or when the arena has no free run that long,
+ * EINVAL for @n or @flags out of range, ECHILD in a fork() child, or the
+ * error that ended the session.
+ */
+void *mb_page_alloc_contig(mb_client *c, size_t n, unsigned flags);
+
+/**
+ * mb_page_free_contig - return a run from mb_page_alloc_contig() to the
+ * daemon at once (not to the stock): it is uncharged and hole-punched.
+ * @first and @n must be exactly those of the allocation.  Never waits for
+ * the daemon.  Returns 0, -EINVAL when it is not a run of the arena, or
+ * -ECHILD / the error that ended the session.
+ */
+int mb_page_free_contig(mb_client *c, void *first, size_t n);
+
+/* ---- General allocation (kmalloc() on broker memory) ----
+ * Sizes up to half a page come from size classes on slab caches of this
+ * client (kmalloc-8 ... kmalloc-2k on 4 KiB pages: 8, 16, 32, 64, 96, 128,
+ * 192, 256, 512, 1024, 2048 bytes; per-CPU lists, no lock, no system call on
+ * the fast path; they count in the tenant's `slab_unreclaimable`), up to a
+ * page from the page stock, larger sizes from contiguous runs
+ * (mb_page_alloc_contig(); runs are kept for reuse when freed, 2048 pages
+ * at most per client at first, up to 4 times the largest run freed (at most
+ * 16384 pages) as glibc's mmap threshold rises, runs above 8192 pages go
+ * back to the daemon at once, the others when they pass the bound, 64 pages
+ * per Uncharge; runs of up to 8 pages are charged several at once, 64 pages in one
+ * contiguous charge and more as the heap grows, while the tenant has room
+ * for them).  All of it is charged to the tenant and counts in its usage.
+ * Objects are aligned to 8 bytes (8-byte class), 16 (16, 96, 192: 32 and
+ * 64) or their size (powers of two); pages and runs to the page.  At the
+ * tenant's limit the library first gives back kept runs and empty slabs,
+ * then fails with NULL and errno ENOMEM.  Thread-safe.  In a fork() child
+ * allocation fails with ECHILD and mb_free() of the parent's objects does
+ * nothing.  The first call sets up the caches; mb_close() destroys them
+ * (reporting live objects on stderr). */
+
+/* malloc(): NULL with errno ENOMEM, ECHILD or the session's error. */
+void *mb_malloc(mb_client *c, size_t size);
+/* calloc(): zeroed; ENOMEM when @nmemb * @size overflows. */
+void *mb_calloc(mb_client *c, size_t nmemb, size_t size);
+/* realloc(): @p NULL is mb_malloc(), @size 0 frees and returns NULL; stays
+ * in place while @size fits and uses at least half; NULL (errno) leaves @p
+ * untouched; EINVAL when @p is not an allocation of @c. */
+void *mb_realloc(mb_client *c, void *p, size_t size);
+/* free(): NULL is ignored; a pointer that is not an allocation of @c is
+ * ignored (mb_last_error() says so). */
+void mb_free(mb_client *c, void *p);
+/* aligned_alloc(): @align a power of two up to the page size (else NULL,
+ * errno EINVAL). */
+void *mb_aligned_alloc(mb_client *c, size_t align, size_t size);
+/* Bytes usable at @p (its size class, page or run); 0 for NULL or a
+ * pointer that is not an allocation of @c. */
+size_t mb_malloc_usable_size(mb_client *c, const void *p);
+/* Give back kept runs and empty slabs of the size classes (malloc_trim()). */
+void mb_malloc_trim(mb_client *c);
+/* mb_cache_stats() of up to @n size classes (named kmalloc-SIZE), smallest
+ * first, into @ret: the number filled (0 before the first mb_malloc()),
+ * or -errno. */
+int mb_malloc_class_stats(mb_client *c, struct mb_cache_stats *ret, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -676,7 +676,88 @@ int session_charge_locked(mb_client *c, uint32_t n, uint32_t need, void **out, s
         return 0;
 }
 
+int session_charge_contig_locked(mb_client *c, uint32_t n, unsigned flags, void **ret) {
+        Mb__Charge ch = MB__CHARGE__INIT;
+        Mb__Msg msg = MB__MSG__INIT;
+        Mb__Msg *reply = NULL;
+        const Mb__Extent *e;
+        uint32_t batch;
+        int r;
+
+        ch.seq = session_next_seq(c);
+        ch.pages = n;
+        ch.has_contig_pages = true;
+        ch.contig_pages = n;
+        if (flags & MB_ALLOC_NORETRY) {
+                ch.has_flags = true;
+                ch.flags = WIRE_CHARGE_FLAG_NORETRY;
+        }
+        msg.body_case = MB__MSG__BODY_CHARGE;
+        msg.charge = &ch;
+
+        r = session_call_expect(c, &msg, ch.seq, MB__MSG__BODY_GRANT, "a Charge was not answered with a Grant", &reply);
+        if (r < 0)
+                return r;
+        if (reply->grant->n_extents != 1) {
+                mb__msg__free_unpacked(reply, NULL);
+                return session_protocol_error(c, "a contiguous Grant carries more than one extent");
+        }
+        e = reply->grant->extents[0];
+        if (e->start >= c->arena_pages || e->count != n || e->count > c->arena_pages - e->start) {
+                mb__msg__free_unpacked(reply, NULL);
+                return session_protocol_error(c, "a contiguous Grant names pages outside the request or the arena");
+        }
+        *ret = c->base + (e->start << c->page_shift);
+        batch = reply->grant->has_charge_batch ? reply->grant->charge_batch : 0;
+        __atomic_store_n(&c->headroom,
+                         reply->grant->has_headroom ? reply->grant->headroom : c->unlimited ? UINT64_MAX : 0,
+                         __ATOMIC_RELAXED);
+        mb__msg__free_unpacked(reply, NULL);
+        if (batch > 0)
+                (void) stock_adopt_batch_locked(c, batch);
+        return 0;
+}
+
+int session_uncharge_extents(mb_client *c, const uint64_t *starts, const uint32_t *counts, size_t n) {
+        Mb__Extent ext[SESSION_UNCHARGE_EXTENTS_MAX];
+        Mb__Extent *extp[SESSION_UNCHARGE_EXTENTS_MAX];
+        Mb__Uncharge un = MB__UNCHARGE__INIT;
+        Mb__Msg msg = MB__MSG__INIT;
+        int r;
+
+        if (n == 0)
+                return 0;
+        if (n > SESSION_UNCHARGE_EXTENTS_MAX)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++) {
+                mb__extent__init(&ext[i]);
+                ext[i].start = starts[i];
+                ext[i].count = counts[i];
+                extp[i] = &ext[i];
+        }
+        un.seq = session_next_seq(c);
+        un.n_extents = n;
+        un.extents = extp;
+        un.has_reason = true;
+        un.reason = MB__UNCHARGE_REASON__UNCHARGE_FREE;
+        msg.body_case = MB__MSG__BODY_UNCHARGE;
+        msg.uncharge = &un;
+        r = session_send(c, &msg);
+        /* As session_uncharge() without waiting: lost with a daemon that
+         * restarted, these pages are not re-claimed, so it returns them. */
+        if (r < 0 && !session_can_reconnect(c, r))
+                return session_break(c, r);
+        return 0;
+}
+
+int session_uncharge_extent(mb_client *c, uint64_t start, uint32_t count) {
+        return session_uncharge_extents(c, &start, &count, 1);
+}
+
+__thread bool mb_library_thread;
+
 void *session_thread(void *userdata) {
+        mb_library_thread = true;
         mb_client *c = userdata;
 
         pthread_mutex_lock(&c->io_lock);

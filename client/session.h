@@ -83,6 +83,25 @@ void session_pressure_resend_locked(mb_client *c);
 int session_charge_locked(mb_client *c, uint32_t n, uint32_t need, void **out, size_t *ret_got, unsigned flags);
 
 /**
+ * session_charge_contig_locked - Charge @n (1..MB_CONTIG_MAX_PAGES) pages
+ * as one extent (Charge.contig_pages, as alloc_pages(order) takes its pages
+ * at once): the address of the first into *@ret.  conn_lock held.
+ * Returns 0, -ENOMEM at a limit or when the arena has no free run that long
+ * (the session goes on), or the error that ended the session.
+ */
+int session_charge_contig_locked(mb_client *c, uint32_t n, unsigned flags, void **ret);
+
+/* Return one extent right away (Uncharge without waiting for the Ack: the
+ * daemon hole-punches it).  Any thread.  0 or the error that ended the
+ * session. */
+int session_uncharge_extent(mb_client *c, uint64_t start, uint32_t count);
+
+/* The same for @n (<= SESSION_UNCHARGE_EXTENTS_MAX) extents in one
+ * Uncharge. */
+#define SESSION_UNCHARGE_EXTENTS_MAX 64u
+int session_uncharge_extents(mb_client *c, const uint64_t *starts, const uint32_t *counts, size_t n);
+
+/**
  * session_uncharge - send Uncharge frames for @pages (sorted in place,
  * coalesced into extents, a bounded number of extents per frame).  With
  * @wait, wait for each Ack (conn_lock held: the application's slow paths);

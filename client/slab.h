@@ -369,6 +369,12 @@ struct mb_cache {
 
         uint64_t errors;         /* reports printed (atomic) */
 
+        /* mb_malloc()'s size classes (malloc.c): every new slab page gets
+         * @page_tag in @page_tags[its page index], so that mb_free() finds
+         * the cache from the pointer.  NULL for other caches. */
+        uint32_t *page_tags;
+        uint32_t page_tag;
+
         struct mb_shrinker shrinker;
         bool shrinker_registered;
         struct slab_list_node ctx_node;
@@ -557,6 +563,10 @@ static inline void slab_stock_uncharge(struct slab_ctx *ctx, struct slab_pcpu *p
         slab_stock_account(ctx, p, stat, -(int64_t) bytes, flush);
 }
 
+
+/* Tag the slab pages @s takes from now on (mb_malloc()'s size classes):
+ * @tags[page index] = @tag.  Before the cache's first allocation. */
+void slab_cache_set_page_tags(mb_cache *s, uint32_t *tags, uint32_t tag);
 
 /* ---- slab_ctx.c: the per-client context ---- */
 

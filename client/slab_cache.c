@@ -430,6 +430,11 @@ static int slab_cache_layout(mb_cache *s, size_t page_size) {
         return 0;
 }
 
+void slab_cache_set_page_tags(mb_cache *s, uint32_t *tags, uint32_t tag) {
+        s->page_tags = tags;
+        s->page_tag = tag;
+}
+
 mb_cache *mb_cache_create(mb_client *c, const char *name, size_t object_size, size_t align, unsigned flags,
                           void (*ctor)(void *object)) {
         _cleanup_(freep) mb_cache *s = NULL;

@@ -111,6 +111,8 @@ struct mb_slab *slab_page_new(mb_cache *s) {
         slab->page = mb_page_alloc(s->client);
         if (!slab->page)
                 return NULL; /* errno and message from mb_page_alloc() */
+        if (s->page_tags)
+                s->page_tags[mb_page_to_handle(s->client, slab->page)] = s->page_tag;
 
         for (size_t i = s->objects; i-- > 0;) {
                 char *obj = slab_page_object(s, slab, i);

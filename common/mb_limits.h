@@ -21,6 +21,11 @@
  * Welcome or a Grant announces. */
 #define MB_CHARGE_MAX_PAGES 16384u
 
+/* Pages of one contiguous Charge (Charge.contig_pages within 1..this): the
+ * largest run the daemon hands out as one extent (1 GiB of 4 KiB pages),
+ * what a malloc() larger than a page asks for (mb_malloc()). */
+#define MB_CONTIG_MAX_PAGES 262144u
+
 /* Extents in one Grant or one Uncharge.  An extent packs to at most
  * MB_EXTENT_MAX_PACKED_BYTES, so this many always fit in a frame with room
  * for the message around them. */

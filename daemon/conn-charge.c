@@ -28,7 +28,8 @@
 
 /* ---- Charge ---- */
 
-static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t need, uint32_t flags, bool waiting);
+static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t need, uint32_t flags, bool waiting,
+                              bool contig);
 
 /*
  * memory.pressure: the client is stalled while the daemon holds a Charge
@@ -57,14 +58,16 @@ static void conn_grant(struct conn *c, uint32_t seq, uint32_t n, uint64_t thrott
         Mb__Grant grant = MB__GRANT__INIT;
         unsigned long room;
         unsigned batch;
-        int nextents, r;
+        int nextents, max_extents, r;
 
-        nextents = arena_alloc(c->arena, c->owner, n, w->extents, MB_FRAME_MAX_EXTENTS);
+        /* A contiguous charge (alloc_pages(order)): one extent or nothing. */
+        max_extents = c->charge_contig ? 1 : MB_FRAME_MAX_EXTENTS;
+        nextents = arena_alloc(c->arena, c->owner, n, w->extents, max_extents);
         if (nextents < 0 && w->npunch > 0) {
                 /* Pages this worker returned wait for their punch: do it
                  * now, they are free after it. */
                 worker_flush_punch(w);
-                nextents = arena_alloc(c->arena, c->owner, n, w->extents, MB_FRAME_MAX_EXTENTS);
+                nextents = arena_alloc(c->arena, c->owner, n, w->extents, max_extents);
         }
         /* Pages another worker returned are free at the end of its loop
          * turn (a short wait, and only where the tenant's charge fills
@@ -73,7 +76,14 @@ static void conn_grant(struct conn *c, uint32_t seq, uint32_t n, uint64_t thrott
                              atomic_load_explicit(&c->arena->npending, memory_order_relaxed) > 0;
              i++) {
                 sched_yield();
-                nextents = arena_alloc(c->arena, c->owner, n, w->extents, MB_FRAME_MAX_EXTENTS);
+                nextents = arena_alloc(c->arena, c->owner, n, w->extents, max_extents);
+        }
+        if (nextents < 0 && c->charge_contig) {
+                page_counter_uncharge(&t->memory, n);
+                log_debug("tenant %s: no run of %u free pages in its arena (%" PRIu64 " of %" PRIu64 " in use)",
+                          t->path, n, arena_used(c->arena), c->arena->npages);
+                conn_send_error(c, true, seq, ENOMEM, "the arena of the tenant has no free run that long");
+                return;
         }
         if (nextents < 0) {
                 page_counter_uncharge(&t->memory, n);
@@ -141,7 +151,7 @@ static void conn_charge_next(struct conn *c) {
                 c->nqueued--;
                 if (q.waiting)
                         c->nqueued_waiting--;
-                conn_charge_start(c, q.seq, q.pages, q.need, q.flags, q.waiting);
+                conn_charge_start(c, q.seq, q.pages, q.need, q.flags, q.waiting, q.contig);
         }
         conn_psi_update(c);
         /* Last: this may end the connection (and free @c). */
@@ -173,10 +183,14 @@ static void conn_charge_charged(struct conn *c, uint32_t seq, uint32_t n, const 
         conn_grant(c, seq, n, 0);
 }
 
-static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t need, uint32_t flags, bool waiting) {
+static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t need, uint32_t flags, bool waiting,
+                              bool contig) {
         struct tenant_charge res;
 
         c->charge_waiting = waiting;
+        /* One charge at a time is in progress (the others queue behind a
+         * parked one), so the flag stays with it until its reply. */
+        c->charge_contig = contig;
         conn_daemon_stat(c, MB_STAT_CHARGE_REQUESTS, 1);
         if (!tenant_try_charge(c->tenant, n, need, 0, &res)) {
                 /* `max` counted; the reclaimer drains the stocks of the
@@ -197,8 +211,16 @@ void conn_charge(struct conn *c, const Mb__Charge *charge) {
         uint32_t n = charge->pages, need = charge->has_need ? charge->need : n;
         uint32_t flags = charge->has_flags ? charge->flags : 0;
         bool waiting = charge->has_waiting && charge->waiting;
+        bool contig = charge->has_contig_pages;
 
-        if (n < 1 || n > MB_CHARGE_MAX_PAGES)
+        if (contig && (charge->contig_pages < 1 || charge->contig_pages > MB_CONTIG_MAX_PAGES))
+                return conn_fail(c, true, charge->seq, EINVAL, "contiguous charge of %u pages is outside 1..%u",
+                                 charge->contig_pages, MB_CONTIG_MAX_PAGES);
+        if (contig && (n != charge->contig_pages || need != n))
+                return conn_fail(c, true, charge->seq, EINVAL,
+                                 "contiguous charge of %u pages with pages=%u need=%u (all three must agree)",
+                                 charge->contig_pages, n, need);
+        if (n < 1 || (!contig && n > MB_CHARGE_MAX_PAGES))
                 return conn_fail(c, true, charge->seq, EINVAL, "charge of %u pages is outside 1..%u", n,
                                  MB_CHARGE_MAX_PAGES);
         if (need < 1 || need > n)
@@ -223,7 +245,8 @@ void conn_charge(struct conn *c, const Mb__Charge *charge) {
                         c->queued_head = 0;
                 }
                 c->queued[(c->queued_head + c->nqueued) % c->queued_alloc] = (struct conn_queued_charge) {
-                        .seq = charge->seq, .pages = n, .need = need, .flags = flags, .waiting = waiting
+                        .seq = charge->seq, .pages = n, .need = need, .flags = flags, .waiting = waiting,
+                        .contig = contig
                 };
                 c->nqueued++;
                 if (waiting) {
@@ -232,7 +255,7 @@ void conn_charge(struct conn *c, const Mb__Charge *charge) {
                 }
                 return;
         }
-        conn_charge_start(c, charge->seq, n, need, flags, waiting);
+        conn_charge_start(c, charge->seq, n, need, flags, waiting, contig);
 }
 
 /* ---- the reclaimer's side (reclaim.h) ---- */

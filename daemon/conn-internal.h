@@ -83,11 +83,13 @@ struct conn {
         bool charge_parked;
         bool parked_charged;  /* its pages are charged (the high path) */
         uint32_t parked_seq, parked_pages;
+        bool charge_contig;   /* the charge in progress wants one extent */
         uint64_t parked_throttle_usec;
         struct event *throttle_timer;
         struct conn_queued_charge {
                 uint32_t seq, pages, need, flags;
                 bool waiting;
+                bool contig;
         } *queued;
         size_t nqueued, queued_head, queued_alloc;
 

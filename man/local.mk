@@ -1,7 +1,7 @@
 # Manual pages that belong to no one program: the configuration files, the
 # client library, the bus API, membroker-load; and the D-Bus interface files
 # (what the daemon introspects, checked by tests/test-bus-interfaces-xml.sh).
-dist_man1_MANS += %reldir%/membroker-load.1
+dist_man1_MANS += %reldir%/membroker-load.1 %reldir%/membroker-run.1
 dist_man3_MANS = %reldir%/libmembroker.3 %reldir%/libmembroker-sqlite.3
 dist_man5_MANS = %reldir%/org.membroker1.5
 man5_MANS = man/membroker.conf.5

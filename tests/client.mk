@@ -1,5 +1,8 @@
 # tests: client (libmembroker, membroker-load) against the real daemon.
-check_PROGRAMS += tests/test-client tests/client-tool tests/test-client-proto
+check_PROGRAMS += tests/test-client tests/client-tool tests/test-client-proto tests/malloc-client
+tests_malloc_client_SOURCES = %reldir%/malloc-client.c
+tests_malloc_client_LDADD = client/libmembroker.la
+tests_malloc_client_LDFLAGS = $(AM_LDFLAGS) -no-install -pthread
 tests_test_client_SOURCES = %reldir%/test-client.c
 tests_test_client_CFLAGS = $(TESTS_CFLAGS)
 tests_test_client_LDADD = client/libmembroker.la $(TESTS_LIBS)
@@ -34,6 +37,7 @@ CLIENT_TESTS = \
 	%reldir%/test-client-stock-nosyscall.sh \
 	%reldir%/test-client-batch-change.sh \
 	%reldir%/test-client-refill.sh \
+	%reldir%/test-client-malloc.sh \
 	%reldir%/test-membroker-load.sh \
 	%reldir%/test-membroker-load-limit.sh \
 	%reldir%/test-membroker-load-signals.sh \
@@ -49,3 +53,14 @@ TESTS += tests/test-lock-guard
 tests_test_lock_guard_SOURCES = %reldir%/test-lock-guard.c
 tests_test_lock_guard_CFLAGS = $(TESTS_CFLAGS)
 tests_test_lock_guard_LDADD = $(TESTS_LIBS)
+
+# The malloc shim (libmembroker-preload.so) and membroker-run with real
+# programs (python3, sqlite3, gcc, git, sh).
+PRELOAD_TESTS = \
+	%reldir%/test-preload-python.sh \
+	%reldir%/test-preload-programs.sh \
+	%reldir%/test-preload-badinput.sh \
+	%reldir%/test-preload-lost.sh
+TESTS += $(PRELOAD_TESTS)
+dist_check_SCRIPTS += $(PRELOAD_TESTS)
+EXTRA_DIST += %reldir%/preload-lib.sh

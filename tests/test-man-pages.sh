@@ -11,7 +11,7 @@
 command -v man >/dev/null || skip "man (man-db) is not installed"
 
 pages=("$top_srcdir/daemon/membrokerd.8" "$top_srcdir/tools/membrokerctl.1" "$top_srcdir/tools/membroker-exporter.1"
-       "$top_srcdir/man/membroker-load.1" "$top_srcdir/man/libmembroker.3" "$top_srcdir/man/libmembroker-sqlite.3"
+       "$top_srcdir/man/membroker-load.1" "$top_srcdir/man/membroker-run.1" "$top_srcdir/man/libmembroker.3" "$top_srcdir/man/libmembroker-sqlite.3"
        "$top_srcdir/man/org.membroker1.5"
        "$top_builddir/man/membroker.conf.5")
 for p in "${pages[@]}"; do
@@ -64,6 +64,12 @@ for o in $("$MEMBROKER_LOAD" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
         grep -q -- "$o" <<<"$load" || fail "membroker-load(1) does not document $o"
 done
 pass "membroker-load(1) documents every option"
+
+run=$(text "$top_srcdir/man/membroker-run.1")
+for o in $("$top_builddir/client/membroker-run" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+        grep -q -- "$o" <<<"$run" || fail "membroker-run(1) does not document $o"
+done
+pass "membroker-run(1) documents every option"
 
 ctl=$(text "$top_srcdir/tools/membrokerctl.1")
 for v in $("$top_builddir/tools/membrokerctl" --help | sed -n '/^Verbs:/,/^$/p' | awk 'NR > 1 && NF { print $1 }'); do

@@ -9,6 +9,8 @@
  *   hello TENANT            Hello{version 1}; Welcome or Error
  *   hello-version V TENANT  Hello with protocol version V
  *   charge N                Charge{N}; Grant or Error
+ *   charge-contig P NEED C  Charge{pages P, need NEED (0: absent), contig_pages C};
+ *                           Grant (printed with its extents) or Error
  *   uncharge-all            Uncharge of every page held; Ack or Error
  *   uncharge START COUNT    Uncharge of one extent; Ack or Error
  *   uncharge-twice          Uncharge naming the first held page twice
@@ -349,8 +351,9 @@ static void step_hello(uint32_t version, const char *tenant, const char *name) {
         mb__msg__free_unpacked(reply, NULL);
 }
 
-/* One request/reply; returns the pages granted or acked, -errno on Error. */
-static int64_t do_charge(uint32_t n, bool print) {
+/* One request/reply; returns the pages granted or acked, -errno on Error.
+ * @need (0: absent) and @contig (0: absent) as in Charge. */
+static int64_t do_charge_ex(uint32_t n, uint32_t need, uint32_t contig, bool print) {
         Mb__Msg msg = MB__MSG__INIT, *reply;
         Mb__Charge charge = MB__CHARGE__INIT;
         int64_t granted = 0;
@@ -358,6 +361,10 @@ static int64_t do_charge(uint32_t n, bool print) {
         pthread_mutex_lock(&lock);
         charge.seq = next_seq++;
         charge.pages = n;
+        charge.has_need = need > 0;
+        charge.need = need;
+        charge.has_contig_pages = contig > 0;
+        charge.contig_pages = contig;
         msg.body_case = MB__MSG__BODY_CHARGE;
         msg.charge = &charge;
         send_msg(&msg);
@@ -370,7 +377,12 @@ static int64_t do_charge(uint32_t n, bool print) {
                         held_add(reply->grant->extents[i]->start, reply->grant->extents[i]->count);
                         granted += reply->grant->extents[i]->count;
                 }
-                if (print)
+                if (print && contig > 0)
+                        printf("grant-contig pages=%" PRId64 " extents=%zu first=%" PRIu64 " count=%u\n", granted,
+                               reply->grant->n_extents,
+                               reply->grant->n_extents ? reply->grant->extents[0]->start : 0,
+                               reply->grant->n_extents ? reply->grant->extents[0]->count : 0);
+                else if (print)
                         printf("grant pages=%" PRId64 " extents=%zu first=%" PRIu64 "\n", granted,
                                reply->grant->n_extents,
                                reply->grant->n_extents ? reply->grant->extents[0]->start : 0);
@@ -385,6 +397,10 @@ static int64_t do_charge(uint32_t n, bool print) {
         pthread_mutex_unlock(&lock);
         mb__msg__free_unpacked(reply, NULL);
         return granted;
+}
+
+static int64_t do_charge(uint32_t n, bool print) {
+        return do_charge_ex(n, 0, 0, print);
 }
 
 /* Uncharge @n extents; on Ack drop the pages from `held` (by value). */
@@ -789,6 +805,12 @@ int main(int argc, char *argv[]) {
                 } else if (strcmp(s, "charge") == 0) {
                         need(argc, i, 1, s);
                         (void) do_charge((uint32_t) strtoul(argv[++i], NULL, 10), true);
+                } else if (strcmp(s, "charge-contig") == 0) {
+                        need(argc, i, 3, s);
+                        (void) do_charge_ex((uint32_t) strtoul(argv[i + 1], NULL, 10),
+                                            (uint32_t) strtoul(argv[i + 2], NULL, 10),
+                                            (uint32_t) strtoul(argv[i + 3], NULL, 10), true);
+                        i += 3;
                 } else if (strcmp(s, "uncharge-all") == 0) {
                         step_uncharge_all();
                 } else if (strcmp(s, "uncharge") == 0) {
