@@ -538,13 +538,26 @@ int bus_verify_tenant(sd_bus_message *msg, struct manager *m, struct tenant *t, 
                                          "%s: the bus did not tell the caller's uid: %s", action, strerror(-r));
         if (c.uid == 0)
                 return 1;
-        r = bus_sender_groups(msg, &groups, &c.ngroups);
-        if (r == -ENOMEM)
-                return r;
-        if (r < 0)
-                log_warning("cannot ask the bus for the groups of uid %u: %s", (unsigned) c.uid, strerror(-r));
-        groups_known = r > 0;
-        c.groups = groups;
+        /* The uid alone first: a Delegate= naming the uid needs no call to
+         * the bus driver (a synchronous round trip on the main loop), only
+         * a rule that could grant through a group does. */
+        {
+                const struct tenant *via;
+
+                BUS_TREE_RDLOCK(m);
+                v = mb_delegate_check(t, t_is_target, &c, &via);
+        }
+        groups_known = false;
+        if (v != MB_DELEGATE_GRANTED) {
+                r = bus_sender_groups(msg, &groups, &c.ngroups);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        log_warning("cannot ask the bus for the groups of uid %u: %s", (unsigned) c.uid,
+                                    strerror(-r));
+                groups_known = r > 0;
+                c.groups = groups;
+        }
         {
                 const struct tenant *via, *full = NULL;
 
