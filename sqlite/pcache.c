@@ -361,12 +361,16 @@ static sqlite3_pcache *pcache_create(int sz_page, int sz_extra, int purgeable) {
                         goto fail;
         }
 
-        MB_LOCK_GUARD(&g.list_lock);
-        MB_LIST_PREPEND(g.caches, pc);
-        g.ncaches++;
-        if (pc->fallback)
-                g.nfallback++;
-        return (sqlite3_pcache *) pc;
+        {
+                /* A scope of its own: the gotos above must not jump past
+                 * the guard's initialisation. */
+                MB_LOCK_GUARD(&g.list_lock);
+                MB_LIST_PREPEND(g.caches, pc);
+                g.ncaches++;
+                if (pc->fallback)
+                        g.nfallback++;
+                return (sqlite3_pcache *) pc;
+        }
 
 fail:
         pthread_mutex_destroy(&pc->lock);
