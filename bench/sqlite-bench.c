@@ -16,7 +16,10 @@
  * build identical databases in DIR: "small" (20,000 rows, 1,113 pages of 4
  * KiB) with a cache of 2,000 pages (it fits) and a cache of 200 pages
  * (bigger than its cache: a miss costs a read from the file, which the
- * kernel's page cache serves), and "ins" for the inserts.
+ * kernel's page cache serves), "wide" (the same rows in 8 KiB pages, 557
+ * pages: contiguous runs of two broker pages on 4 KiB broker pages) with
+ * caches of 2,000 and 100 pages, and "ins" and "wins" (8 KiB pages) for
+ * the inserts.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -37,13 +40,26 @@
 #define INSERT_TXN_ROWS 1000
 #define RANGE_ROWS 100
 
-enum workload { W_INSERT, W_POINT_FIT, W_POINT_BIG, W_RANGE_FIT, W_RANGE_BIG, NWORKLOADS };
+enum workload {
+        W_INSERT,
+        W_POINT_FIT,
+        W_POINT_BIG,
+        W_RANGE_FIT,
+        W_RANGE_BIG,
+        W_WIDE_INSERT,
+        W_WIDE_POINT_FIT,
+        W_WIDE_POINT_BIG,
+        NWORKLOADS
+};
 static const char *const workload_names[NWORKLOADS] = {
         "inserts, transactions of 1,000 rows",
         "point selects, database fits in the cache",
         "point selects, database 5.6× the cache",
         "range sums of 100 rows, database fits",
         "range sums of 100 rows, database 5.6× the cache",
+        "8 KiB pages: inserts, transactions of 1,000 rows",
+        "8 KiB pages: point selects, database fits",
+        "8 KiB pages: point selects, database 5.6× the cache",
 };
 
 static struct bench_opts opts;
@@ -82,11 +98,12 @@ static int must(int rc, sqlite3 *db, const char *what) {
         return rc;
 }
 
-static void child_open(struct child_db *d, const char *path, int cache_pages) {
+static void child_open(struct child_db *d, const char *path, int cache_pages, int page_size) {
         char sql[128];
 
         must(sqlite3_open(path, &d->db), NULL, path);
-        snprintf(sql, sizeof sql, "PRAGMA cache_size = %d; PRAGMA synchronous = OFF", cache_pages);
+        snprintf(sql, sizeof sql, "PRAGMA page_size = %d; PRAGMA cache_size = %d; PRAGMA synchronous = OFF",
+                 page_size, cache_pages);
         must(sqlite3_exec(d->db, sql, NULL, NULL, NULL), d->db, sql);
         must(sqlite3_exec(d->db, "CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, v INTEGER, pad BLOB)",
                           NULL, NULL, NULL), d->db, "create");
@@ -156,7 +173,7 @@ static const char *const kind_files[NKINDS] = { "default", "client", "broker" };
 static int child_main(enum kind kind, const char *socket_path, const char *tenant, const char *dir, FILE *in,
                       FILE *out) {
         bool broker = kind == K_BROKER;
-        struct child_db fit, big, ins;
+        struct child_db fit, big, wfit, wbig, ins, wins;
         char path[4096], line[128];
         mb_client *c = NULL;
         int r;
@@ -180,13 +197,22 @@ static int child_main(enum kind kind, const char *socket_path, const char *tenan
          * through one a sixth of its size (two connections, two caches). */
         snprintf(path, sizeof path, "%s/%s-small.db", dir, kind_files[kind]);
         (void) unlink(path);
-        child_open(&fit, path, 2000);
+        child_open(&fit, path, 2000, 4096);
         child_insert(&fit, nrows);
-        child_open(&big, path, 200);
+        child_open(&big, path, 200, 4096);
+        snprintf(path, sizeof path, "%s/%s-wide.db", dir, kind_files[kind]);
+        (void) unlink(path);
+        child_open(&wfit, path, 2000, 8192);
+        child_insert(&wfit, nrows);
+        child_open(&wbig, path, 100, 8192);
         snprintf(path, sizeof path, "%s/%s-ins.db", dir, kind_files[kind]);
         (void) unlink(path);
-        child_open(&ins, path, 2000);
-        bench_clobber((void *) (intptr_t) (child_point(&fit, nrows) + child_point(&big, nrows)));
+        child_open(&ins, path, 2000, 4096);
+        snprintf(path, sizeof path, "%s/%s-wins.db", dir, kind_files[kind]);
+        (void) unlink(path);
+        child_open(&wins, path, 2000, 8192);
+        bench_clobber((void *) (intptr_t) (child_point(&fit, nrows) + child_point(&big, nrows) +
+                                           child_point(&wfit, nrows) + child_point(&wbig, nrows)));
         fputs("ready\n", out);
         fflush(out);
 
@@ -204,6 +230,9 @@ static int child_main(enum kind kind, const char *socket_path, const char *tenan
                 case W_POINT_BIG: sink = child_point(&big, n); break;
                 case W_RANGE_FIT: sink = child_range(&fit, n); break;
                 case W_RANGE_BIG: sink = child_range(&big, n); break;
+                case W_WIDE_INSERT: child_insert(&wins, n); break;
+                case W_WIDE_POINT_FIT: sink = child_point(&wfit, n); break;
+                case W_WIDE_POINT_BIG: sink = child_point(&wbig, n); break;
                 case NWORKLOADS: break;
                 }
                 bench_clobber((void *) (intptr_t) sink);
@@ -212,13 +241,18 @@ static int child_main(enum kind kind, const char *socket_path, const char *tenan
         }
         sqlite3_close(fit.db);
         sqlite3_close(big.db);
+        sqlite3_close(wfit.db);
+        sqlite3_close(wbig.db);
         sqlite3_close(ins.db);
+        sqlite3_close(wins.db);
         if (broker) {
                 struct mb_sqlite_stats s;
 
                 if (mb_sqlite_stats(&s) == 0)
-                        fprintf(out, "stats hits=%" PRIu64 " misses=%" PRIu64 " recycled=%" PRIu64 "\n", s.hits,
-                                s.misses, s.recycled);
+                        fprintf(out,
+                                "stats hits=%" PRIu64 " misses=%" PRIu64 " recycled=%" PRIu64
+                                " fallback_caches=%" PRIu64 "\n",
+                                s.hits, s.misses, s.recycled, s.fallback_caches);
         }
         fflush(out);
         return 0;
@@ -331,7 +365,10 @@ int main(int argc, char **argv) {
                           "(as the broker cache needs), whose thread makes the process multi-threaded. 4 KiB "
                           "database pages; the database of the selects has 20,000 rows of 200 bytes (1,113 "
                           "pages), through a cache of 2,000 pages (fits) and one of 200 (a miss reads the page "
-                          "from the file). CPU ns per operation (the child's thread).");
+                          "from the file). The same rows in 8 KiB pages (557 pages; on the broker cache each "
+                          "a contiguous run of two broker pages) through caches of 2,000 and 100 pages, and inserts "
+                          "into a database of 8 KiB pages (cache of 2,000 pages). CPU "
+                          "ns per operation (the child's thread).");
         bench_table_columns("workload: page cache", "ns/op (median)", "min–max", "ratio to SQLite's own cache",
                             NULL);
         for (int w = 0; w < NWORKLOADS; w++) {

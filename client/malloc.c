@@ -52,6 +52,7 @@
 #include "client.h"
 #include "macros.h"
 #include "mb_limits.h"
+#include "reclaim.h"
 #include "session.h"
 #include "slab.h"
 
@@ -301,9 +302,12 @@ int mb_page_free_contig(mb_client *c, void *first, size_t n) {
                 return session_lost(c);
         if (session_broken(c))
                 return session_lost(c);
-        r = session_uncharge_extent(c, idx, (uint32_t) n);
-        if (r < 0)
-                return r;
+        /* Freed by a shrinker answering a Reclaim: part of the answer. */
+        if (!reclaim_running(c) || reclaim_collect_run(c, first, n) < 0) {
+                r = session_uncharge_extent(c, idx, (uint32_t) n);
+                if (r < 0)
+                        return r;
+        }
         mb_client_stat_add(c, MB_STAT_PAGES, -(int64_t) n);
         mb_client_stat_add(c, MB_STAT_PGFREE, (int64_t) n);
         return 0;

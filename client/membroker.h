@@ -358,8 +358,9 @@ void *mb_page_alloc_contig(mb_client *c, size_t n, unsigned flags);
  * mb_page_free_contig - return a run from mb_page_alloc_contig() to the
  * daemon at once (not to the stock): it is uncharged and hole-punched.
  * @first and @n must be exactly those of the allocation.  Never waits for
- * the daemon.  Returns 0, -EINVAL when it is not a run of the arena, or
- * -ECHILD / the error that ended the session.
+ * the daemon.  Called by a shrinker answering a Reclaim, the run joins the
+ * answer (counted in pgsteal).  Returns 0, -EINVAL when it is not a run of
+ * the arena, or -ECHILD / the error that ended the session.
  */
 int mb_page_free_contig(mb_client *c, void *first, size_t n);
 

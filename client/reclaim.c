@@ -147,6 +147,17 @@ int reclaim_collect(mb_client *c, void **pages, size_t n) {
         return 0;
 }
 
+int reclaim_collect_run(mb_client *c, void *first, size_t n) {
+        _cleanup_(freep) void **v = malloc(n * sizeof(void *));
+
+        mb_assert_debug(reclaim_running(c));
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                v[i] = (uint8_t *) first + (i << c->page_shift);
+        return reclaim_ctx_add(reclaim_ctx, v, n);
+}
+
 void reclaim_run_requests(mb_client *c) {
         mb_assert_mutex_not_held(&c->io_lock);
         for (;;) {

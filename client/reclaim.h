@@ -28,3 +28,14 @@ bool reclaim_running(const mb_client *c);
  * or the result of sending them back on their own when out of memory.
  */
 int reclaim_collect(mb_client *c, void **pages, size_t n);
+
+/**
+ * reclaim_collect_run - a shrinker of the Reclaim this thread answers freed
+ * the contiguous run of @n pages at @first (mb_page_free_contig()): its
+ * pages join the answer, so that they count as got back (pgsteal), as the
+ * kernel credits the pages a shrinker freed to the reclaim that ran it
+ * (reclaim_state->reclaimed).  Only while reclaim_running(@c); the caller
+ * has checked the run.  Never waits for the daemon.  Returns 0, or
+ * -ENOMEM (nothing done: the caller uncharges the run itself).
+ */
+int reclaim_collect_run(mb_client *c, void *first, size_t n);

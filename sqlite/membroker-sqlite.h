@@ -5,8 +5,9 @@
  *
  * mb_sqlite_install() registers a page cache (SQLITE_CONFIG_PCACHE2) whose
  * pages live in the tenant of a libmembroker client: the page contents in
- * broker pages (one broker page per database page when the database page
- * is larger than half a broker page, else objects of a slab cache), the
+ * broker pages (objects of a slab cache for a database page up to half a
+ * broker page, one broker page up to a broker page, a contiguous run of
+ * broker pages (mb_page_alloc_contig()) for a larger one), the
  * per-page bookkeeping and SQLite's per-page extra in a reclaimable slab
  * cache.  Everything the cache holds is charged to the tenant.
  *
@@ -18,8 +19,9 @@
  * are never taken.  Protection (MemoryLow=, MemoryMin=) keeps the daemon
  * from asking, so it keeps a hot cache from a noisy neighbour.
  *
- * Databases whose page is larger than a broker page use SQLite's own page
- * cache (broker pages are not contiguous); mb_sqlite_stats() counts them.
+ * Only a database page larger than the longest contiguous run (262144
+ * broker pages; none of SQLite's page sizes) would use SQLite's own page
+ * cache; mb_sqlite_stats() counts such caches.
  */
 #ifndef MEMBROKER_SQLITE_H
 #define MEMBROKER_SQLITE_H
@@ -69,11 +71,11 @@ int mb_sqlite_uninstall(void);
 
 struct mb_sqlite_stats {
         uint64_t caches;                /* page caches open now */
-        uint64_t fallback_caches;       /* of those: pages larger than a broker page, in SQLite's own cache */
+        uint64_t fallback_caches;       /* of those: pages larger than the longest contiguous run, in SQLite's own cache */
         uint64_t pages;                 /* database pages held now, pinned and unpinned */
         uint64_t pinned_pages;          /* in use by SQLite: never given back */
         uint64_t unpinned_pages;        /* on the LRU lists: what the shrinker may take */
-        uint64_t broker_pages;          /* whole broker pages holding page contents now */
+        uint64_t broker_pages;          /* whole broker pages holding page contents now (runs included) */
         uint64_t hits;                  /* fetches that found the page */
         uint64_t misses;                /* fetches that did not (SQLite reads the page, or asked only) */
         uint64_t allocated;             /* new pages taken */

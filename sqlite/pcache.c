@@ -7,11 +7,16 @@
  * database file).  A database page is a `struct page`: a record from a
  * reclaimable slab cache shared by all caches with the same szExtra (the
  * sqlite3_pcache_page SQLite sees, the hash and LRU links, then SQLite's
- * extra bytes), and the page contents: a whole broker page when szPage is
- * more than half a broker page (the common 4 KiB page on 4 KiB broker
- * pages), else an object of a slab cache of szPage bytes.  A database page
- * larger than a broker page cannot live in broker pages (they are not
- * contiguous): such a cache is SQLite's own default cache, wrapped.
+ * extra bytes), and the page contents: an object of a slab cache of szPage
+ * bytes when szPage is at most half a broker page, a whole broker page up
+ * to a broker page (the common 4 KiB page on 4 KiB broker pages), else a
+ * contiguous run of ceil(szPage / page size) broker pages
+ * (mb_page_alloc_contig(), as the kernel takes a high-order page with
+ * alloc_pages(order)): 8 KiB pages on 4 KiB broker pages are runs of two.
+ * All of it is charged to the tenant.  Only a page larger than the longest
+ * run a contiguous charge may carry (MB_CONTIG_MAX_PAGES broker pages, far
+ * beyond SQLite's largest page of 64 KiB) is left to SQLite's own default
+ * cache, wrapped.
  *
  * Pinned pages are in the cache's hash table only; unpinned ones also on
  * its LRU list (head: most recently unpinned).  The shrinker, like the
@@ -42,6 +47,7 @@
 #include <string.h>
 
 #include "macros.h"
+#include "mb_limits.h"
 #include "membroker-sqlite.h"
 
 /* Slab caches the page caches share: records by szExtra, contents by szPage. */
@@ -68,12 +74,12 @@ struct counters {
 struct pcache {
         pthread_mutex_t lock;
         struct pcache *prev, *next; /* all caches, under list_lock */
-        sqlite3_pcache *fallback;   /* SQLite's own cache (pages > a broker page) */
+        sqlite3_pcache *fallback;   /* SQLite's own cache (pages > MB_CONTIG_MAX_PAGES broker pages) */
         size_t sz_page, sz_extra;
         bool purgeable;
-        bool whole_page;            /* contents in a broker page of their own */
+        size_t run_pages;           /* broker pages of a page's contents: 1 (a page), more (a run), 0 (slab) */
         mb_cache *records;
-        mb_cache *contents;         /* when !whole_page */
+        mb_cache *contents;         /* when run_pages == 0 */
         struct page **buckets;
         size_t nbuckets;            /* a power of two */
         unsigned npages, npinned;
@@ -138,17 +144,22 @@ static size_t record_bytes(size_t sz_extra) {
  * hands new pages out so), hence the zeroing, here and when recycling.
  * Called without the cache's mutex: this may wait for the daemon, whose
  * reclaim may run the shrinker.  @noretry: MB_ALLOC_NORETRY for the
- * contents (createFlag 1, "if it is easy and convenient").
+ * contents (createFlag 1, "if it is easy and convenient").  A run is
+ * always a trip to the daemon; it fails like a page at the tenant's limit
+ * (and when the arena has no free run that long).
  */
 static struct page *page_new(struct pcache *pc, bool noretry) {
+        unsigned flags = noretry ? MB_ALLOC_NORETRY : 0;
         struct page *pg;
         void *buf;
 
         pg = mb_cache_alloc(pc->records);
         if (!pg)
                 return NULL;
-        if (pc->whole_page)
-                buf = mb_page_alloc_flags(g.client, noretry ? MB_ALLOC_NORETRY : 0);
+        if (pc->run_pages == 1)
+                buf = mb_page_alloc_flags(g.client, flags);
+        else if (pc->run_pages > 1)
+                buf = mb_page_alloc_contig(g.client, pc->run_pages, flags);
         else
                 buf = mb_cache_alloc(pc->contents);
         if (!buf) {
@@ -162,9 +173,13 @@ static struct page *page_new(struct pcache *pc, bool noretry) {
         return pg;
 }
 
+/* Never waits for the daemon (mb_page_free_contig() included), so it is
+ * called under the cache's mutex and from the shrinker. */
 static void page_free(struct pcache *pc, struct page *pg) {
-        if (pc->whole_page)
+        if (pc->run_pages == 1)
                 (void) mb_page_free(g.client, pg->base.pBuf);
+        else if (pc->run_pages > 1)
+                (void) mb_page_free_contig(g.client, pg->base.pBuf, pc->run_pages);
         else
                 mb_cache_free(pc->contents, pg->base.pBuf);
         mb_cache_free(pc->records, pg);
@@ -341,16 +356,16 @@ static sqlite3_pcache *pcache_create(int sz_page, int sz_extra, int purgeable) {
         pc->sz_extra = (size_t) sz_extra;
         pc->purgeable = purgeable;
         pc->max_pages = PCACHE_DEFAULT_MAX_PAGES;
-        if (pc->sz_page > g.page_size) {
+        if (DIV_ROUND_UP(pc->sz_page, g.page_size) > MB_CONTIG_MAX_PAGES) {
                 pc->fallback = g.dflt.xCreate(sz_page, sz_extra, purgeable);
                 if (!pc->fallback)
                         goto fail;
         } else {
-                pc->whole_page = pc->sz_page > g.page_size / 2;
+                pc->run_pages = pc->sz_page > g.page_size / 2 ? DIV_ROUND_UP(pc->sz_page, g.page_size) : 0;
                 pc->records = slab_get(false, record_bytes(pc->sz_extra));
                 if (!pc->records)
                         goto fail;
-                if (!pc->whole_page) {
+                if (pc->run_pages == 0) {
                         pc->contents = slab_get(true, pc->sz_page);
                         if (!pc->contents)
                                 goto fail;
@@ -593,8 +608,8 @@ static const sqlite3_pcache_methods2 pcache_methods = {
 
 /* Broker pages @n unpinned pages of @pc take (contents only). */
 static unsigned long pcache_broker_pages(const struct pcache *pc, unsigned long n) {
-        if (pc->whole_page)
-                return n;
+        if (pc->run_pages > 0)
+                return n * pc->run_pages;
         return (unsigned long) DIV_ROUND_UP((uint64_t) n * pc->sz_page, g.page_size);
 }
 
@@ -651,12 +666,16 @@ static unsigned long pcache_shrinker_scan(void *userdata, unsigned long nr_to_sc
                         share = (unsigned long) MB_MIN((uint64_t) share,
                                                        DIV_ROUND_UP((uint64_t) nr_to_scan * share, total));
                         share = MB_MIN(share, nr_to_scan - freed);
-                        want = pc->whole_page ? share : (unsigned long) (share * (g.page_size / pc->sz_page));
+                        /* Whole runs: a run of 16 pages asked for one page
+                         * gives 16 (the kernel frees a high-order page
+                         * whole too). */
+                        want = pc->run_pages > 0 ? DIV_ROUND_UP(share, pc->run_pages)
+                                                 : (unsigned long) (share * (g.page_size / pc->sz_page));
                         got = lru_evict(pc, want);
                         pc->st.shrinker_freed += got;
-                        if (pc->whole_page) {
-                                pc->st.shrinker_broker_pages += got;
-                                freed += got;
+                        if (pc->run_pages > 0) {
+                                pc->st.shrinker_broker_pages += got * pc->run_pages;
+                                freed += got * pc->run_pages;
                         }
                         note_slab(slabs, &nslabs, pc->records);
                         note_slab(slabs, &nslabs, pc->contents);
@@ -757,8 +776,7 @@ int mb_sqlite_stats(struct mb_sqlite_stats *ret) {
                         ret->pages += pc->npages;
                         ret->pinned_pages += pc->npinned;
                         ret->unpinned_pages += pc->nunpinned;
-                        if (pc->whole_page)
-                                ret->broker_pages += pc->npages;
+                        ret->broker_pages += pc->npages * pc->run_pages;
                 }
         }
         ret->hits = sum.hits;
