@@ -625,9 +625,22 @@ static int manager_listen(struct manager *m) {
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return log_error_errno(-errno, "socket(): %m");
-        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
-                return log_error_errno(-errno, "cannot bind %s: %m", path);
-        /* World-connectable: admission is per tenant (docs/protocol.md). */
+        /* World-connectable: admission is per tenant (docs/protocol.md).
+         * The mode is set by the umask at bind() so that the socket never
+         * shows up with another one (a chmod() after it left a moment
+         * when the file existed as 0755); the workers are idle then, no
+         * other thread creates files.  Listening at once after: a client
+         * that sees the file finds it accepting. */
+        {
+                mode_t old = umask(0111);
+
+                r = bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 ? -errno : 0;
+                umask(old);
+        }
+        if (r < 0)
+                return log_error_errno(r, "cannot bind %s: %m", path);
+        if (listen(fd, MANAGER_LISTEN_BACKLOG) < 0)
+                return log_error_errno(-errno, "cannot listen on %s: %m", path);
         if (chmod(path, 0666) < 0)
                 return log_error_errno(-errno, "cannot chmod %s: %m", path);
         restart_store_listener(m->restart, fd);
