@@ -59,7 +59,8 @@ int arena_hugetlb_memfd(const char *name, uint64_t page_size) {
 #if defined(HAVE_FSOPEN) && defined(HAVE_FSCONFIG) && defined(HAVE_FSMOUNT)
 int arena_hugetlb_create(const char *name, uint64_t size_bytes, uint64_t file_bytes, int *ret_file) {
         _cleanup_(closep) int fc = -1, mnt = -1, file = -1;
-        char fname[NAME_MAX + 1], size[32];
+        char size[32];
+        int r;
 
         if (size_bytes == 0 || size_bytes % ARENA_HUGETLB_PAGE_SIZE_BYTES != 0)
                 return -EINVAL;
@@ -73,19 +74,9 @@ int arena_hugetlb_create(const char *name, uint64_t size_bytes, uint64_t file_by
             fsconfig(fc, FSCONFIG_SET_STRING, "mode", "0700", 0) < 0 ||
             fsconfig(fc, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
                 return -errno;
-        mnt = fsmount(fc, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-        if (mnt < 0)
-                return -errno;
-        /* Named, then unlinked: the clients' maps say whose arena it is. */
-        snprintf(fname, sizeof(fname), "membroker-arena:%s", name);
-        for (char *c = fname; *c; c++)
-                if (*c == '/')
-                        *c = ':';
-        file = openat(mnt, fname, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (file < 0)
-                return -errno;
-        if (unlinkat(mnt, fname, 0) < 0 || ftruncate(file, (off_t) file_bytes) < 0)
-                return -errno;
+        r = arena_fs_mount_file(fc, name, file_bytes, &mnt, &file);
+        if (r < 0)
+                return r;
         *ret_file = TAKE_FD(file);
         return 0;
 }

@@ -42,25 +42,10 @@ static int tmpfs_set_size(int fc, uint64_t size_bytes) {
         return 0;
 }
 
-int arena_tmpfs_create(const char *name, uint64_t size_bytes, uint64_t file_bytes, bool huge, int *ret_file,
-                       int *ret_root, int *ret_pick) {
-        _cleanup_(closep) int fc = -1, mnt = -1, file = -1, root = -1, pick = -1;
+int arena_fs_mount_file(int fc, const char *name, uint64_t file_bytes, int *ret_mnt, int *ret_file) {
+        _cleanup_(closep) int mnt = -1, file = -1;
         char fname[NAME_MAX + 1];
-        int r;
 
-        fc = fsopen("tmpfs", FSOPEN_CLOEXEC);
-        if (fc < 0)
-                return -errno;
-        r = tmpfs_set_size(fc, size_bytes);
-        if (r < 0)
-                return r;
-        if (fsconfig(fc, FSCONFIG_SET_STRING, "nr_inodes", ARENA_TMPFS_NR_INODES, 0) < 0 ||
-            fsconfig(fc, FSCONFIG_SET_STRING, "mode", "0700", 0) < 0 ||
-            /* shmem_parse_one() refuses huge= without transparent huge
-             * pages (has_transparent_hugepage()). */
-            (huge && fsconfig(fc, FSCONFIG_SET_STRING, "huge", "always", 0) < 0) ||
-            fsconfig(fc, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-                return -errno;
         mnt = fsmount(fc, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
         if (mnt < 0)
                 return -errno;
@@ -78,6 +63,32 @@ int arena_tmpfs_create(const char *name, uint64_t size_bytes, uint64_t file_byte
                 return -errno;
         if (ftruncate(file, (off_t) file_bytes) < 0)
                 return -errno;
+        *ret_mnt = TAKE_FD(mnt);
+        *ret_file = TAKE_FD(file);
+        return 0;
+}
+
+int arena_tmpfs_create(const char *name, uint64_t size_bytes, uint64_t file_bytes, bool huge, int *ret_file,
+                       int *ret_root, int *ret_pick) {
+        _cleanup_(closep) int fc = -1, mnt = -1, file = -1, root = -1, pick = -1;
+        int r;
+
+        fc = fsopen("tmpfs", FSOPEN_CLOEXEC);
+        if (fc < 0)
+                return -errno;
+        r = tmpfs_set_size(fc, size_bytes);
+        if (r < 0)
+                return r;
+        if (fsconfig(fc, FSCONFIG_SET_STRING, "nr_inodes", ARENA_TMPFS_NR_INODES, 0) < 0 ||
+            fsconfig(fc, FSCONFIG_SET_STRING, "mode", "0700", 0) < 0 ||
+            /* shmem_parse_one() refuses huge= without transparent huge
+             * pages (has_transparent_hugepage()). */
+            (huge && fsconfig(fc, FSCONFIG_SET_STRING, "huge", "always", 0) < 0) ||
+            fsconfig(fc, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+                return -errno;
+        r = arena_fs_mount_file(fc, name, file_bytes, &mnt, &file);
+        if (r < 0)
+                return r;
         /* A plain directory fd of the root: what the fd store can keep, and
          * what fspick() needs to resize the instance again after a restart. */
         root = openat(mnt, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -111,6 +122,15 @@ int arena_tmpfs_resize(int pick_fd, uint64_t size_bytes) {
         return 0;
 }
 #else
+int arena_fs_mount_file(int fc, const char *name, uint64_t file_bytes, int *ret_mnt, int *ret_file) {
+        (void) fc;
+        (void) name;
+        (void) file_bytes;
+        (void) ret_mnt;
+        (void) ret_file;
+        return -ENOSYS;
+}
+
 int arena_tmpfs_create(const char *name, uint64_t size_bytes, uint64_t file_bytes, bool huge, int *ret_file,
                        int *ret_root, int *ret_pick) {
         (void) name;

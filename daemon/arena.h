@@ -280,6 +280,15 @@ int arena_audit(struct arena *a, struct arena_audit *ret);
 int arena_tmpfs_create(const char *name, uint64_t size_bytes, uint64_t file_bytes, bool huge, int *ret_file,
                        int *ret_root, int *ret_pick);
 
+/**
+ * arena_fs_mount_file - mount the configured filesystem context @fc (tmpfs
+ * or hugetlbfs, made by fsconfig(FSCONFIG_CMD_CREATE)) detached, and make
+ * in it one file named after @name, unlinked at once, of @file_bytes.
+ * Returns 0 with the mount in *@ret_mnt and the file in *@ret_file, or a
+ * negative errno (nothing left open).
+ */
+int arena_fs_mount_file(int fc, const char *name, uint64_t file_bytes, int *ret_mnt, int *ret_file);
+
 /* fspick() the instance whose root directory is @root_fd.  0 or -errno. */
 int arena_tmpfs_pick(int root_fd, int *ret_pick);
 
