@@ -622,10 +622,9 @@ int ctl_bus_get_kvlist(sd_bus *bus, const char *member, const char *path, struct
 
 /* Resolve @path with the daemon (GetTenant: it normalises and says what is
  * wrong) into @t: the canonical path, and with @props the properties. */
-int ctl_bus_get_one_tenant(sd_bus *bus, const char *path, bool props, struct ctl_tenant *t) {
+int ctl_bus_tenant_object(sd_bus *bus, const char *path, char **ret_object, char **ret_path) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL, *all = NULL;
-        _cleanup_(freep) char *canonical = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         const char *object;
         char what[256];
         int r;
@@ -637,11 +636,31 @@ int ctl_bus_get_one_tenant(sd_bus *bus, const char *path, bool props, struct ctl
         r = sd_bus_message_read(reply, "o", &object);
         if (r < 0)
                 return r;
-        r = sd_bus_path_decode(object, CTL_MANAGER_PATH "/tenant", &canonical);
+        r = sd_bus_path_decode(object, CTL_MANAGER_PATH "/tenant", ret_path);
         if (r <= 0) {
                 ctl_log_error("%s: unexpected object path %s", what, object);
                 return -EBADMSG;
         }
+        *ret_object = strdup(object);
+        if (!*ret_object) {
+                free(*ret_path);
+                *ret_path = NULL;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+int ctl_bus_get_one_tenant(sd_bus *bus, const char *path, bool props, struct ctl_tenant *t) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *all = NULL;
+        _cleanup_(freep) char *canonical = NULL, *object = NULL;
+        char what[256];
+        int r;
+
+        r = ctl_bus_tenant_object(bus, path, &object, &canonical);
+        if (r < 0)
+                return r;
+        snprintf(what, sizeof what, "tenant '%s'", path);
         *t = (struct ctl_tenant) {};
         if (props) {
                 r = sd_bus_call_method(bus, CTL_BUS_NAME, object, "org.freedesktop.DBus.Properties", "GetAll", &error,

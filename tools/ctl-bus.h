@@ -119,3 +119,8 @@ int ctl_bus_get_kvlist(sd_bus *bus, const char *member, const char *path, struct
  * wrong) into @t: the canonical path, and with @props the properties.
  * 0 or a negative errno (logged). */
 int ctl_bus_get_one_tenant(sd_bus *bus, const char *path, bool props, struct ctl_tenant *t);
+
+/* The object of tenant @path (GetTenant: the daemon normalises the path
+ * and says what is wrong; the error is printed), its canonical path in
+ * *@ret_path.  0 or a negative errno. */
+int ctl_bus_tenant_object(sd_bus *bus, const char *path, char **ret_object, char **ret_path);

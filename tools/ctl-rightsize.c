@@ -59,34 +59,6 @@ static int read_row(sd_bus *bus, const char *object, const char *path, struct rs
         return 0;
 }
 
-/* The object of tenant @path (GetTenant), canonical path in *@ret_path. */
-static int tenant_object(sd_bus *bus, const char *path, char **ret_object, char **ret_path) {
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        const char *object;
-        char what[256];
-        int r;
-
-        snprintf(what, sizeof what, "tenant '%s'", path);
-        r = ctl_bus_call_manager(bus, "GetTenant", &error, &reply, "s", path);
-        if (r < 0)
-                return ctl_bus_log_error(what, &error, r);
-        r = sd_bus_message_read(reply, "o", &object);
-        if (r < 0)
-                return r;
-        r = sd_bus_path_decode(object, CTL_MANAGER_PATH "/tenant", ret_path);
-        if (r <= 0) {
-                ctl_log_error("%s: unexpected object path %s", what, object);
-                return -EBADMSG;
-        }
-        *ret_object = strdup(object);
-        if (!*ret_object) {
-                free(*ret_path);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
 static void print_rows(const struct rs_row *v, size_t n) {
         if (ctl_arg.format == CTL_FORMAT_JSON) {
                 fputc('[', stdout);
@@ -164,7 +136,7 @@ int ctl_rightsize_show(sd_bus *bus, int argc, char **argv) {
                 for (int a = 1; a < argc && r >= 0; a++) {
                         _cleanup_(freep) char *object = NULL, *canonical = NULL;
 
-                        r = tenant_object(bus, argv[a], &object, &canonical);
+                        r = ctl_bus_tenant_object(bus, argv[a], &object, &canonical);
                         if (r >= 0) {
                                 r = read_row(bus, object, canonical, &v[n]);
                                 if (r < 0)
