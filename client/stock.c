@@ -718,7 +718,7 @@ static void stock_rseq_settle(const mb_client *c, unsigned cpu) {
                         break;                                                          \
                 r = attempt;                                                            \
                 if (r == STOCK_RSEQ_DONE) {                                             \
-                        /* Committed on @cpu, the only CPU left unsettled. */           \
+                        /* Its commit rewrote the slot of @cpu. */                      \
                         unsettled = -1;                                                 \
                         break;                                                          \
                 }                                                                       \
