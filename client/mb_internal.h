@@ -8,6 +8,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "membroker.h"
@@ -44,3 +45,9 @@ const struct mb_stats_region *mb_client_stats_region(const mb_client *c);
  * to the daemon, or waited for a charge in flight): 0 under a churn that
  * charging ahead keeps up with. */
 uint64_t mb_client_stock_misses(const mb_client *c);
+
+/* Whether no stock of @c waits for a batch charged ahead: every batch the
+ * library's thread was asked for (stock_refill_kick()) has been stocked or
+ * given up.  Tests wait for it before a window that must see no stock
+ * traffic of that thread. */
+bool mb_client_refill_idle(const mb_client *c);

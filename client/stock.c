@@ -691,10 +691,13 @@ static void stock_rseq_settle(const mb_client *c, unsigned cpu) {
  * After a sequence did not commit (@r, on CPU @cpu): try again while the
  * stock has pages or room, on the CPU the thread runs on now.  A sequence
  * the kernel aborted leaves its CPU's slot to settle: by a later commit on
- * that CPU, or stock_rseq_settle() once the thread runs elsewhere.  One
- * past STOCK_OPS_RESET operations settles at once (the unlock starts them
- * again).  An empty or full stock, or a thread without a valid rseq CPU,
- * takes the locked path.
+ * that CPU (the retry's own: it writes the same slot items, absolute values
+ * from the word it commits, so nothing is left to settle and no system call
+ * is made, the common case of a thread preempted inside its sequence and
+ * resumed on the same CPU), or stock_rseq_settle() once the thread runs
+ * elsewhere.  One past STOCK_OPS_RESET operations settles at once (the
+ * unlock starts them again).  An empty or full stock, or a thread without a
+ * valid rseq CPU, takes the locked path (settling first).
  */
 #define STOCK_RSEQ_RETRY(attempt)                                                       \
         int unsettled = -1;                                                             \
@@ -714,8 +717,11 @@ static void stock_rseq_settle(const mb_client *c, unsigned cpu) {
                 if (cpu >= c->ncpus)                                                    \
                         break;                                                          \
                 r = attempt;                                                            \
-                if (r == STOCK_RSEQ_DONE)                                               \
+                if (r == STOCK_RSEQ_DONE) {                                             \
+                        /* Its commit rewrote the slot of @cpu. */                      \
+                        unsettled = -1;                                                 \
                         break;                                                          \
+                }                                                                       \
         }                                                                               \
         if (unsettled >= 0)                                                             \
                 stock_rseq_settle(c, (unsigned) unsettled)

@@ -245,3 +245,10 @@ int stock_adopt_batch_locked(mb_client *c, uint32_t batch) {
 uint64_t mb_client_stock_misses(const mb_client *c) {
         return __atomic_load_n(&c->stock_misses, __ATOMIC_RELAXED);
 }
+
+bool mb_client_refill_idle(const mb_client *c) {
+        for (unsigned cpu = 0; cpu < c->ncpus; cpu++)
+                if (__atomic_load_n(&c->stocks[cpu].refill_ask, __ATOMIC_ACQUIRE))
+                        return false;
+        return true;
+}

@@ -2,12 +2,17 @@
 /*
  * client-tool.c - small real clients for the shell tests ($MEMBROKER_SOCKET):
  *
- *   client-tool stock-loop TENANT ITERATIONS
- *        pin to one CPU, warm the stock, then between two marker system
+ *   client-tool stock-loop TENANT ITERATIONS [PREEMPTIONS]
+ *        pin to one CPU, warm the stock (and wait until the charge ahead
+ *        it asked for is stocked), then between two marker system
  *        calls (close(-1001), close(-1002)) run ITERATIONS alloc+free pairs
  *        and bulk pairs that the stock covers; then, up to close(-1003),
  *        allocate past the stock (a positive control: that must talk to
  *        the daemon).  tests/test-client-stock-nosyscall.sh straces it.
+ *        With PREEMPTIONS, a second thread on the same CPU spins until
+ *        the loop's thread was preempted that many times (it may be
+ *        inside a sequence each time), and the loop runs (at least
+ *        ITERATIONS times) until then; prints "preempted=N".
  *
  *   client-tool scribble TENANT FIRST COUNT
  *        overwrite arena pages FIRST..FIRST+COUNT-1 of TENANT by handle
@@ -33,6 +38,7 @@
  *        ahead).  tests/test-client-refill.sh uses it.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,7 +53,51 @@
 #define MARK_END (-1002)
 #define MARK_CONTROL (-1003)
 
-static int stock_loop(const char *tenant, unsigned long iterations) {
+/* The thread that preempts the stock loop (stock-loop ... PREEMPTIONS): it
+ * shares the loop's CPU and spins, so the scheduler takes turns between
+ * the two, until the loop's thread was preempted (involuntary context
+ * switches, /proc) that many times since it started; then it says so. */
+struct preempter {
+        pid_t tid;              /* the loop's thread */
+        unsigned long want;     /* preemptions to see */
+        unsigned long seen;
+        int done;               /* atomic: the loop may stop */
+};
+
+static unsigned long involuntary_switches(pid_t tid) {
+        char path[64], line[128];
+        unsigned long n = 0;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int) tid);
+        f = fopen(path, "re");
+        if (!f)
+                return 0;
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, "nonvoluntary_ctxt_switches: %lu", &n) == 1)
+                        break;
+        fclose(f);
+        return n;
+}
+
+static void *preempter_run(void *userdata) {
+        struct preempter *p = userdata;
+        unsigned long base = involuntary_switches(p->tid);
+
+        for (;;) {
+                for (volatile unsigned long spin = 0; spin < 1000000; spin++)
+                        ;
+                p->seen = involuntary_switches(p->tid) - base;
+                if (p->seen >= p->want)
+                        break;
+        }
+        __atomic_store_n(&p->done, 1, __ATOMIC_RELEASE);
+        return NULL;
+}
+
+static int stock_loop(const char *tenant, unsigned long iterations, unsigned long preemptions) {
+        struct preempter preempter = { .tid = gettid(), .want = preemptions };
+        pthread_t thread;
         mb_client *c;
         cpu_set_t set;
         void *v[4], **many;
@@ -76,9 +126,21 @@ static int stock_loop(const char *tenant, unsigned long iterations) {
         many = calloc(nmany, sizeof(void *));
         if (!many)
                 return 2;
+        /* The warm-up's charge left the stock below its watermark, so the
+         * library's thread charges a batch ahead and stocks it (locking
+         * this CPU's stock): let it finish before the window, which must
+         * see the application's own fast path only.  The loop then keeps
+         * the stock above the watermark: no further charge ahead. */
+        while (!mb_client_refill_idle(c))
+                sched_yield();
+        /* Created on this CPU (the affinity is inherited). */
+        if (preemptions > 0 && pthread_create(&thread, NULL, preempter_run, &preempter) != 0)
+                return 2;
 
         (void) close(MARK_START);
-        for (unsigned long i = 0; i < iterations; i++) {
+        for (unsigned long i = 0; i < iterations || (preemptions > 0 && !__atomic_load_n(&preempter.done,
+                                                                                         __ATOMIC_ACQUIRE));
+             i++) {
                 void *p = mb_page_alloc(c);
 
                 if (!p || mb_page_free(c, p) < 0)
@@ -87,6 +149,10 @@ static int stock_loop(const char *tenant, unsigned long iterations) {
                         return 3;
         }
         (void) close(MARK_END);
+        if (preemptions > 0) {
+                (void) pthread_join(thread, NULL);
+                printf("preempted=%lu\n", preempter.seen);
+        }
 
         /* Past the stock: charges must reach the daemon. */
         if (mb_page_alloc_bulk(c, many, nmany) < 0 || mb_page_free_bulk(c, many, nmany) < 0) {
@@ -257,15 +323,15 @@ static int steps(const char *tenant, char **step, int nsteps) {
 }
 
 int main(int argc, char **argv) {
-        if (argc == 4 && strcmp(argv[1], "stock-loop") == 0)
-                return stock_loop(argv[2], strtoul(argv[3], NULL, 10));
+        if ((argc == 4 || argc == 5) && strcmp(argv[1], "stock-loop") == 0)
+                return stock_loop(argv[2], strtoul(argv[3], NULL, 10), argc == 5 ? strtoul(argv[4], NULL, 10) : 0);
         if (argc == 5 && strcmp(argv[1], "churn") == 0)
                 return churn(argv[2], strtoul(argv[3], NULL, 10), (unsigned) strtoul(argv[4], NULL, 10));
         if (argc == 5 && strcmp(argv[1], "scribble") == 0)
                 return scribble(argv[2], strtoull(argv[3], NULL, 10), strtoull(argv[4], NULL, 10));
         if (argc >= 3 && strcmp(argv[1], "steps") == 0)
                 return steps(argv[2], argv + 3, argc - 3);
-        fprintf(stderr, "usage: client-tool stock-loop TENANT ITERATIONS | scribble TENANT FIRST COUNT | "
+        fprintf(stderr, "usage: client-tool stock-loop TENANT ITERATIONS [PREEMPTIONS] | scribble TENANT FIRST COUNT | "
                         "steps TENANT STEP... | churn TENANT PAGES PERIOD_US\n");
         return 2;
 }

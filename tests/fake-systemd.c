@@ -16,6 +16,9 @@
  *     is kept until fake-systemd exits;
  *   - --watchdog-usec passes $WATCHDOG_USEC / $WATCHDOG_PID and sends SIGABRT
  *     (WatchdogSignal= default) when no WATCHDOG=1 came within the interval;
+ *     like systemd's WatchdogSec=, the watchdog is activated when the
+ *     start-up is completed (the first READY=1 of each start), not at the
+ *     fork: how long the start-up may take is the test's own bound;
  *   - --restart N starts the command again (after 100 ms, RestartSec=
  *     default) when it exits, at most N times (Restart=always);
  *   - --notify-access-all accepts notifications from any process
@@ -271,6 +274,8 @@ static void handle_notify(int sock) {
          * systemd waits for), not after reloads. */
         if (msg_get(buf, "READY", name, sizeof(name)) && strcmp(name, "1") == 0 && !ready_seen) {
                 ready_seen = true;
+                /* The start-up is complete: the watchdog runs from now. */
+                last_ping_usec = now_usec();
                 run_on_ready();
         }
 }
@@ -460,7 +465,8 @@ int main(int argc, char *argv[]) {
                                 handle_notify(sock);
                         }
                 now = now_usec();
-                if (watchdog_usec > 0 && main_pid > 0 && !stopping && now - last_ping_usec > watchdog_usec) {
+                if (watchdog_usec > 0 && main_pid > 0 && ready_seen && !stopping &&
+                    now - last_ping_usec > watchdog_usec) {
                         logf_("watchdog-timeout pid=%d", (int) main_pid);
                         kill(main_pid, SIGABRT);
                         last_ping_usec = now; /* once per interval */

@@ -48,6 +48,21 @@ mb_sd_wait_ready() {
                 { cat "$MB_SD_LOG"; tail -30 "$MB_TMP/daemon.log"; fail "membrokerd did not say READY=1 (#$1)"; }
 }
 
+# mb_sd_start_ready N : true once the Nth start of the daemon has said
+# READY=1 (a READY=1 logged after the line "start n=N"; not the READY=1
+# that ends a reload of an earlier start, which mb_sd_wait_ready counts too)
+mb_sd_start_ready() {
+        awk -v n="$1" '$1 == "start" && $2 == "n=" n { on = 1; next }
+                on && /^notify .*READY=1/ { found = 1 } END { exit !found }' "$MB_SD_LOG"
+}
+
+# mb_sd_wait_started N : wait until the Nth start of the daemon is ready
+# (after a restart: clients may connect from then on)
+mb_sd_wait_started() {
+        wait_for 30 mb_sd_start_ready "$1" ||
+                { cat "$MB_SD_LOG"; tail -30 "$MB_TMP/daemon.log"; fail "membrokerd start #$1 did not say READY=1"; }
+}
+
 # mb_sd_main_pid : the pid of the running membrokerd
 mb_sd_main_pid() { cat "$MB_SD_PIDFILE"; }
 
