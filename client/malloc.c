@@ -52,59 +52,9 @@
 #include "client.h"
 #include "macros.h"
 #include "mb_limits.h"
+#include "kmalloc.h"
 #include "session.h"
 #include "slab.h"
-
-#define KM_MIN_BYTES 8u
-#define KM_MAX_CLASSES 24u
-#define KM_TAG_PAGE 0x100u               /* one page from the stock */
-#define KM_TAG_RUN 0x80000000u           /* | pages: the first page of a run */
-#define KM_RUN_CACHE_MAX_PAGES 128u      /* runs kept when freed: 2..this pages */
-#define KM_RUN_CACHE_MAX_TOTAL_PAGES 2048u /* pages all kept runs may hold, at first */
-#define KM_BIG_KEEP_MAX 32u               /* larger runs kept when freed (a few) ... */
-#define KM_BIG_KEEP_MAX_PAGES 8192u       /* ... of up to 32 MiB, glibc's largest mmap threshold */
-#define KM_KEEP_MAX_PAGES 16384u          /* the bound rises with the largest run freed (4x) up to this */
-#define KM_RUN_BATCH_PAGES 64u           /* runs are carved from chunks of at least this
-                                          * many pages charged at once, */
-#define KM_RUN_BATCH_MAX_PAGES_ALL 1024u /* growing with the heap (1/8 of what was
-                                          * charged so) up to this many */
-#define KM_RUN_RETURN_PAGES 64u          /* runs that do not fit the lists go back together,
-                                          * in one Uncharge, once this many pages wait */
-#define KM_RUN_RETURN_MAX SESSION_UNCHARGE_EXTENTS_MAX
-
-struct km_runs {
-        void **runs;                     /* stack of free runs of one size */
-        uint32_t n, cap;
-};
-
-struct kmalloc_ctx {
-        mb_client *c;
-        uint8_t *base;
-        uint64_t npages;
-        size_t page_size;
-        unsigned page_shift;
-        uint32_t *tags;                  /* [npages] */
-        size_t tags_bytes;
-        unsigned nclasses;
-        size_t class_bytes[KM_MAX_CLASSES];
-        mb_cache *cache[KM_MAX_CLASSES];
-        uint8_t small_class[(192 / KM_MIN_BYTES) + 1]; /* (size + 7) / 8 -> class */
-
-        pthread_mutex_t runs_lock;
-        struct km_runs runs[KM_RUN_CACHE_MAX_PAGES + 1];
-        uint32_t runs_pages;             /* pages on all run stacks */
-        uint64_t ret_start[KM_RUN_RETURN_MAX]; /* runs waiting to go back */
-        uint32_t ret_count[KM_RUN_RETURN_MAX];
-        uint32_t nret, ret_pages;
-        uint64_t batched_pages;          /* pages charged in chunks so far (atomic) */
-        struct { void *p; uint32_t n; } big[KM_BIG_KEEP_MAX]; /* kept runs above the lists' sizes */
-        uint32_t nbig;
-        uint32_t keep_max;               /* bound of runs_pages (runs_lock) */
-        uint8_t *bump;                   /* the rest of the last chunk: runs are carved */
-        uint32_t bump_left;              /* from it (pages; runs_lock) */
-        struct mb_shrinker shrinker;     /* gives the kept runs back under pressure */
-        bool shrinker_registered;
-};
 
 static pthread_mutex_t km_create_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -122,6 +72,7 @@ static void km_free_ctx(struct kmalloc_ctx *k) {
                                 (void) mb_page_free_contig(k->c, k->runs[p].runs[i], p);
                 free(k->runs[p].runs);
         }
+        km_mid_destroy(k);
         if (k->tags)
                 munmap(k->tags, k->tags_bytes);
         pthread_mutex_destroy(&k->runs_lock);
@@ -143,12 +94,13 @@ static unsigned long km_shrink_count(void *userdata) {
         struct kmalloc_ctx *k = userdata;
 
         return __atomic_load_n(&k->runs_pages, __ATOMIC_RELAXED) + __atomic_load_n(&k->ret_pages, __ATOMIC_RELAXED) +
+               km_mid_empty_pages(k) +
                __atomic_load_n(&k->bump_left, __ATOMIC_RELAXED);
 }
 
 static unsigned long km_shrink_scan(void *userdata, unsigned long nr_to_scan) {
         (void) nr_to_scan;
-        return km_runs_flush(userdata);
+        return km_mid_shrink(userdata) + km_runs_flush(userdata);
 }
 
 static int km_new_ctx(mb_client *c, struct kmalloc_ctx **ret) {
@@ -170,6 +122,10 @@ static int km_new_ctx(mb_client *c, struct kmalloc_ctx **ret) {
                        -1, 0);
         if (k->tags == MAP_FAILED) {
                 k->tags = NULL;
+                km_free_ctx(k);
+                return -ENOMEM;
+        }
+        if (km_mid_init(k) < 0) {
                 km_free_ctx(k);
                 return -ENOMEM;
         }
@@ -254,9 +210,6 @@ static inline unsigned km_class(const struct kmalloc_ctx *k, size_t size) {
         return ci;
 }
 
-static inline uint64_t km_index(const struct kmalloc_ctx *k, const void *p) {
-        return (uint64_t) ((const uint8_t *) p - k->base) >> k->page_shift;
-}
 
 /* ---- runs of contiguous pages ---- */
 
@@ -347,7 +300,7 @@ static size_t km_runs_flush(struct kmalloc_ctx *k) {
                 pages += bn;
         }
 
-        for (unsigned p = 2; p <= KM_RUN_CACHE_MAX_PAGES; p++)
+        for (unsigned p = 1; p <= KM_RUN_CACHE_MAX_PAGES; p++)
                 for (;;) {
                         uint32_t n;
 
@@ -358,6 +311,8 @@ static size_t km_runs_flush(struct kmalloc_ctx *k) {
                                 break;
                         }
                         k->runs[p].n -= n;
+                        if (k->runs[p].n == 0)
+                                k->runs_nonempty[p / 64] &= ~(1ull << (p % 64));
                         memcpy(batch, k->runs[p].runs + k->runs[p].n, n * sizeof(void *));
                         k->runs_pages -= n * p;
                         pthread_mutex_unlock(&k->runs_lock);
@@ -371,7 +326,7 @@ static size_t km_runs_flush(struct kmalloc_ctx *k) {
 /* At the tenant's limit: give back what this client keeps charged for
  * later (kept runs, empty slabs), so that a retry may fit. */
 static size_t km_shrink(struct kmalloc_ctx *k) {
-        size_t pages = km_runs_flush(k);
+        size_t pages = km_mid_shrink(k) + km_runs_flush(k);
 
         for (unsigned i = 0; i < k->nclasses; i++)
                 pages += mb_cache_shrink(k->cache[i]);
@@ -385,21 +340,76 @@ static void km_run_leftover(struct kmalloc_ctx *k, uint8_t *p, uint32_t n) {
         if (n == 0)
                 return;
         k->tags[km_index(k, p)] = KM_TAG_RUN | n;
-        if (n >= 2 && n <= KM_RUN_CACHE_MAX_PAGES)
+        if (n <= KM_RUN_CACHE_MAX_PAGES)
                 (void) km_run_keep(k, p, n, true);
         else
                 (void) mb_page_free_contig(k->c, p, n);
 }
 
-static void *km_run_alloc(struct kmalloc_ctx *k, size_t n, bool *ret_zeroed) {
+/* Push the run @p of @n pages (1..KM_RUN_CACHE_MAX_PAGES) on its list;
+ * false when its stack cannot grow.  Under runs_lock. */
+static bool km_runs_push_locked(struct kmalloc_ctx *k, void *p, uint32_t n) {
+        struct km_runs *r = &k->runs[n];
+
+        if (r->n == r->cap) {
+                uint32_t cap = MB_MAX(r->cap * 2, 8u);
+                /* The library's own memory: never mb_malloc(). */
+                void **v = realloc(r->runs, cap * sizeof(void *));
+
+                if (!v)
+                        return false;
+                r->runs = v;
+                r->cap = cap;
+        }
+        r->runs[r->n++] = p;
+        k->runs_nonempty[n / 64] |= 1ull << (n % 64);
+        k->runs_pages += n;
+        return true;
+}
+
+/* A kept run of @n pages: the last freed of that size, else the smallest
+ * larger one cut to size (its rest kept on the list of its size), as
+ * glibc's best fit from its bins splits a larger free chunk.  Under
+ * runs_lock; NULL when no kept run is that long. */
+static void *km_runs_take_locked(struct kmalloc_ctx *k, uint32_t n) {
+        uint32_t m = n;
+        uint8_t *p;
+
+        for (;;) {
+                uint64_t bits = k->runs_nonempty[m / 64] & (~0ull << (m % 64));
+
+                if (bits) {
+                        m = (m / 64) * 64 + (uint32_t) __builtin_ctzll(bits);
+                        break;
+                }
+                m = (m / 64 + 1) * 64;
+                if (m > KM_RUN_CACHE_MAX_PAGES)
+                        return NULL;
+        }
+        p = k->runs[m].runs[--k->runs[m].n];
+        if (k->runs[m].n == 0)
+                k->runs_nonempty[m / 64] &= ~(1ull << (m % 64));
+        k->runs_pages -= m;
+        if (m > n) {
+                uint8_t *rest = p + ((size_t) n << k->page_shift);
+
+                k->tags[km_index(k, rest)] = KM_TAG_RUN | (m - n);
+                if (!km_runs_push_locked(k, rest, m - n)) {
+                        /* Cannot keep the rest: hand out the whole run. */
+                        k->tags[km_index(k, rest)] = 0;
+                        n = m;
+                }
+        }
+        k->tags[km_index(k, p)] = KM_TAG_RUN | n;
+        return p;
+}
+
+static void *km_run_alloc_pages(struct kmalloc_ctx *k, size_t n, bool *ret_zeroed) {
         void *p = NULL;
 
         if (n <= KM_RUN_CACHE_MAX_PAGES) {
                 pthread_mutex_lock(&k->runs_lock);
-                if (k->runs[n].n > 0) {
-                        p = k->runs[n].runs[--k->runs[n].n];
-                        k->runs_pages -= (uint32_t) n;
-                }
+                p = km_runs_take_locked(k, (uint32_t) n);
                 pthread_mutex_unlock(&k->runs_lock);
                 if (p) {
                         *ret_zeroed = false;
@@ -489,30 +499,22 @@ static void *km_run_alloc(struct kmalloc_ctx *k, size_t n, bool *ret_zeroed) {
         return p;
 }
 
+void *km_run_alloc(struct kmalloc_ctx *k, size_t n, bool *ret_zeroed) {
+        void *p = km_run_alloc_pages(k, n, ret_zeroed);
+
+        if (p)
+                __atomic_add_fetch(&k->inuse_pages, n, __ATOMIC_RELAXED);
+        return p;
+}
+
 /* Put the run @p of @n pages on its list, if there is room (or @force);
  * false when it must go back to the daemon. */
 static bool km_run_keep(struct kmalloc_ctx *k, void *p, size_t n, bool force) {
-        struct km_runs *r = &k->runs[n];
         bool kept = false;
 
         pthread_mutex_lock(&k->runs_lock);
-        if (force || k->runs_pages + n <= k->keep_max) {
-                if (r->n == r->cap) {
-                        uint32_t cap = MB_MAX(r->cap * 2, 8u);
-                        /* The library's own memory: never mb_malloc(). */
-                        void **v = realloc(r->runs, cap * sizeof(void *));
-
-                        if (v) {
-                                r->runs = v;
-                                r->cap = cap;
-                        }
-                }
-                if (r->n < r->cap) {
-                        r->runs[r->n++] = p;
-                        k->runs_pages += (uint32_t) n;
-                        kept = true;
-                }
-        }
+        if (force || k->runs_pages + n <= k->keep_max)
+                kept = km_runs_push_locked(k, p, (uint32_t) n);
         pthread_mutex_unlock(&k->runs_lock);
         if (!kept && force)
                 (void) mb_page_free_contig(k->c, p, n);
@@ -546,10 +548,19 @@ static uint32_t km_run_return_all(struct kmalloc_ctx *k) {
         return pages;
 }
 
-static void km_run_free(struct kmalloc_ctx *k, void *p, size_t n) {
+void km_run_free(struct kmalloc_ctx *k, void *p, size_t n) {
         uint64_t start[KM_RUN_RETURN_MAX];
         uint32_t count[KM_RUN_RETURN_MAX], nsend = 0, pages = 0;
+        uint64_t inuse = __atomic_fetch_sub(&k->inuse_pages, n, __ATOMIC_RELAXED);
 
+        /* What a program had in use at once it is likely to use again:
+         * keep up to that much (glibc keeps freed memory in its heap and
+         * trims only its top). */
+        if (inuse > __atomic_load_n(&k->keep_max, __ATOMIC_RELAXED)) {
+                pthread_mutex_lock(&k->runs_lock);
+                k->keep_max = (uint32_t) MB_MAX((uint64_t) k->keep_max, MB_MIN(inuse, (uint64_t) KM_KEEP_PEAK_MAX_PAGES));
+                pthread_mutex_unlock(&k->runs_lock);
+        }
         if (n > KM_RUN_CACHE_MAX_PAGES) {
                 bool kept = false;
 
@@ -604,6 +615,16 @@ static void *km_alloc(mb_client *c, size_t size, bool *ret_zeroed) {
                 if (_unlikely_(!p) && errno == ENOMEM && km_shrink(k) > 0)
                         p = mb_cache_alloc(k->cache[ci]);
                 return p;
+        }
+        if (size < 2 * k->page_size) {
+                int mi = km_mid_class(k, size);
+
+                if (mi >= 0) {
+                        p = km_mid_alloc(k, (unsigned) mi);
+                        if (!p && errno == ENOMEM && km_shrink(k) > 0)
+                                p = km_mid_alloc(k, (unsigned) mi);
+                        return p;
+                }
         }
         if (size <= k->page_size) {
                 p = mb_page_alloc(c);
@@ -667,7 +688,7 @@ void mb_free(mb_client *c, void *p) {
                 (void) mb_page_free(c, p);
         else if (tag & KM_TAG_RUN)
                 km_run_free(k, p, tag & ~KM_TAG_RUN);
-        else
+        else if (!(tag & KM_TAG_MID) || !km_mid_free(k, p, tag))
                 mb_set_error("mb_free: %p was not allocated by mb_malloc() of this client", p);
 }
 
@@ -684,6 +705,8 @@ size_t mb_malloc_usable_size(mb_client *c, const void *p) {
                 return k->page_size;
         if (tag & KM_TAG_RUN)
                 return (size_t) (tag & ~KM_TAG_RUN) << k->page_shift;
+        if (tag & KM_TAG_MID)
+                return km_mid_usable(k, tag);
         return 0;
 }
 
@@ -734,8 +757,12 @@ void *mb_aligned_alloc(mb_client *c, size_t align, size_t size) {
                 return NULL;
         }
         /* Powers of two up to half a page are naturally aligned (their
-         * caches are), pages and runs are page aligned. */
+         * caches are), pages and runs are page aligned; the objects
+         * between half a page and two pages only to 512 bytes (on 4 KiB
+         * pages): a larger alignment takes whole pages. */
         want = MB_MAX(size, align);
+        if (want > k->page_size / 2 && align > k->page_size / 8)
+                want = (want + k->page_size - 1) & ~(k->page_size - 1);
         if (want <= k->page_size / 2) {
                 size_t pow2 = KM_MIN_BYTES;
 
