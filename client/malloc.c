@@ -130,12 +130,21 @@ static int km_new_ctx(mb_client *c, struct kmalloc_ctx **ret) {
                 return -ENOMEM;
         }
 
-        /* The kmalloc caches: powers of two from 8, plus 96 and 192. */
+        /* The kmalloc caches: powers of two from 8, plus 96 and 192; and
+         * between a quarter and half a page, the sizes of which 6 and 3 fit
+         * a page (672 and 1360 bytes on 4 KiB pages, 16-byte aligned), as
+         * SLUB's kmalloc-96 and -192 sit between powers of two: a block of
+         * a little over 1 KiB (SQLite allocates them by the ten thousand)
+         * takes a third of a page, not half. */
         for (size_t sz = KM_MIN_BYTES; sz <= k->page_size / 2 && n < KM_MAX_CLASSES; sz *= 2) {
                 if (sz == 128 && n < KM_MAX_CLASSES)
                         sizes[n++] = 96;
                 if (sz == 256 && n < KM_MAX_CLASSES)
                         sizes[n++] = 192;
+                if (sz == k->page_size / 4 && n < KM_MAX_CLASSES)
+                        sizes[n++] = k->page_size / 6 / 16 * 16;
+                if (sz == k->page_size / 2 && n < KM_MAX_CLASSES)
+                        sizes[n++] = k->page_size / 3 / 16 * 16;
                 if (n < KM_MAX_CLASSES)
                         sizes[n++] = sz;
         }
@@ -143,7 +152,7 @@ static int km_new_ctx(mb_client *c, struct kmalloc_ctx **ret) {
                 char name[32];
                 size_t sz = sizes[i];
                 /* Natural alignment for powers of two, as kmalloc gives. */
-                size_t align = (sz & (sz - 1)) == 0 ? sz : sz == 96 ? 32 : 64;
+                size_t align = (sz & (sz - 1)) == 0 ? sz : sz == 96 ? 32 : sz == 192 ? 64 : 16;
 
                 snprintf(name, sizeof(name), "kmalloc-%zu", sz);
                 k->cache[i] = mb_cache_create(c, name, sz, align, 0, NULL);
