@@ -39,6 +39,9 @@ struct km_runs {
 };
 
 #define KM_TAG_MID 0x40000000u           /* a page of a multi-page slab (malloc_mid.c) */
+#define KM_TAG_KEPT 0x20000000u          /* with KM_TAG_RUN: the first page of a kept run */
+#define KM_TAG_KEPT_END 0x10000000u      /* | pages: the last page of a kept run of 2 or more */
+#define KM_TAG_LEN_MASK 0x0fffffffu      /* the pages of a run in its tags */
 #define KM_MID_CLASSES 4u                /* 3/4, 9/8, 5/4 and 3/2 of a page */
 
 /* One class of objects between half a page and two pages, on slabs of a
@@ -81,7 +84,8 @@ struct kmalloc_ctx {
         uint8_t *bump;                   /* the rest of the last chunk: runs are carved */
         uint32_t bump_left;              /* from it (pages; runs_lock) */
         struct km_mid mid[KM_MID_CLASSES];
-        uint64_t *mid_link;              /* [npages]: a slab's next and previous on its class's list */
+        uint64_t *mid_link;              /* [npages]: a slab's next and previous on its class's list
+                                          * (first page), or a kept run's place on its stack */
         size_t mid_link_bytes;
         struct mb_shrinker shrinker;     /* gives the kept runs back under pressure */
         bool shrinker_registered;

@@ -88,6 +88,13 @@ void kmalloc_destroy(mb_client *c) {
 
 static size_t km_runs_flush(struct kmalloc_ctx *k);
 
+/* The run at page @idx of @n pages is no longer kept: its tags say so. */
+static inline void km_unkeep_tags(struct kmalloc_ctx *k, uint64_t idx, uint32_t n) {
+        k->tags[idx] = KM_TAG_RUN | n;
+        if (n > 1)
+                k->tags[idx + n - 1] = 0;
+}
+
 /* The shrinker: kept runs are charged memory nobody uses, the first to
  * go when the daemon asks for pages back (Reclaim). */
 static unsigned long km_shrink_count(void *userdata) {
@@ -324,6 +331,8 @@ static size_t km_runs_flush(struct kmalloc_ctx *k) {
                                 k->runs_nonempty[p / 64] &= ~(1ull << (p % 64));
                         memcpy(batch, k->runs[p].runs + k->runs[p].n, n * sizeof(void *));
                         k->runs_pages -= n * p;
+                        for (uint32_t i = 0; i < n; i++)
+                                km_unkeep_tags(k, km_index(k, batch[i]), p);
                         pthread_mutex_unlock(&k->runs_lock);
                         for (uint32_t i = 0; i < n; i++)
                                 (void) mb_page_free_contig(k->c, batch[i], p);
@@ -356,9 +365,12 @@ static void km_run_leftover(struct kmalloc_ctx *k, uint8_t *p, uint32_t n) {
 }
 
 /* Push the run @p of @n pages (1..KM_RUN_CACHE_MAX_PAGES) on its list;
- * false when its stack cannot grow.  Under runs_lock. */
+ * false when its stack cannot grow.  Under runs_lock.  Its first and last
+ * pages' tags say it is kept (boundary tags, as glibc's chunk headers and
+ * footers), so that a run freed next to it merges with it. */
 static bool km_runs_push_locked(struct kmalloc_ctx *k, void *p, uint32_t n) {
         struct km_runs *r = &k->runs[n];
+        uint64_t idx = km_index(k, p);
 
         if (r->n == r->cap) {
                 uint32_t cap = MB_MAX(r->cap * 2, 8u);
@@ -370,10 +382,61 @@ static bool km_runs_push_locked(struct kmalloc_ctx *k, void *p, uint32_t n) {
                 r->runs = v;
                 r->cap = cap;
         }
+        k->mid_link[idx] = r->n;
         r->runs[r->n++] = p;
         k->runs_nonempty[n / 64] |= 1ull << (n % 64);
         k->runs_pages += n;
+        k->tags[idx] = KM_TAG_RUN | KM_TAG_KEPT | n;
+        if (n > 1)
+                k->tags[idx + n - 1] = KM_TAG_KEPT_END | n;
         return true;
+}
+
+/* Take the kept run at page @idx of @n pages off its stack (from
+ * anywhere in it: the last one moves to its place).  Under runs_lock. */
+static void km_runs_remove_locked(struct kmalloc_ctx *k, uint64_t idx, uint32_t n) {
+        struct km_runs *r = &k->runs[n];
+        uint64_t i = k->mid_link[idx];
+        void *last = r->runs[--r->n];
+
+        if (i != r->n) {
+                r->runs[i] = last;
+                k->mid_link[km_index(k, last)] = i;
+        }
+        if (r->n == 0)
+                k->runs_nonempty[n / 64] &= ~(1ull << (n % 64));
+        k->runs_pages -= n;
+        km_unkeep_tags(k, idx, n);
+}
+
+/* Merge the run at page *@idx of *@n pages with the kept runs right
+ * before and after it, up to KM_RUN_CACHE_MAX_PAGES in all, as glibc's
+ * free() consolidates a chunk with its free neighbours.  Under runs_lock. */
+static void km_runs_merge_locked(struct kmalloc_ctx *k, uint64_t *idx, uint32_t *n) {
+        uint32_t t, m = 0;
+
+        if (*idx + *n < k->npages) {
+                t = k->tags[*idx + *n];
+                m = t & KM_TAG_LEN_MASK;
+                if ((t & ~KM_TAG_LEN_MASK) == (KM_TAG_RUN | KM_TAG_KEPT) && *n + m <= KM_RUN_CACHE_MAX_PAGES) {
+                        km_runs_remove_locked(k, *idx + *n, m);
+                        *n += m;
+                }
+        }
+        if (*idx == 0)
+                return;
+        t = k->tags[*idx - 1];
+        if (t == (KM_TAG_RUN | KM_TAG_KEPT | 1))
+                m = 1;
+        else if ((t & ~KM_TAG_LEN_MASK) == KM_TAG_KEPT_END)
+                m = t & KM_TAG_LEN_MASK;
+        else
+                return;
+        if (m > *idx || *n + m > KM_RUN_CACHE_MAX_PAGES || k->tags[*idx - m] != (KM_TAG_RUN | KM_TAG_KEPT | m))
+                return;
+        km_runs_remove_locked(k, *idx - m, m);
+        *idx -= m;
+        *n += m;
 }
 
 /* A kept run of @n pages: the last freed of that size, else the smallest
@@ -399,6 +462,7 @@ static void *km_runs_take_locked(struct kmalloc_ctx *k, uint32_t n) {
         if (k->runs[m].n == 0)
                 k->runs_nonempty[m / 64] &= ~(1ull << (m % 64));
         k->runs_pages -= m;
+        km_unkeep_tags(k, km_index(k, p), m);
         if (m > n) {
                 uint8_t *rest = p + ((size_t) n << k->page_shift);
 
@@ -516,18 +580,26 @@ void *km_run_alloc(struct kmalloc_ctx *k, size_t n, bool *ret_zeroed) {
         return p;
 }
 
-/* Put the run @p of @n pages on its list, if there is room (or @force);
- * false when it must go back to the daemon. */
+/* Put the run @p of @n pages on its list, merged with the kept runs
+ * around it, if there is room (or @force); false when it must go back to
+ * the daemon (then nothing was merged). */
 static bool km_run_keep(struct kmalloc_ctx *k, void *p, size_t n, bool force) {
+        uint64_t idx = km_index(k, p);
+        uint32_t len = (uint32_t) n;
         bool kept = false;
 
         pthread_mutex_lock(&k->runs_lock);
-        if (force || k->runs_pages + n <= k->keep_max)
-                kept = km_runs_push_locked(k, p, (uint32_t) n);
+        if (!force && k->runs_pages + n > k->keep_max) {
+                pthread_mutex_unlock(&k->runs_lock);
+                return false;
+        }
+        km_runs_merge_locked(k, &idx, &len);
+        p = k->base + (idx << k->page_shift);
+        kept = km_runs_push_locked(k, p, len);
         pthread_mutex_unlock(&k->runs_lock);
-        if (!kept && force)
-                (void) mb_page_free_contig(k->c, p, n);
-        return kept;
+        if (!kept)
+                (void) mb_page_free_contig(k->c, p, len);
+        return true;
 }
 
 /* Send the runs waiting to go back (taken under runs_lock). */
@@ -695,8 +767,8 @@ void mb_free(mb_client *c, void *p) {
                 mb_cache_free(k->cache[tag - 1], p);
         else if (tag == KM_TAG_PAGE)
                 (void) mb_page_free(c, p);
-        else if (tag & KM_TAG_RUN)
-                km_run_free(k, p, tag & ~KM_TAG_RUN);
+        else if ((tag & (KM_TAG_RUN | KM_TAG_KEPT)) == KM_TAG_RUN)
+                km_run_free(k, p, tag & KM_TAG_LEN_MASK);
         else if (!(tag & KM_TAG_MID) || !km_mid_free(k, p, tag))
                 mb_set_error("mb_free: %p was not allocated by mb_malloc() of this client", p);
 }
@@ -712,8 +784,8 @@ size_t mb_malloc_usable_size(mb_client *c, const void *p) {
                 return k->class_bytes[tag - 1];
         if (tag == KM_TAG_PAGE)
                 return k->page_size;
-        if (tag & KM_TAG_RUN)
-                return (size_t) (tag & ~KM_TAG_RUN) << k->page_shift;
+        if ((tag & (KM_TAG_RUN | KM_TAG_KEPT)) == KM_TAG_RUN)
+                return (size_t) (tag & KM_TAG_LEN_MASK) << k->page_shift;
         if (tag & KM_TAG_MID)
                 return km_mid_usable(k, tag);
         return 0;
