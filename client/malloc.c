@@ -55,6 +55,7 @@
 #include "kmalloc.h"
 #include "session.h"
 #include "slab.h"
+#include "stock.h"
 
 static pthread_mutex_t km_create_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -519,6 +520,11 @@ static void *km_run_alloc_pages(struct kmalloc_ctx *k, size_t n, bool *ret_zeroe
                 if (chunk >= 2 * n && room >= chunk)
                         p = mb_page_alloc_contig(k->c, chunk, MB_ALLOC_NORETRY);
                 if (p) {
+                        /* Its runs are handed out one after the other, so
+                         * fault the chunk in at once: one madvise costs
+                         * less than its faults on the arena's shmem pages
+                         * (as the refill populates pages charged ahead). */
+                        stock_populate_range(k->c, p, chunk);
                         __atomic_add_fetch(&k->batched_pages, chunk, __ATOMIC_RELAXED);
                         k->tags[km_index(k, p)] = KM_TAG_RUN | (uint32_t) n;
                         pthread_mutex_lock(&k->runs_lock);
