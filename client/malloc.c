@@ -188,12 +188,11 @@ static int km_new_ctx(mb_client *c, struct kmalloc_ctx **ret) {
         return 0;
 }
 
-static struct kmalloc_ctx *km_get(mb_client *c) {
-        struct kmalloc_ctx *k = __atomic_load_n(&c->kmalloc, __ATOMIC_ACQUIRE);
+/* km_get() the first time (and in a fork() child): out of line. */
+static __attribute__((noinline)) struct kmalloc_ctx *km_get_slow(mb_client *c) {
+        struct kmalloc_ctx *k;
         int r = 0;
 
-        if (_likely_(k))
-                return k;
         if (c->forked) {
                 (void) session_lost(c);
                 errno = ECHILD;
@@ -213,6 +212,14 @@ static struct kmalloc_ctx *km_get(mb_client *c) {
                 return NULL;
         }
         return k;
+}
+
+static inline struct kmalloc_ctx *km_get(mb_client *c) {
+        struct kmalloc_ctx *k = __atomic_load_n(&c->kmalloc, __ATOMIC_ACQUIRE);
+
+        if (_likely_(k))
+                return k;
+        return km_get_slow(c);
 }
 
 /* The class for @size (<= page_size / 2). */
@@ -688,7 +695,7 @@ void km_run_free(struct kmalloc_ctx *k, void *p, size_t n) {
 
 /* ---- the API ---- */
 
-static void *km_alloc(mb_client *c, size_t size, bool *ret_zeroed) {
+static inline __attribute__((always_inline)) void *km_alloc(mb_client *c, size_t size, bool *ret_zeroed) {
         struct kmalloc_ctx *k = km_get(c);
         void *p;
 
