@@ -20,7 +20,7 @@
 #define KM_TAG_RUN 0x80000000u           /* | pages: the first page of a run */
 #define KM_RUN_CACHE_MAX_PAGES 128u      /* runs kept when freed: 2..this pages */
 #define KM_RUN_CACHE_MAX_TOTAL_PAGES 2048u /* pages all kept runs may hold, at first */
-#define KM_BIG_KEEP_MAX 32u               /* larger runs kept when freed (a few) ... */
+#define KM_BIG_KEEP_MAX 128u              /* larger runs kept when freed (a few) ... */
 #define KM_BIG_KEEP_MAX_PAGES 8192u       /* ... of up to 32 MiB, glibc's largest mmap threshold */
 #define KM_KEEP_MAX_PAGES 16384u          /* the bound rises with the largest run freed (4x) up to this */
 #define KM_KEEP_PEAK_MAX_PAGES 262144u    /* ... and with the most run pages in use at once, up to
@@ -40,7 +40,6 @@ struct km_runs {
 
 #define KM_TAG_MID 0x40000000u           /* a page of a multi-page slab (malloc_mid.c) */
 #define KM_TAG_KEPT 0x20000000u          /* with KM_TAG_RUN: the first page of a kept run */
-#define KM_TAG_KEPT_END 0x10000000u      /* | pages: the last page of a kept run of 2 or more */
 #define KM_TAG_LEN_MASK 0x0fffffffu      /* the pages of a run in its tags */
 #define KM_MID_CLASSES 4u                /* 3/4, 9/8, 5/4 and 3/2 of a page */
 
@@ -80,12 +79,11 @@ struct kmalloc_ctx {
         uint32_t nbig;
         uint32_t keep_max;               /* bound of runs_pages (runs_lock) */
         uint64_t runs_nonempty[(KM_RUN_CACHE_MAX_PAGES + 64) / 64]; /* bit n: runs[n].n > 0 (runs_lock) */
-        uint64_t inuse_pages;            /* pages of runs handed out and not freed (atomic) */
+        uint64_t inuse_pages;            /* pages of runs handed out and not freed (runs_lock) */
         uint8_t *bump;                   /* the rest of the last chunk: runs are carved */
         uint32_t bump_left;              /* from it (pages; runs_lock) */
         struct km_mid mid[KM_MID_CLASSES];
-        uint64_t *mid_link;              /* [npages]: a slab's next and previous on its class's list
-                                          * (first page), or a kept run's place on its stack */
+        uint64_t *mid_link;              /* [npages]: a slab's next and previous on its class's list */
         size_t mid_link_bytes;
         struct mb_shrinker shrinker;     /* gives the kept runs back under pressure */
         bool shrinker_registered;

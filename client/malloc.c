@@ -89,11 +89,9 @@ void kmalloc_destroy(mb_client *c) {
 
 static size_t km_runs_flush(struct kmalloc_ctx *k);
 
-/* The run at page @idx of @n pages is no longer kept: its tags say so. */
+/* The run at page @idx of @n pages is no longer kept: its tag says so. */
 static inline void km_unkeep_tags(struct kmalloc_ctx *k, uint64_t idx, uint32_t n) {
         k->tags[idx] = KM_TAG_RUN | n;
-        if (n > 1)
-                k->tags[idx + n - 1] = 0;
 }
 
 /* The shrinker: kept runs are charged memory nobody uses, the first to
@@ -359,7 +357,7 @@ static size_t km_shrink(struct kmalloc_ctx *k) {
         return pages;
 }
 
-static bool km_run_keep(struct kmalloc_ctx *k, void *p, size_t n, bool force);
+static void km_run_keep(struct kmalloc_ctx *k, void *p, size_t n);
 
 /* The unused rest of a chunk (@n pages at @p): kept as a run, or returned. */
 static void km_run_leftover(struct kmalloc_ctx *k, uint8_t *p, uint32_t n) {
@@ -367,15 +365,14 @@ static void km_run_leftover(struct kmalloc_ctx *k, uint8_t *p, uint32_t n) {
                 return;
         k->tags[km_index(k, p)] = KM_TAG_RUN | n;
         if (n <= KM_RUN_CACHE_MAX_PAGES)
-                (void) km_run_keep(k, p, n, true);
+                km_run_keep(k, p, n);
         else
                 (void) mb_page_free_contig(k->c, p, n);
 }
 
 /* Push the run @p of @n pages (1..KM_RUN_CACHE_MAX_PAGES) on its list;
- * false when its stack cannot grow.  Under runs_lock.  Its first and last
- * pages' tags say it is kept (boundary tags, as glibc's chunk headers and
- * footers), so that a run freed next to it merges with it. */
+ * false when its stack cannot grow.  Under runs_lock.  Its first page's
+ * tag says it is kept, so that freeing it again is refused. */
 static bool km_runs_push_locked(struct kmalloc_ctx *k, void *p, uint32_t n) {
         struct km_runs *r = &k->runs[n];
         uint64_t idx = km_index(k, p);
@@ -390,61 +387,11 @@ static bool km_runs_push_locked(struct kmalloc_ctx *k, void *p, uint32_t n) {
                 r->runs = v;
                 r->cap = cap;
         }
-        k->mid_link[idx] = r->n;
         r->runs[r->n++] = p;
         k->runs_nonempty[n / 64] |= 1ull << (n % 64);
         k->runs_pages += n;
         k->tags[idx] = KM_TAG_RUN | KM_TAG_KEPT | n;
-        if (n > 1)
-                k->tags[idx + n - 1] = KM_TAG_KEPT_END | n;
         return true;
-}
-
-/* Take the kept run at page @idx of @n pages off its stack (from
- * anywhere in it: the last one moves to its place).  Under runs_lock. */
-static void km_runs_remove_locked(struct kmalloc_ctx *k, uint64_t idx, uint32_t n) {
-        struct km_runs *r = &k->runs[n];
-        uint64_t i = k->mid_link[idx];
-        void *last = r->runs[--r->n];
-
-        if (i != r->n) {
-                r->runs[i] = last;
-                k->mid_link[km_index(k, last)] = i;
-        }
-        if (r->n == 0)
-                k->runs_nonempty[n / 64] &= ~(1ull << (n % 64));
-        k->runs_pages -= n;
-        km_unkeep_tags(k, idx, n);
-}
-
-/* Merge the run at page *@idx of *@n pages with the kept runs right
- * before and after it, up to KM_RUN_CACHE_MAX_PAGES in all, as glibc's
- * free() consolidates a chunk with its free neighbours.  Under runs_lock. */
-static void km_runs_merge_locked(struct kmalloc_ctx *k, uint64_t *idx, uint32_t *n) {
-        uint32_t t, m = 0;
-
-        if (*idx + *n < k->npages) {
-                t = k->tags[*idx + *n];
-                m = t & KM_TAG_LEN_MASK;
-                if ((t & ~KM_TAG_LEN_MASK) == (KM_TAG_RUN | KM_TAG_KEPT) && *n + m <= KM_RUN_CACHE_MAX_PAGES) {
-                        km_runs_remove_locked(k, *idx + *n, m);
-                        *n += m;
-                }
-        }
-        if (*idx == 0)
-                return;
-        t = k->tags[*idx - 1];
-        if (t == (KM_TAG_RUN | KM_TAG_KEPT | 1))
-                m = 1;
-        else if ((t & ~KM_TAG_LEN_MASK) == KM_TAG_KEPT_END)
-                m = t & KM_TAG_LEN_MASK;
-        else
-                return;
-        if (m > *idx || *n + m > KM_RUN_CACHE_MAX_PAGES || k->tags[*idx - m] != (KM_TAG_RUN | KM_TAG_KEPT | m))
-                return;
-        km_runs_remove_locked(k, *idx - m, m);
-        *idx -= m;
-        *n += m;
 }
 
 /* A kept run of @n pages: the last freed of that size, else the smallest
@@ -482,10 +429,23 @@ static void *km_runs_take_locked(struct kmalloc_ctx *k, uint32_t n) {
                 }
         }
         k->tags[km_index(k, p)] = KM_TAG_RUN | n;
+        k->inuse_pages += n;
         return p;
 }
 
-static void *km_run_alloc_pages(struct kmalloc_ctx *k, size_t n, bool *ret_zeroed) {
+/* @n pages of runs were freed (runs_lock): what a program had in use at
+ * once it is likely to use again, so the bound of what is kept rises to
+ * that much (glibc keeps freed memory in its heap and trims only its top). */
+static inline void km_inuse_free_locked(struct kmalloc_ctx *k, uint32_t n) {
+        /* (Plus the first bound: room for the rests of chunks.) */
+        uint64_t want = k->inuse_pages + KM_RUN_CACHE_MAX_TOTAL_PAGES;
+
+        if (want > k->keep_max)
+                k->keep_max = (uint32_t) MB_MIN(want, (uint64_t) KM_KEEP_PEAK_MAX_PAGES);
+        k->inuse_pages -= n;
+}
+
+void *km_run_alloc(struct kmalloc_ctx *k, size_t n, bool *ret_zeroed) {
         void *p = NULL;
 
         if (n <= KM_RUN_CACHE_MAX_PAGES) {
@@ -510,6 +470,7 @@ static void *km_run_alloc_pages(struct kmalloc_ctx *k, size_t n, bool *ret_zeroe
                         p = k->bump;
                         k->bump += n << k->page_shift;
                         k->bump_left -= (uint32_t) n;
+                        k->inuse_pages += n;
                 }
                 pthread_mutex_unlock(&k->runs_lock);
                 if (p) {
@@ -539,6 +500,7 @@ static void *km_run_alloc_pages(struct kmalloc_ctx *k, size_t n, bool *ret_zeroe
                         nleft = k->bump_left;
                         k->bump = (uint8_t *) p + (n << k->page_shift);
                         k->bump_left = (uint32_t) (chunk - n);
+                        k->inuse_pages += n;
                         pthread_mutex_unlock(&k->runs_lock);
                         /* What was left of the previous chunk: a run to keep. */
                         km_run_leftover(k, left, nleft);
@@ -566,6 +528,7 @@ static void *km_run_alloc_pages(struct kmalloc_ctx *k, size_t n, bool *ret_zeroe
                                 k->tags[km_index(k, k->big[best].p)] = KM_TAG_RUN | k->big[best].n;
                         }
                         k->runs_pages -= (uint32_t) n;
+                        k->inuse_pages += n;
                 }
                 pthread_mutex_unlock(&k->runs_lock);
                 if (p) {
@@ -580,39 +543,25 @@ static void *km_run_alloc_pages(struct kmalloc_ctx *k, size_t n, bool *ret_zeroe
         if (!p)
                 return NULL;
         k->tags[km_index(k, p)] = KM_TAG_RUN | (uint32_t) n;
+        pthread_mutex_lock(&k->runs_lock);
+        k->inuse_pages += n;
+        pthread_mutex_unlock(&k->runs_lock);
         /* Fresh from the daemon: a page that left a client is punched. */
         *ret_zeroed = true;
         return p;
 }
 
-void *km_run_alloc(struct kmalloc_ctx *k, size_t n, bool *ret_zeroed) {
-        void *p = km_run_alloc_pages(k, n, ret_zeroed);
-
-        if (p)
-                __atomic_add_fetch(&k->inuse_pages, n, __ATOMIC_RELAXED);
-        return p;
-}
-
-/* Put the run @p of @n pages on its list, merged with the kept runs
- * around it, if there is room (or @force); false when it must go back to
- * the daemon (then nothing was merged). */
-static bool km_run_keep(struct kmalloc_ctx *k, void *p, size_t n, bool force) {
-        uint64_t idx = km_index(k, p);
-        uint32_t len = (uint32_t) n;
-        bool kept = false;
+/* Keep the run @p of @n pages (1..KM_RUN_CACHE_MAX_PAGES) whatever the
+ * bound (the rest of a chunk: charged, never handed out), or give it back
+ * when its list cannot grow. */
+static void km_run_keep(struct kmalloc_ctx *k, void *p, size_t n) {
+        bool kept;
 
         pthread_mutex_lock(&k->runs_lock);
-        if (!force && k->runs_pages + n > k->keep_max) {
-                pthread_mutex_unlock(&k->runs_lock);
-                return false;
-        }
-        km_runs_merge_locked(k, &idx, &len);
-        p = k->base + (idx << k->page_shift);
-        kept = km_runs_push_locked(k, p, len);
+        kept = km_runs_push_locked(k, p, (uint32_t) n);
         pthread_mutex_unlock(&k->runs_lock);
         if (!kept)
-                (void) mb_page_free_contig(k->c, p, len);
-        return true;
+                (void) mb_page_free_contig(k->c, p, n);
 }
 
 /* Send the runs waiting to go back (taken under runs_lock). */
@@ -645,51 +594,47 @@ static uint32_t km_run_return_all(struct kmalloc_ctx *k) {
 void km_run_free(struct kmalloc_ctx *k, void *p, size_t n) {
         uint64_t start[KM_RUN_RETURN_MAX];
         uint32_t count[KM_RUN_RETURN_MAX], nsend = 0, pages = 0;
-        uint64_t inuse = __atomic_fetch_sub(&k->inuse_pages, n, __ATOMIC_RELAXED);
+        void *back = NULL;
+        uint32_t nback = 0;
 
-        /* What a program had in use at once it is likely to use again:
-         * keep up to that much (glibc keeps freed memory in its heap and
-         * trims only its top). */
-        if (inuse > __atomic_load_n(&k->keep_max, __ATOMIC_RELAXED)) {
-                pthread_mutex_lock(&k->runs_lock);
-                k->keep_max = (uint32_t) MB_MAX((uint64_t) k->keep_max, MB_MIN(inuse, (uint64_t) KM_KEEP_PEAK_MAX_PAGES));
-                pthread_mutex_unlock(&k->runs_lock);
-        }
+        pthread_mutex_lock(&k->runs_lock);
+        km_inuse_free_locked(k, (uint32_t) n);
         if (n > KM_RUN_CACHE_MAX_PAGES) {
-                bool kept = false;
-
                 /* Like glibc's dynamic mmap threshold: a freed large block
                  * says the program reuses such sizes, so the bound of what
                  * is kept rises to four of it. */
-                pthread_mutex_lock(&k->runs_lock);
+                back = p;
+                nback = (uint32_t) n;
                 if (n <= KM_BIG_KEEP_MAX_PAGES) {
                         k->keep_max = MB_MAX(k->keep_max, (uint32_t) MB_MIN(4 * n, (size_t) KM_KEEP_MAX_PAGES));
                         if (k->nbig < KM_BIG_KEEP_MAX && k->runs_pages + n <= k->keep_max) {
                                 k->big[k->nbig].p = p;
                                 k->big[k->nbig++].n = (uint32_t) n;
                                 k->runs_pages += (uint32_t) n;
-                                kept = true;
+                                back = NULL;
                         }
                 }
-                pthread_mutex_unlock(&k->runs_lock);
-                if (!kept)
-                        (void) mb_page_free_contig(k->c, p, n);
-                return;
-        }
-        if (km_run_keep(k, p, n, false))
-                return;
-        pthread_mutex_lock(&k->runs_lock);
-        k->ret_start[k->nret] = km_index(k, p);
-        k->ret_count[k->nret++] = (uint32_t) n;
-        k->ret_pages += (uint32_t) n;
-        if (k->nret == KM_RUN_RETURN_MAX || k->ret_pages >= KM_RUN_RETURN_PAGES) {
-                nsend = k->nret;
-                pages = k->ret_pages;
-                memcpy(start, k->ret_start, nsend * sizeof(*start));
-                memcpy(count, k->ret_count, nsend * sizeof(*count));
-                k->nret = k->ret_pages = 0;
+        } else if (k->runs_pages + n <= k->keep_max) {
+                if (!km_runs_push_locked(k, p, (uint32_t) n)) {
+                        back = p;
+                        nback = (uint32_t) n;
+                }
+        } else {
+                /* Back to the daemon with others, in one Uncharge. */
+                k->ret_start[k->nret] = km_index(k, p);
+                k->ret_count[k->nret++] = (uint32_t) n;
+                k->ret_pages += (uint32_t) n;
+                if (k->nret == KM_RUN_RETURN_MAX || k->ret_pages >= KM_RUN_RETURN_PAGES) {
+                        nsend = k->nret;
+                        pages = k->ret_pages;
+                        memcpy(start, k->ret_start, nsend * sizeof(*start));
+                        memcpy(count, k->ret_count, nsend * sizeof(*count));
+                        k->nret = k->ret_pages = 0;
+                }
         }
         pthread_mutex_unlock(&k->runs_lock);
+        if (back)
+                (void) mb_page_free_contig(k->c, back, nback);
         km_run_return(k, start, count, nsend, pages);
 }
 
