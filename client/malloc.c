@@ -5,9 +5,12 @@
  *
  *   size <= page_size / 2   a size class on a slab cache of this client
  *                           (kmalloc-8 ... kmalloc-2k on 4 KiB pages: 8, 16,
- *                           32, 64, 96, 128, 192, 256, 512, 1024, 2048), so
- *                           the per-CPU lists of slab_cache.c are the fast
- *                           path; objects count in `slab_unreclaimable`.
+ *                           32, 64, 96, 128, 192, 256, 512, 672, 1024, 1360,
+ *                           2048), so the per-CPU lists of slab_cache.c are
+ *                           the fast path; objects count in
+ *                           `slab_unreclaimable`.
+ *   3/4, 9/8, 5/4, 3/2 page objects on multi-page slabs that straddle page
+ *                           boundaries (malloc_mid.c).
  *   size <= page_size       one page from this CPU's page stock.
  *   larger                  a run of contiguous pages charged as one extent
  *                           (Charge.contig_pages, as alloc_pages(order) takes
@@ -17,7 +20,10 @@
  *                           (like the slabs of kmalloc-8k and up: at most
  *                           KM_RUN_CACHE_MAX_TOTAL_PAGES pages in all, still
  *                           charged; the bound rises to 4x the largest run
- *                           freed, up to KM_KEEP_MAX_PAGES, and a few runs
+ *                           freed, up to KM_KEEP_MAX_PAGES, and to the most
+ *                           run pages in use at once, up to
+ *                           KM_KEEP_PEAK_MAX_PAGES; a longer kept run is cut
+ *                           to size (best fit); and a few runs
  *                           of up to KM_BIG_KEEP_MAX_PAGES are kept too,
  *                           as glibc's mmap threshold rises with the blocks
  *                           freed); larger ones go back to the daemon at
