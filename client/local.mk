@@ -19,7 +19,9 @@ client_libmembroker_la_SOURCES = \
 	%reldir%/connect.c %reldir%/connect.h \
 	%reldir%/reconnect.c %reldir%/reconnect.h \
 	%reldir%/wire_conn.c %reldir%/wire_conn.h \
-	%reldir%/malloc.c
+	%reldir%/malloc.c \
+	%reldir%/malloc_mid.c \
+	%reldir%/kmalloc.h
 client_libmembroker_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 client_libmembroker_la_LIBADD = proto/libmbproto.la $(PROTOBUF_C_LIBS)
 client_libmembroker_la_LDFLAGS = $(AM_LDFLAGS) -pthread -version-info 0:0:0 \

@@ -5,9 +5,12 @@
  *
  *   size <= page_size / 2   a size class on a slab cache of this client
  *                           (kmalloc-8 ... kmalloc-2k on 4 KiB pages: 8, 16,
- *                           32, 64, 96, 128, 192, 256, 512, 1024, 2048), so
- *                           the per-CPU lists of slab_cache.c are the fast
- *                           path; objects count in `slab_unreclaimable`.
+ *                           32, 64, 96, 128, 192, 256, 512, 672, 1024, 1360,
+ *                           2048), so the per-CPU lists of slab_cache.c are
+ *                           the fast path; objects count in
+ *                           `slab_unreclaimable`.
+ *   3/4, 9/8, 5/4, 3/2 page objects on multi-page slabs that straddle page
+ *                           boundaries (malloc_mid.c).
  *   size <= page_size       one page from this CPU's page stock.
  *   larger                  a run of contiguous pages charged as one extent
  *                           (Charge.contig_pages, as alloc_pages(order) takes
@@ -17,7 +20,10 @@
  *                           (like the slabs of kmalloc-8k and up: at most
  *                           KM_RUN_CACHE_MAX_TOTAL_PAGES pages in all, still
  *                           charged; the bound rises to 4x the largest run
- *                           freed, up to KM_KEEP_MAX_PAGES, and a few runs
+ *                           freed, up to KM_KEEP_MAX_PAGES, and to the most
+ *                           run pages in use at once, up to
+ *                           KM_KEEP_PEAK_MAX_PAGES; a longer kept run is cut
+ *                           to size (best fit); and a few runs
  *                           of up to KM_BIG_KEEP_MAX_PAGES are kept too,
  *                           as glibc's mmap threshold rises with the blocks
  *                           freed); larger ones go back to the daemon at
@@ -52,60 +58,11 @@
 #include "client.h"
 #include "macros.h"
 #include "mb_limits.h"
+#include "kmalloc.h"
 #include "reclaim.h"
 #include "session.h"
 #include "slab.h"
-
-#define KM_MIN_BYTES 8u
-#define KM_MAX_CLASSES 24u
-#define KM_TAG_PAGE 0x100u               /* one page from the stock */
-#define KM_TAG_RUN 0x80000000u           /* | pages: the first page of a run */
-#define KM_RUN_CACHE_MAX_PAGES 128u      /* runs kept when freed: 2..this pages */
-#define KM_RUN_CACHE_MAX_TOTAL_PAGES 2048u /* pages all kept runs may hold, at first */
-#define KM_BIG_KEEP_MAX 32u               /* larger runs kept when freed (a few) ... */
-#define KM_BIG_KEEP_MAX_PAGES 8192u       /* ... of up to 32 MiB, glibc's largest mmap threshold */
-#define KM_KEEP_MAX_PAGES 16384u          /* the bound rises with the largest run freed (4x) up to this */
-#define KM_RUN_BATCH_PAGES 64u           /* runs are carved from chunks of at least this
-                                          * many pages charged at once, */
-#define KM_RUN_BATCH_MAX_PAGES_ALL 1024u /* growing with the heap (1/8 of what was
-                                          * charged so) up to this many */
-#define KM_RUN_RETURN_PAGES 64u          /* runs that do not fit the lists go back together,
-                                          * in one Uncharge, once this many pages wait */
-#define KM_RUN_RETURN_MAX SESSION_UNCHARGE_EXTENTS_MAX
-
-struct km_runs {
-        void **runs;                     /* stack of free runs of one size */
-        uint32_t n, cap;
-};
-
-struct kmalloc_ctx {
-        mb_client *c;
-        uint8_t *base;
-        uint64_t npages;
-        size_t page_size;
-        unsigned page_shift;
-        uint32_t *tags;                  /* [npages] */
-        size_t tags_bytes;
-        unsigned nclasses;
-        size_t class_bytes[KM_MAX_CLASSES];
-        mb_cache *cache[KM_MAX_CLASSES];
-        uint8_t small_class[(192 / KM_MIN_BYTES) + 1]; /* (size + 7) / 8 -> class */
-
-        pthread_mutex_t runs_lock;
-        struct km_runs runs[KM_RUN_CACHE_MAX_PAGES + 1];
-        uint32_t runs_pages;             /* pages on all run stacks */
-        uint64_t ret_start[KM_RUN_RETURN_MAX]; /* runs waiting to go back */
-        uint32_t ret_count[KM_RUN_RETURN_MAX];
-        uint32_t nret, ret_pages;
-        uint64_t batched_pages;          /* pages charged in chunks so far (atomic) */
-        struct { void *p; uint32_t n; } big[KM_BIG_KEEP_MAX]; /* kept runs above the lists' sizes */
-        uint32_t nbig;
-        uint32_t keep_max;               /* bound of runs_pages (runs_lock) */
-        uint8_t *bump;                   /* the rest of the last chunk: runs are carved */
-        uint32_t bump_left;              /* from it (pages; runs_lock) */
-        struct mb_shrinker shrinker;     /* gives the kept runs back under pressure */
-        bool shrinker_registered;
-};
+#include "stock.h"
 
 static pthread_mutex_t km_create_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -123,6 +80,7 @@ static void km_free_ctx(struct kmalloc_ctx *k) {
                                 (void) mb_page_free_contig(k->c, k->runs[p].runs[i], p);
                 free(k->runs[p].runs);
         }
+        km_mid_destroy(k);
         if (k->tags)
                 munmap(k->tags, k->tags_bytes);
         pthread_mutex_destroy(&k->runs_lock);
@@ -138,18 +96,24 @@ void kmalloc_destroy(mb_client *c) {
 
 static size_t km_runs_flush(struct kmalloc_ctx *k);
 
+/* The run at page @idx of @n pages is no longer kept: its tag says so. */
+static inline void km_unkeep_tags(struct kmalloc_ctx *k, uint64_t idx, uint32_t n) {
+        k->tags[idx] = KM_TAG_RUN | n;
+}
+
 /* The shrinker: kept runs are charged memory nobody uses, the first to
  * go when the daemon asks for pages back (Reclaim). */
 static unsigned long km_shrink_count(void *userdata) {
         struct kmalloc_ctx *k = userdata;
 
         return __atomic_load_n(&k->runs_pages, __ATOMIC_RELAXED) + __atomic_load_n(&k->ret_pages, __ATOMIC_RELAXED) +
+               km_mid_empty_pages(k) +
                __atomic_load_n(&k->bump_left, __ATOMIC_RELAXED);
 }
 
 static unsigned long km_shrink_scan(void *userdata, unsigned long nr_to_scan) {
         (void) nr_to_scan;
-        return km_runs_flush(userdata);
+        return km_mid_shrink(userdata) + km_runs_flush(userdata);
 }
 
 static int km_new_ctx(mb_client *c, struct kmalloc_ctx **ret) {
@@ -174,13 +138,26 @@ static int km_new_ctx(mb_client *c, struct kmalloc_ctx **ret) {
                 km_free_ctx(k);
                 return -ENOMEM;
         }
+        if (km_mid_init(k) < 0) {
+                km_free_ctx(k);
+                return -ENOMEM;
+        }
 
-        /* The kmalloc caches: powers of two from 8, plus 96 and 192. */
+        /* The kmalloc caches: powers of two from 8, plus 96 and 192; and
+         * between a quarter and half a page, the sizes of which 6 and 3 fit
+         * a page (672 and 1360 bytes on 4 KiB pages, 16-byte aligned), as
+         * SLUB's kmalloc-96 and -192 sit between powers of two: a block of
+         * a little over 1 KiB (SQLite allocates them by the ten thousand)
+         * takes a third of a page, not half. */
         for (size_t sz = KM_MIN_BYTES; sz <= k->page_size / 2 && n < KM_MAX_CLASSES; sz *= 2) {
                 if (sz == 128 && n < KM_MAX_CLASSES)
                         sizes[n++] = 96;
                 if (sz == 256 && n < KM_MAX_CLASSES)
                         sizes[n++] = 192;
+                if (sz == k->page_size / 4 && n < KM_MAX_CLASSES)
+                        sizes[n++] = k->page_size / 6 / 16 * 16;
+                if (sz == k->page_size / 2 && n < KM_MAX_CLASSES)
+                        sizes[n++] = k->page_size / 3 / 16 * 16;
                 if (n < KM_MAX_CLASSES)
                         sizes[n++] = sz;
         }
@@ -188,7 +165,7 @@ static int km_new_ctx(mb_client *c, struct kmalloc_ctx **ret) {
                 char name[32];
                 size_t sz = sizes[i];
                 /* Natural alignment for powers of two, as kmalloc gives. */
-                size_t align = (sz & (sz - 1)) == 0 ? sz : sz == 96 ? 32 : 64;
+                size_t align = (sz & (sz - 1)) == 0 ? sz : sz == 96 ? 32 : sz == 192 ? 64 : 16;
 
                 snprintf(name, sizeof(name), "kmalloc-%zu", sz);
                 k->cache[i] = mb_cache_create(c, name, sz, align, 0, NULL);
@@ -216,12 +193,11 @@ static int km_new_ctx(mb_client *c, struct kmalloc_ctx **ret) {
         return 0;
 }
 
-static struct kmalloc_ctx *km_get(mb_client *c) {
-        struct kmalloc_ctx *k = __atomic_load_n(&c->kmalloc, __ATOMIC_ACQUIRE);
+/* km_get() the first time (and in a fork() child): out of line. */
+static __attribute__((noinline)) struct kmalloc_ctx *km_get_slow(mb_client *c) {
+        struct kmalloc_ctx *k;
         int r = 0;
 
-        if (_likely_(k))
-                return k;
         if (c->forked) {
                 (void) session_lost(c);
                 errno = ECHILD;
@@ -243,6 +219,14 @@ static struct kmalloc_ctx *km_get(mb_client *c) {
         return k;
 }
 
+static inline struct kmalloc_ctx *km_get(mb_client *c) {
+        struct kmalloc_ctx *k = __atomic_load_n(&c->kmalloc, __ATOMIC_ACQUIRE);
+
+        if (_likely_(k))
+                return k;
+        return km_get_slow(c);
+}
+
 /* The class for @size (<= page_size / 2). */
 static inline unsigned km_class(const struct kmalloc_ctx *k, size_t size) {
         unsigned ci;
@@ -255,9 +239,6 @@ static inline unsigned km_class(const struct kmalloc_ctx *k, size_t size) {
         return ci;
 }
 
-static inline uint64_t km_index(const struct kmalloc_ctx *k, const void *p) {
-        return (uint64_t) ((const uint8_t *) p - k->base) >> k->page_shift;
-}
 
 /* ---- runs of contiguous pages ---- */
 
@@ -351,7 +332,7 @@ static size_t km_runs_flush(struct kmalloc_ctx *k) {
                 pages += bn;
         }
 
-        for (unsigned p = 2; p <= KM_RUN_CACHE_MAX_PAGES; p++)
+        for (unsigned p = 1; p <= KM_RUN_CACHE_MAX_PAGES; p++)
                 for (;;) {
                         uint32_t n;
 
@@ -362,8 +343,12 @@ static size_t km_runs_flush(struct kmalloc_ctx *k) {
                                 break;
                         }
                         k->runs[p].n -= n;
+                        if (k->runs[p].n == 0)
+                                k->runs_nonempty[p / 64] &= ~(1ull << (p % 64));
                         memcpy(batch, k->runs[p].runs + k->runs[p].n, n * sizeof(void *));
                         k->runs_pages -= n * p;
+                        for (uint32_t i = 0; i < n; i++)
+                                km_unkeep_tags(k, km_index(k, batch[i]), p);
                         pthread_mutex_unlock(&k->runs_lock);
                         for (uint32_t i = 0; i < n; i++)
                                 (void) mb_page_free_contig(k->c, batch[i], p);
@@ -375,35 +360,107 @@ static size_t km_runs_flush(struct kmalloc_ctx *k) {
 /* At the tenant's limit: give back what this client keeps charged for
  * later (kept runs, empty slabs), so that a retry may fit. */
 static size_t km_shrink(struct kmalloc_ctx *k) {
-        size_t pages = km_runs_flush(k);
+        size_t pages = km_mid_shrink(k) + km_runs_flush(k);
 
         for (unsigned i = 0; i < k->nclasses; i++)
                 pages += mb_cache_shrink(k->cache[i]);
         return pages;
 }
 
-static bool km_run_keep(struct kmalloc_ctx *k, void *p, size_t n, bool force);
+static void km_run_keep(struct kmalloc_ctx *k, void *p, size_t n);
 
 /* The unused rest of a chunk (@n pages at @p): kept as a run, or returned. */
 static void km_run_leftover(struct kmalloc_ctx *k, uint8_t *p, uint32_t n) {
         if (n == 0)
                 return;
         k->tags[km_index(k, p)] = KM_TAG_RUN | n;
-        if (n >= 2 && n <= KM_RUN_CACHE_MAX_PAGES)
-                (void) km_run_keep(k, p, n, true);
+        if (n <= KM_RUN_CACHE_MAX_PAGES)
+                km_run_keep(k, p, n);
         else
                 (void) mb_page_free_contig(k->c, p, n);
 }
 
-static void *km_run_alloc(struct kmalloc_ctx *k, size_t n, bool *ret_zeroed) {
+/* Push the run @p of @n pages (1..KM_RUN_CACHE_MAX_PAGES) on its list;
+ * false when its stack cannot grow.  Under runs_lock.  Its first page's
+ * tag says it is kept, so that freeing it again is refused. */
+static bool km_runs_push_locked(struct kmalloc_ctx *k, void *p, uint32_t n) {
+        struct km_runs *r = &k->runs[n];
+        uint64_t idx = km_index(k, p);
+
+        if (r->n == r->cap) {
+                uint32_t cap = MB_MAX(r->cap * 2, 8u);
+                /* The library's own memory: never mb_malloc(). */
+                void **v = realloc(r->runs, cap * sizeof(void *));
+
+                if (!v)
+                        return false;
+                r->runs = v;
+                r->cap = cap;
+        }
+        r->runs[r->n++] = p;
+        k->runs_nonempty[n / 64] |= 1ull << (n % 64);
+        k->runs_pages += n;
+        k->tags[idx] = KM_TAG_RUN | KM_TAG_KEPT | n;
+        return true;
+}
+
+/* A kept run of @n pages: the last freed of that size, else the smallest
+ * larger one cut to size (its rest kept on the list of its size), as
+ * glibc's best fit from its bins splits a larger free chunk.  Under
+ * runs_lock; NULL when no kept run is that long. */
+static void *km_runs_take_locked(struct kmalloc_ctx *k, uint32_t n) {
+        uint32_t m = n;
+        uint8_t *p;
+
+        for (;;) {
+                uint64_t bits = k->runs_nonempty[m / 64] & (~0ull << (m % 64));
+
+                if (bits) {
+                        m = (m / 64) * 64 + (uint32_t) __builtin_ctzll(bits);
+                        break;
+                }
+                m = (m / 64 + 1) * 64;
+                if (m > KM_RUN_CACHE_MAX_PAGES)
+                        return NULL;
+        }
+        p = k->runs[m].runs[--k->runs[m].n];
+        if (k->runs[m].n == 0)
+                k->runs_nonempty[m / 64] &= ~(1ull << (m % 64));
+        k->runs_pages -= m;
+        km_unkeep_tags(k, km_index(k, p), m);
+        if (m > n) {
+                uint8_t *rest = p + ((size_t) n << k->page_shift);
+
+                k->tags[km_index(k, rest)] = KM_TAG_RUN | (m - n);
+                if (!km_runs_push_locked(k, rest, m - n)) {
+                        /* Cannot keep the rest: hand out the whole run. */
+                        k->tags[km_index(k, rest)] = 0;
+                        n = m;
+                }
+        }
+        k->tags[km_index(k, p)] = KM_TAG_RUN | n;
+        k->inuse_pages += n;
+        return p;
+}
+
+/* @n pages of runs were freed (runs_lock): what a program had in use at
+ * once it is likely to use again, so the bound of what is kept rises to
+ * that much (glibc keeps freed memory in its heap and trims only its top). */
+static inline void km_inuse_free_locked(struct kmalloc_ctx *k, uint32_t n) {
+        /* (Plus the first bound: room for the rests of chunks.) */
+        uint64_t want = k->inuse_pages + KM_RUN_CACHE_MAX_TOTAL_PAGES;
+
+        if (want > k->keep_max)
+                k->keep_max = (uint32_t) MB_MIN(want, (uint64_t) KM_KEEP_PEAK_MAX_PAGES);
+        k->inuse_pages -= n;
+}
+
+void *km_run_alloc(struct kmalloc_ctx *k, size_t n, bool *ret_zeroed) {
         void *p = NULL;
 
         if (n <= KM_RUN_CACHE_MAX_PAGES) {
                 pthread_mutex_lock(&k->runs_lock);
-                if (k->runs[n].n > 0) {
-                        p = k->runs[n].runs[--k->runs[n].n];
-                        k->runs_pages -= (uint32_t) n;
-                }
+                p = km_runs_take_locked(k, (uint32_t) n);
                 pthread_mutex_unlock(&k->runs_lock);
                 if (p) {
                         *ret_zeroed = false;
@@ -423,6 +480,7 @@ static void *km_run_alloc(struct kmalloc_ctx *k, size_t n, bool *ret_zeroed) {
                         p = k->bump;
                         k->bump += n << k->page_shift;
                         k->bump_left -= (uint32_t) n;
+                        k->inuse_pages += n;
                 }
                 pthread_mutex_unlock(&k->runs_lock);
                 if (p) {
@@ -440,6 +498,11 @@ static void *km_run_alloc(struct kmalloc_ctx *k, size_t n, bool *ret_zeroed) {
                 if (chunk >= 2 * n && room >= chunk)
                         p = mb_page_alloc_contig(k->c, chunk, MB_ALLOC_NORETRY);
                 if (p) {
+                        /* Its runs are handed out one after the other, so
+                         * fault the chunk in at once: one madvise costs
+                         * less than its faults on the arena's shmem pages
+                         * (as the refill populates pages charged ahead). */
+                        stock_populate_range(k->c, p, chunk);
                         __atomic_add_fetch(&k->batched_pages, chunk, __ATOMIC_RELAXED);
                         k->tags[km_index(k, p)] = KM_TAG_RUN | (uint32_t) n;
                         pthread_mutex_lock(&k->runs_lock);
@@ -447,6 +510,7 @@ static void *km_run_alloc(struct kmalloc_ctx *k, size_t n, bool *ret_zeroed) {
                         nleft = k->bump_left;
                         k->bump = (uint8_t *) p + (n << k->page_shift);
                         k->bump_left = (uint32_t) (chunk - n);
+                        k->inuse_pages += n;
                         pthread_mutex_unlock(&k->runs_lock);
                         /* What was left of the previous chunk: a run to keep. */
                         km_run_leftover(k, left, nleft);
@@ -474,6 +538,7 @@ static void *km_run_alloc(struct kmalloc_ctx *k, size_t n, bool *ret_zeroed) {
                                 k->tags[km_index(k, k->big[best].p)] = KM_TAG_RUN | k->big[best].n;
                         }
                         k->runs_pages -= (uint32_t) n;
+                        k->inuse_pages += n;
                 }
                 pthread_mutex_unlock(&k->runs_lock);
                 if (p) {
@@ -488,39 +553,25 @@ static void *km_run_alloc(struct kmalloc_ctx *k, size_t n, bool *ret_zeroed) {
         if (!p)
                 return NULL;
         k->tags[km_index(k, p)] = KM_TAG_RUN | (uint32_t) n;
+        pthread_mutex_lock(&k->runs_lock);
+        k->inuse_pages += n;
+        pthread_mutex_unlock(&k->runs_lock);
         /* Fresh from the daemon: a page that left a client is punched. */
         *ret_zeroed = true;
         return p;
 }
 
-/* Put the run @p of @n pages on its list, if there is room (or @force);
- * false when it must go back to the daemon. */
-static bool km_run_keep(struct kmalloc_ctx *k, void *p, size_t n, bool force) {
-        struct km_runs *r = &k->runs[n];
-        bool kept = false;
+/* Keep the run @p of @n pages (1..KM_RUN_CACHE_MAX_PAGES) whatever the
+ * bound (the rest of a chunk: charged, never handed out), or give it back
+ * when its list cannot grow. */
+static void km_run_keep(struct kmalloc_ctx *k, void *p, size_t n) {
+        bool kept;
 
         pthread_mutex_lock(&k->runs_lock);
-        if (force || k->runs_pages + n <= k->keep_max) {
-                if (r->n == r->cap) {
-                        uint32_t cap = MB_MAX(r->cap * 2, 8u);
-                        /* The library's own memory: never mb_malloc(). */
-                        void **v = realloc(r->runs, cap * sizeof(void *));
-
-                        if (v) {
-                                r->runs = v;
-                                r->cap = cap;
-                        }
-                }
-                if (r->n < r->cap) {
-                        r->runs[r->n++] = p;
-                        k->runs_pages += (uint32_t) n;
-                        kept = true;
-                }
-        }
+        kept = km_runs_push_locked(k, p, (uint32_t) n);
         pthread_mutex_unlock(&k->runs_lock);
-        if (!kept && force)
+        if (!kept)
                 (void) mb_page_free_contig(k->c, p, n);
-        return kept;
 }
 
 /* Send the runs waiting to go back (taken under runs_lock). */
@@ -550,51 +601,56 @@ static uint32_t km_run_return_all(struct kmalloc_ctx *k) {
         return pages;
 }
 
-static void km_run_free(struct kmalloc_ctx *k, void *p, size_t n) {
+void km_run_free(struct kmalloc_ctx *k, void *p, size_t n) {
         uint64_t start[KM_RUN_RETURN_MAX];
         uint32_t count[KM_RUN_RETURN_MAX], nsend = 0, pages = 0;
+        void *back = NULL;
+        uint32_t nback = 0;
 
+        pthread_mutex_lock(&k->runs_lock);
+        km_inuse_free_locked(k, (uint32_t) n);
         if (n > KM_RUN_CACHE_MAX_PAGES) {
-                bool kept = false;
-
                 /* Like glibc's dynamic mmap threshold: a freed large block
                  * says the program reuses such sizes, so the bound of what
                  * is kept rises to four of it. */
-                pthread_mutex_lock(&k->runs_lock);
+                back = p;
+                nback = (uint32_t) n;
                 if (n <= KM_BIG_KEEP_MAX_PAGES) {
                         k->keep_max = MB_MAX(k->keep_max, (uint32_t) MB_MIN(4 * n, (size_t) KM_KEEP_MAX_PAGES));
                         if (k->nbig < KM_BIG_KEEP_MAX && k->runs_pages + n <= k->keep_max) {
                                 k->big[k->nbig].p = p;
                                 k->big[k->nbig++].n = (uint32_t) n;
                                 k->runs_pages += (uint32_t) n;
-                                kept = true;
+                                back = NULL;
                         }
                 }
-                pthread_mutex_unlock(&k->runs_lock);
-                if (!kept)
-                        (void) mb_page_free_contig(k->c, p, n);
-                return;
-        }
-        if (km_run_keep(k, p, n, false))
-                return;
-        pthread_mutex_lock(&k->runs_lock);
-        k->ret_start[k->nret] = km_index(k, p);
-        k->ret_count[k->nret++] = (uint32_t) n;
-        k->ret_pages += (uint32_t) n;
-        if (k->nret == KM_RUN_RETURN_MAX || k->ret_pages >= KM_RUN_RETURN_PAGES) {
-                nsend = k->nret;
-                pages = k->ret_pages;
-                memcpy(start, k->ret_start, nsend * sizeof(*start));
-                memcpy(count, k->ret_count, nsend * sizeof(*count));
-                k->nret = k->ret_pages = 0;
+        } else if (k->runs_pages + n <= k->keep_max) {
+                if (!km_runs_push_locked(k, p, (uint32_t) n)) {
+                        back = p;
+                        nback = (uint32_t) n;
+                }
+        } else {
+                /* Back to the daemon with others, in one Uncharge. */
+                k->ret_start[k->nret] = km_index(k, p);
+                k->ret_count[k->nret++] = (uint32_t) n;
+                k->ret_pages += (uint32_t) n;
+                if (k->nret == KM_RUN_RETURN_MAX || k->ret_pages >= KM_RUN_RETURN_PAGES) {
+                        nsend = k->nret;
+                        pages = k->ret_pages;
+                        memcpy(start, k->ret_start, nsend * sizeof(*start));
+                        memcpy(count, k->ret_count, nsend * sizeof(*count));
+                        k->nret = k->ret_pages = 0;
+                }
         }
         pthread_mutex_unlock(&k->runs_lock);
+        if (back)
+                (void) mb_page_free_contig(k->c, back, nback);
         km_run_return(k, start, count, nsend, pages);
 }
 
 /* ---- the API ---- */
 
-static void *km_alloc(mb_client *c, size_t size, bool *ret_zeroed) {
+static inline __attribute__((always_inline)) void *km_alloc(mb_client *c, size_t size, bool *ret_zeroed) {
         struct kmalloc_ctx *k = km_get(c);
         void *p;
 
@@ -608,6 +664,16 @@ static void *km_alloc(mb_client *c, size_t size, bool *ret_zeroed) {
                 if (_unlikely_(!p) && errno == ENOMEM && km_shrink(k) > 0)
                         p = mb_cache_alloc(k->cache[ci]);
                 return p;
+        }
+        if (size < 2 * k->page_size) {
+                int mi = km_mid_class(k, size);
+
+                if (mi >= 0) {
+                        p = km_mid_alloc(k, (unsigned) mi);
+                        if (!p && errno == ENOMEM && km_shrink(k) > 0)
+                                p = km_mid_alloc(k, (unsigned) mi);
+                        return p;
+                }
         }
         if (size <= k->page_size) {
                 p = mb_page_alloc(c);
@@ -669,9 +735,9 @@ void mb_free(mb_client *c, void *p) {
                 mb_cache_free(k->cache[tag - 1], p);
         else if (tag == KM_TAG_PAGE)
                 (void) mb_page_free(c, p);
-        else if (tag & KM_TAG_RUN)
-                km_run_free(k, p, tag & ~KM_TAG_RUN);
-        else
+        else if ((tag & (KM_TAG_RUN | KM_TAG_KEPT)) == KM_TAG_RUN)
+                km_run_free(k, p, tag & KM_TAG_LEN_MASK);
+        else if (!(tag & KM_TAG_MID) || !km_mid_free(k, p, tag))
                 mb_set_error("mb_free: %p was not allocated by mb_malloc() of this client", p);
 }
 
@@ -686,8 +752,10 @@ size_t mb_malloc_usable_size(mb_client *c, const void *p) {
                 return k->class_bytes[tag - 1];
         if (tag == KM_TAG_PAGE)
                 return k->page_size;
-        if (tag & KM_TAG_RUN)
-                return (size_t) (tag & ~KM_TAG_RUN) << k->page_shift;
+        if ((tag & (KM_TAG_RUN | KM_TAG_KEPT)) == KM_TAG_RUN)
+                return (size_t) (tag & KM_TAG_LEN_MASK) << k->page_shift;
+        if (tag & KM_TAG_MID)
+                return km_mid_usable(k, tag);
         return 0;
 }
 
@@ -738,8 +806,12 @@ void *mb_aligned_alloc(mb_client *c, size_t align, size_t size) {
                 return NULL;
         }
         /* Powers of two up to half a page are naturally aligned (their
-         * caches are), pages and runs are page aligned. */
+         * caches are), pages and runs are page aligned; the objects
+         * between half a page and two pages only to 512 bytes (on 4 KiB
+         * pages): a larger alignment takes whole pages. */
         want = MB_MAX(size, align);
+        if (want > k->page_size / 2 && align > k->page_size / 8)
+                want = (want + k->page_size - 1) & ~(k->page_size - 1);
         if (want <= k->page_size / 2) {
                 size_t pow2 = KM_MIN_BYTES;
 

@@ -367,18 +367,23 @@ int mb_page_free_contig(mb_client *c, void *first, size_t n);
 /* ---- General allocation (kmalloc() on broker memory) ----
  * Sizes up to half a page come from size classes on slab caches of this
  * client (kmalloc-8 ... kmalloc-2k on 4 KiB pages: 8, 16, 32, 64, 96, 128,
- * 192, 256, 512, 1024, 2048 bytes; per-CPU lists, no lock, no system call on
- * the fast path; they count in the tenant's `slab_unreclaimable`), up to a
- * page from the page stock, larger sizes from contiguous runs
- * (mb_page_alloc_contig(); runs are kept for reuse when freed, 2048 pages
- * at most per client at first, up to 4 times the largest run freed (at most
- * 16384 pages) as glibc's mmap threshold rises, runs above 8192 pages go
- * back to the daemon at once, the others when they pass the bound, 64 pages
- * per Uncharge; runs of up to 8 pages are charged several at once, 64 pages in one
- * contiguous charge and more as the heap grows, while the tenant has room
- * for them).  All of it is charged to the tenant and counts in its usage.
- * Objects are aligned to 8 bytes (8-byte class), 16 (16, 96, 192: 32 and
- * 64) or their size (powers of two); pages and runs to the page.  At the
+ * 192, 256, 512, 672, 1024, 1360, 2048 bytes; per-CPU lists, no lock, no
+ * system call on the fast path; they count in the tenant's
+ * `slab_unreclaimable`); 3/4, 9/8, 5/4 and 3/2 of a page (3072 ... 6144
+ * bytes) from slabs of 6 to 12 contiguous pages that 8 such objects fill,
+ * straddling page boundaries; the other sizes up to a page from the page
+ * stock, larger sizes from contiguous runs (mb_page_alloc_contig(); runs are
+ * kept for reuse when freed, 2048 pages at most per client at first, up to
+ * 4 times the largest run freed and up to the most run pages in use at once
+ * (at most 262144 pages), as glibc keeps what a program freed; a longer
+ * kept run is cut to size; runs above 8192 pages go back to the daemon at
+ * once, the others when they pass the bound, 64 pages per Uncharge; runs
+ * of up to 128 pages are carved from chunks charged at once, 64 pages in
+ * one contiguous charge and more as the heap grows, while the tenant has
+ * room for them).  All of it is charged to the tenant and counts in its
+ * usage.  Objects are aligned to 8 bytes (8-byte class), 16 (16, 672, 1360;
+ * 96, 192: 32 and 64), their size (powers of two) or an eighth of a page
+ * (3/4 to 3/2 of a page); pages and runs to the page.  At the
  * tenant's limit the library first gives back kept runs and empty slabs,
  * then fails with NULL and errno ENOMEM.  Thread-safe.  In a fork() child
  * allocation fails with ECHILD and mb_free() of the parent's objects does

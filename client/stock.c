@@ -528,6 +528,10 @@ static int stock_charge_batched_locked(mb_client *c, void **out, size_t n, unsig
         if (r < 0)
                 return r;
         memcpy(out, buf, n * sizeof(void *));
+        /* Without the library's thread nothing charges ahead and populates:
+         * fault the batch in here, for less than its faults would cost. */
+        if (!c->thread_started)
+                stock_populate_pages(c, buf, got);
         /* The extra pages are ours whatever happens next. */
         if (got > n)
                 (void) stock_put_locked(c, buf + n, got - n, 0);

@@ -252,6 +252,18 @@ size_t stock_take_all(mb_client *c, void **out, size_t n);
  * (MEMBROKER_REFILL=0 disables it), headroom from the Welcome. */
 void stock_refill_setup(mb_client *c);
 
+/*
+ * stock_populate_range() - fault in @n charged pages from @start, writable
+ * (MADV_POPULATE_WRITE), as the refill does for pages charged ahead: one
+ * call allocates and zeroes them for less than a fault each would cost.
+ * Nothing with MEMBROKER_POPULATE=0 or a kernel without it.  The caller
+ * holds no lock the application waits on for long.
+ */
+void stock_populate_range(const mb_client *c, void *start, size_t n);
+/* The same for @n charged pages at @pages (runs of consecutive pages in
+ * one call each). */
+void stock_populate_pages(const mb_client *c, void **pages, size_t n);
+
 /* A pop left CPU @cpu's stock below c->refill_low: ask the library's thread
  * for a batch, once until it answered (an eventfd write, nothing more).
  * Any thread, no lock held. */

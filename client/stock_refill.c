@@ -63,19 +63,28 @@ static int stock_refill_populate_on = -1;
  * (it punched every returned page), so the pages read zero as before.
  * Runs of consecutive pages go in one call.
  */
-static void stock_refill_populate(const mb_client *c, void **pages, size_t n) {
+static bool stock_populate_enabled(void) {
         int on = __atomic_load_n(&stock_refill_populate_on, __ATOMIC_RELAXED);
 
-        if (on == 0)
-                return;
         if (on < 0) {
                 const char *e = getenv("MEMBROKER_POPULATE");
 
                 on = !(e && strcmp(e, "0") == 0);
                 __atomic_store_n(&stock_refill_populate_on, on, __ATOMIC_RELAXED);
-                if (!on)
-                        return;
         }
+        return on > 0;
+}
+
+void stock_populate_range(const mb_client *c, void *start, size_t n) {
+        if (n == 0 || !stock_populate_enabled())
+                return;
+        if (madvise(start, n * c->page_size, MADV_POPULATE_WRITE) < 0 && errno == EINVAL)
+                __atomic_store_n(&stock_refill_populate_on, 0, __ATOMIC_RELAXED);
+}
+
+void stock_populate_pages(const mb_client *c, void **pages, size_t n) {
+        if (!stock_populate_enabled())
+                return;
         for (size_t i = 0; i < n;) {
                 uint8_t *start = pages[i];
                 size_t run = 1;
@@ -190,7 +199,7 @@ void stock_refill_run(mb_client *c) {
                          * done: no free can return them under it. */
                         for (size_t k = 0, m; k < got; k += m) {
                                 m = MB_MIN(got - k, MB_MAX((size_t) 1, STOCK_REFILL_CHUNK_BYTES / c->page_size));
-                                stock_refill_populate(c, buf + k, m);
+                                stock_populate_pages(c, buf + k, m);
                                 (void) stock_refill_put(c, cpu, buf + k, m);
                         }
                 }

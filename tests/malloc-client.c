@@ -66,6 +66,10 @@ static int check_fill(const void *p, size_t n, unsigned seed) {
 static size_t expected_align(size_t size) {
         size_t ps = mb_page_size(c);
 
+        /* Objects of 3/4, 9/8, 5/4 and 3/2 of a page straddle pages on
+         * multi-page slabs: aligned to an eighth of a page. */
+        if ((size > ps / 2 && size <= ps / 4 * 3) || (size > ps && size <= ps / 2 * 3))
+                return ps / 8;
         if (size > ps / 2)
                 return ps;
         if (size <= 8)
@@ -309,6 +313,57 @@ static int cmd_limit(size_t bytes) {
         return 0;
 }
 
+/* Blocks between half a page and two pages sit on multi-page slabs whose
+ * objects straddle page boundaries: 4500 bytes take 4608 (9/8 of a page),
+ * consecutive blocks of a slab 4608 bytes apart, not 2-page runs. */
+static int cmd_mid(void) {
+        size_t ps = mb_page_size(c), obj = ps / 8 * 9, want = obj - 108;
+        enum { N = 64 };
+        unsigned char *v[N];
+        unsigned adjacent = 0;
+        char name[64];
+
+        for (unsigned i = 0; i < N; i++) {
+                v[i] = mb_malloc(c, want);
+                CHECK(v[i], "mb_malloc(%zu)", want);
+                CHECK(mb_malloc_usable_size(c, v[i]) == obj, "usable size of %zu bytes: %zu, not %zu", want,
+                      mb_malloc_usable_size(c, v[i]), obj);
+                CHECK(((uintptr_t) v[i] & (ps / 8 - 1)) == 0, "%p not aligned to %zu", (void *) v[i], ps / 8);
+                memset(v[i], (int) i, want);
+                if (i > 0 && (size_t) (v[i] - v[i - 1]) == obj)
+                        adjacent++;
+        }
+        /* 8 to a slab: 7 of every 8 follow the one before. */
+        CHECK(adjacent >= N / 8 * 7 - 1, "only %u of %d blocks right after the one before", adjacent, N);
+        for (unsigned i = 0; i < N; i++)
+                for (size_t b = 0; b < want; b++)
+                        CHECK(v[i][b] == (unsigned char) i, "block %u overwritten at %zu", i, b);
+        /* Not an object's start, then a double free: refused. */
+        mb_free(c, v[1] + 16);
+        snprintf(name, sizeof(name), "%p was not allocated", (void *) (v[1] + 16));
+        CHECK(strstr(mb_last_error(), name), "an interior pointer was accepted: %s", mb_last_error());
+        mb_free(c, v[2]);
+        mb_free(c, v[2]);
+        snprintf(name, sizeof(name), "%p was not allocated", (void *) v[2]);
+        CHECK(strstr(mb_last_error(), name), "a double free was accepted: %s", mb_last_error());
+        v[2] = mb_malloc(c, want);
+        CHECK(v[2], "mb_malloc again");
+        for (unsigned i = 0; i < N; i++)
+                CHECK(i == 2 || v[i] != v[2], "block %u handed out twice", i);
+        for (unsigned i = 0; i < N; i++)
+                mb_free(c, v[i]);
+        /* A realloc across the classes keeps the contents. */
+        v[0] = mb_malloc(c, 2500);
+        CHECK(v[0], "mb_malloc(2500)");
+        memset(v[0], 7, 2500);
+        v[0] = mb_realloc(c, v[0], 6000);
+        CHECK(v[0] && v[0][2499] == 7 && mb_malloc_usable_size(c, v[0]) == ps / 2 * 3, "realloc to 6000");
+        mb_free(c, v[0]);
+        mb_malloc_trim(c);
+        printf("mid ok\n");
+        return 0;
+}
+
 static int cmd_classes(void) {
         struct mb_cache_stats st[32];
         int n;
@@ -328,7 +383,7 @@ int main(int argc, char **argv) {
         int r;
 
         if (argc < 3) {
-                fprintf(stderr, "usage: malloc-client sizes|threads|hold|limit|classes TENANT ...\n");
+                fprintf(stderr, "usage: malloc-client sizes|threads|hold|limit|mid|classes TENANT ...\n");
                 return 2;
         }
         r = mb_connect(NULL, argv[2], &c);
@@ -346,6 +401,8 @@ int main(int argc, char **argv) {
                 r = cmd_limit(strtoull(argv[3], NULL, 0));
         else if (strcmp(argv[1], "keep") == 0 && argc >= 5)
                 r = cmd_keep((unsigned) atoi(argv[3]), strtoull(argv[4], NULL, 0));
+        else if (strcmp(argv[1], "mid") == 0)
+                r = cmd_mid();
         else if (strcmp(argv[1], "classes") == 0)
                 r = cmd_classes();
         else {

@@ -20,12 +20,15 @@ export MEMBROKER_SOCKET="$MB_SOCK"
 
 "$MALLOC_CLIENT" sizes app || fail "sizes"
 pass "sizes, calloc, realloc, aligned_alloc, foreign pointers"
+"$MALLOC_CLIENT" mid app || fail "mid"
+pass "blocks of 9/8 of a page straddle pages on multi-page slabs; bad frees refused"
 "$MALLOC_CLIENT" threads app 4 300 || fail "threads"
 pass "4 threads with remote frees"
 "$MALLOC_CLIENT" classes app | tee "$MB_TMP/classes"
 grep -q '^kmalloc-8 object_bytes=8 ' "$MB_TMP/classes" || fail "no kmalloc-8"
 grep -q '^kmalloc-96 object_bytes=96 ' "$MB_TMP/classes" || fail "no kmalloc-96"
 grep -q '^kmalloc-2048 object_bytes=2048 ' "$MB_TMP/classes" || fail "no kmalloc-2048"
+grep -q '^kmalloc-1360 object_bytes=1360 ' "$MB_TMP/classes" || fail "no kmalloc-1360"
 
 # 40 MiB (above the 32 MiB of runs kept for reuse): one contiguous run,
 # charged and returned as a unit.
