@@ -440,6 +440,63 @@ START_TEST(test_threads_at_limit) {
 }
 END_TEST
 
+/* ---- a charge ahead that meets the limit after all ---- */
+
+/* Wait until no stock of @c has a charge ahead pending. */
+static void wait_refill_idle(mb_client *c) {
+        for (unsigned i = 0; i < 20000 && !mb_client_refill_idle(c); i++)
+                usleep(1000);
+        ck_assert(mb_client_refill_idle(c));
+}
+
+/* Two clients of `mid` (100 pages): A charges and refills its stock far
+ * from the limit (its last Grant's headroom says so), B fills the tenant,
+ * then A's next pop makes its library thread charge ahead on that stale
+ * headroom.  That charge fails at the limit, and the daemon first drains
+ * the clients of the tenant, A included, whose only answering thread is
+ * the one waiting for that charge.  The script checks that the daemon
+ * never had to give up waiting for A (its log). */
+START_TEST(test_refill_at_limit) {
+        mb_client *a = connect_or_die("mid"), *b = connect_or_die("mid");
+        void *pa[16], *pb[128];
+        unsigned na = 0, nb = 0;
+
+        pa[na++] = mb_page_alloc(a);
+        ck_assert_ptr_nonnull(pa[0]);
+        wait_refill_idle(a);
+        for (unsigned i = 0; i < BATCH / 2 + 1; i++) {
+                pa[na] = mb_page_alloc(a);
+                ck_assert_ptr_nonnull(pa[na]);
+                na++;
+        }
+        wait_refill_idle(a);
+        for (;;) {
+                void *p = mb_page_alloc(b);
+
+                if (!p) {
+                        ck_assert_int_eq(errno, ENOMEM);
+                        break;
+                }
+                ck_assert_uint_lt(nb, ELEMENTSOF(pb));
+                pb[nb++] = p;
+        }
+        /* A's stock was drained by B's charges at the limit: this pop
+         * finds the page just freed and asks for a charge ahead. */
+        ck_assert_int_eq(mb_page_free(a, pa[--na]), 0);
+        pa[na] = mb_page_alloc(a);
+        ck_assert_ptr_nonnull(pa[na]);
+        na++;
+        wait_refill_idle(a);
+        /* Both still work at the limit. */
+        ck_assert_ptr_null(mb_page_alloc(b));
+        ck_assert_int_eq(errno, ENOMEM);
+        ck_assert_int_eq(mb_page_free_bulk(b, pb, nb), 0);
+        ck_assert_int_eq(mb_page_free_bulk(a, pa, na), 0);
+        mb_close(b);
+        mb_close(a);
+}
+END_TEST
+
 /* ---- remote drains against the fast path on every CPU ---- */
 
 #define STRESS_PER_CPU 2
@@ -820,6 +877,7 @@ static Suite *client_suite(void) {
                 { "fork", test_fork_child_cannot_use_parent_connection },
                 { "threads", test_threads_alloc_free_verify },
                 { "threads-limit", test_threads_at_limit },
+                { "refill-limit", test_refill_at_limit },
                 { "drain-stress", test_drain_stress },
                 { "stats", test_stats_slot_after_quiescence },
                 { "refused", test_refused_tenants },
