@@ -335,7 +335,15 @@ struct thread_arg {
         unsigned failed;
         unsigned enomem; /* allocations refused at the limit */
         unsigned iterations;
+        pthread_barrier_t *filled; /* all threads hold their first pages */
 };
+
+/* Pages each thread holds before any frees (at the barrier): together more
+ * than `small` allows (60 pages), so that there the threads meet the limit
+ * whatever the scheduling, and far below what `app` allows. */
+#define THREAD_HOLD_FIRST (THREAD_HOLD_MAX / 4)
+#define SMALL_MAX_PAGES 60u /* client-env.sh: MemoryMax=240K */
+_Static_assert(THREADS * THREAD_HOLD_FIRST > SMALL_MAX_PAGES, "the threads' first pages must exceed small's limit");
 
 static void *thread_run(void *userdata) {
         struct thread_arg *a = userdata;
@@ -343,7 +351,29 @@ static void *thread_run(void *userdata) {
         uint64_t gen[THREAD_HOLD_MAX];
         unsigned n = 0;
         uint64_t rng = a->id + 1;
+        int br;
 
+        /* Fill up to THREAD_HOLD_FIRST pages, or until the limit refuses,
+         * then wait for the others: nobody frees before every thread
+         * holds its share, so at a limit below THREADS *
+         * THREAD_HOLD_FIRST pages some thread's allocation fails. */
+        while (n < THREAD_HOLD_FIRST) {
+                void *p = mb_page_alloc(a->c);
+
+                if (!p) {
+                        if (errno == ENOMEM)
+                                a->enomem++;
+                        else
+                                a->failed++;
+                        break;
+                }
+                gen[n] = (uint64_t) n << 8;
+                fill(p, a->id, gen[n]);
+                held[n++] = p;
+        }
+        br = pthread_barrier_wait(a->filled);
+        if (br != 0 && br != PTHREAD_BARRIER_SERIAL_THREAD)
+                a->failed++;
         for (unsigned it = 0; it < a->iterations; it++) {
                 rng = rng * 6364136223846793005ull + 1442695040888963407ull;
                 if (n < THREAD_HOLD_MAX && (n == 0 || (rng >> 33) % 2)) {
@@ -402,10 +432,12 @@ static void run_threads(const char *tenant, unsigned iterations, bool expect_eno
         mb_client *c = connect_or_die(tenant);
         struct thread_arg args[THREADS];
         pthread_t t[THREADS];
+        pthread_barrier_t filled;
         unsigned enomem = 0;
 
+        ck_assert_int_eq(pthread_barrier_init(&filled, NULL, THREADS), 0);
         for (unsigned i = 0; i < THREADS; i++) {
-                args[i] = (struct thread_arg) { .c = c, .id = i + 100, .iterations = iterations };
+                args[i] = (struct thread_arg) { .c = c, .id = i + 100, .iterations = iterations, .filled = &filled };
                 ck_assert_int_eq(pthread_create(&t[i], NULL, thread_run, &args[i]), 0);
         }
         for (unsigned i = 0; i < THREADS; i++) {
@@ -414,6 +446,7 @@ static void run_threads(const char *tenant, unsigned iterations, bool expect_eno
                 ck_assert_msg(args[i].failed == 0, "thread %u: %u calls failed", i, args[i].failed);
                 enomem += args[i].enomem;
         }
+        ck_assert_int_eq(pthread_barrier_destroy(&filled), 0);
         if (expect_enomem)
                 ck_assert_uint_gt(enomem, 0);
         else
