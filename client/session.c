@@ -493,6 +493,8 @@ static void session_waiter_unlink_locked(mb_client *c, struct waiter *w) {
  */
 static int session_call(mb_client *c, const Mb__Msg *req, uint32_t seq, Mb__Msg **ret) {
         struct waiter w = { .seq = seq };
+        /* The thread that answers the daemon's requests is this one. */
+        bool self_answers = c->thread_started && mb_library_thread && pthread_equal(pthread_self(), c->thread);
         uint64_t gen;
         Mb__Msg *m;
         int r;
@@ -550,6 +552,20 @@ resend:
                                 return session_lost_ack(seq, ret);
                         }
                         goto resend;
+                }
+                if (self_answers && c->nrequests > 0) {
+                        /* The library's thread waits for its own call (a
+                         * charge ahead that met the limit after all, or a
+                         * callback's): the daemon's Drain or Reclaim for
+                         * that charge is ours to answer, here, as
+                         * try_charge_memcg() drains the local stock and
+                         * reclaims in the charging task's own context.
+                         * Left for the thread, it would wait out
+                         * ReclaimTimeoutMSec= for itself. */
+                        pthread_mutex_unlock(&c->io_lock);
+                        reclaim_run_requests(c);
+                        pthread_mutex_lock(&c->io_lock);
+                        continue;
                 }
                 if (c->reading) {
                         pthread_cond_wait(&c->io_cond, &c->io_lock);

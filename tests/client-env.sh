@@ -5,6 +5,7 @@
 #           its batch is ChargeBatch=8 and not the 4x of a tenant with
 #           nothing limited, daemon/conn.c UNLIMITED_CHARGE_BATCH_FACTOR)
 #   small   MemoryMax=240K (60 pages: not a multiple of the batch)
+#   mid     MemoryMax=400K (100 pages: room for charges ahead, then a limit)
 #   grp     a parent of grp/leaf (clients attach to leaves only)
 #   locked  AllowUsers=root
 
@@ -15,6 +16,7 @@ mb_client_setup() {
         mb_write_broker_conf "Capacity=64M" "ChargeBatch=8"
         mb_write_tenant app "Path=app" "MemoryMax=64M"
         mb_write_tenant small "Path=small" "MemoryMax=240K"
+        mb_write_tenant mid "Path=mid" "MemoryMax=400K"
         mb_write_tenant grp "Path=grp"
         mb_write_tenant grp-leaf "Path=grp/leaf"
         mb_write_tenant locked "Path=locked" "AllowUsers=root"

@@ -30,6 +30,7 @@ CLIENT_TESTS = \
 	%reldir%/test-client-threads.sh \
 	%reldir%/test-client-threads-atomic.sh \
 	%reldir%/test-client-threads-limit.sh \
+	%reldir%/test-client-refill-limit.sh \
 	%reldir%/test-client-drain-stress.sh \
 	%reldir%/test-client-stats.sh \
 	%reldir%/test-client-refused.sh \

@@ -335,7 +335,15 @@ struct thread_arg {
         unsigned failed;
         unsigned enomem; /* allocations refused at the limit */
         unsigned iterations;
+        pthread_barrier_t *filled; /* all threads hold their first pages */
 };
+
+/* Pages each thread holds before any frees (at the barrier): together more
+ * than `small` allows (60 pages), so that there the threads meet the limit
+ * whatever the scheduling, and far below what `app` allows. */
+#define THREAD_HOLD_FIRST (THREAD_HOLD_MAX / 4)
+#define SMALL_MAX_PAGES 60u /* client-env.sh: MemoryMax=240K */
+_Static_assert(THREADS * THREAD_HOLD_FIRST > SMALL_MAX_PAGES, "the threads' first pages must exceed small's limit");
 
 static void *thread_run(void *userdata) {
         struct thread_arg *a = userdata;
@@ -343,7 +351,29 @@ static void *thread_run(void *userdata) {
         uint64_t gen[THREAD_HOLD_MAX];
         unsigned n = 0;
         uint64_t rng = a->id + 1;
+        int br;
 
+        /* Fill up to THREAD_HOLD_FIRST pages, or until the limit refuses,
+         * then wait for the others: nobody frees before every thread
+         * holds its share, so at a limit below THREADS *
+         * THREAD_HOLD_FIRST pages some thread's allocation fails. */
+        while (n < THREAD_HOLD_FIRST) {
+                void *p = mb_page_alloc(a->c);
+
+                if (!p) {
+                        if (errno == ENOMEM)
+                                a->enomem++;
+                        else
+                                a->failed++;
+                        break;
+                }
+                gen[n] = (uint64_t) n << 8;
+                fill(p, a->id, gen[n]);
+                held[n++] = p;
+        }
+        br = pthread_barrier_wait(a->filled);
+        if (br != 0 && br != PTHREAD_BARRIER_SERIAL_THREAD)
+                a->failed++;
         for (unsigned it = 0; it < a->iterations; it++) {
                 rng = rng * 6364136223846793005ull + 1442695040888963407ull;
                 if (n < THREAD_HOLD_MAX && (n == 0 || (rng >> 33) % 2)) {
@@ -402,10 +432,12 @@ static void run_threads(const char *tenant, unsigned iterations, bool expect_eno
         mb_client *c = connect_or_die(tenant);
         struct thread_arg args[THREADS];
         pthread_t t[THREADS];
+        pthread_barrier_t filled;
         unsigned enomem = 0;
 
+        ck_assert_int_eq(pthread_barrier_init(&filled, NULL, THREADS), 0);
         for (unsigned i = 0; i < THREADS; i++) {
-                args[i] = (struct thread_arg) { .c = c, .id = i + 100, .iterations = iterations };
+                args[i] = (struct thread_arg) { .c = c, .id = i + 100, .iterations = iterations, .filled = &filled };
                 ck_assert_int_eq(pthread_create(&t[i], NULL, thread_run, &args[i]), 0);
         }
         for (unsigned i = 0; i < THREADS; i++) {
@@ -414,6 +446,7 @@ static void run_threads(const char *tenant, unsigned iterations, bool expect_eno
                 ck_assert_msg(args[i].failed == 0, "thread %u: %u calls failed", i, args[i].failed);
                 enomem += args[i].enomem;
         }
+        ck_assert_int_eq(pthread_barrier_destroy(&filled), 0);
         if (expect_enomem)
                 ck_assert_uint_gt(enomem, 0);
         else
@@ -437,6 +470,63 @@ END_TEST
  * stocks (the remote stock locks) under the others' fast paths. */
 START_TEST(test_threads_at_limit) {
         run_threads("small", THREAD_ITERATIONS / 4, true);
+}
+END_TEST
+
+/* ---- a charge ahead that meets the limit after all ---- */
+
+/* Wait until no stock of @c has a charge ahead pending. */
+static void wait_refill_idle(mb_client *c) {
+        for (unsigned i = 0; i < 20000 && !mb_client_refill_idle(c); i++)
+                usleep(1000);
+        ck_assert(mb_client_refill_idle(c));
+}
+
+/* Two clients of `mid` (100 pages): A charges and refills its stock far
+ * from the limit (its last Grant's headroom says so), B fills the tenant,
+ * then A's next pop makes its library thread charge ahead on that stale
+ * headroom.  That charge fails at the limit, and the daemon first drains
+ * the clients of the tenant, A included, whose only answering thread is
+ * the one waiting for that charge.  The script checks that the daemon
+ * never had to give up waiting for A (its log). */
+START_TEST(test_refill_at_limit) {
+        mb_client *a = connect_or_die("mid"), *b = connect_or_die("mid");
+        void *pa[16], *pb[128];
+        unsigned na = 0, nb = 0;
+
+        pa[na++] = mb_page_alloc(a);
+        ck_assert_ptr_nonnull(pa[0]);
+        wait_refill_idle(a);
+        for (unsigned i = 0; i < BATCH / 2 + 1; i++) {
+                pa[na] = mb_page_alloc(a);
+                ck_assert_ptr_nonnull(pa[na]);
+                na++;
+        }
+        wait_refill_idle(a);
+        for (;;) {
+                void *p = mb_page_alloc(b);
+
+                if (!p) {
+                        ck_assert_int_eq(errno, ENOMEM);
+                        break;
+                }
+                ck_assert_uint_lt(nb, ELEMENTSOF(pb));
+                pb[nb++] = p;
+        }
+        /* A's stock was drained by B's charges at the limit: this pop
+         * finds the page just freed and asks for a charge ahead. */
+        ck_assert_int_eq(mb_page_free(a, pa[--na]), 0);
+        pa[na] = mb_page_alloc(a);
+        ck_assert_ptr_nonnull(pa[na]);
+        na++;
+        wait_refill_idle(a);
+        /* Both still work at the limit. */
+        ck_assert_ptr_null(mb_page_alloc(b));
+        ck_assert_int_eq(errno, ENOMEM);
+        ck_assert_int_eq(mb_page_free_bulk(b, pb, nb), 0);
+        ck_assert_int_eq(mb_page_free_bulk(a, pa, na), 0);
+        mb_close(b);
+        mb_close(a);
 }
 END_TEST
 
@@ -820,6 +910,7 @@ static Suite *client_suite(void) {
                 { "fork", test_fork_child_cannot_use_parent_connection },
                 { "threads", test_threads_alloc_free_verify },
                 { "threads-limit", test_threads_at_limit },
+                { "refill-limit", test_refill_at_limit },
                 { "drain-stress", test_drain_stress },
                 { "stats", test_stats_slot_after_quiescence },
                 { "refused", test_refused_tenants },
