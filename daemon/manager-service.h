@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * manager-service.h - the manager's side of running as a system service
- * (docs/design.md, §8): the layers of limits (state.h) applied to the tree,
+ * (docs/service.md; "Restart" in docs/design.md): the layers of limits (state.h) applied to the tree,
  * the fd-store restart (restart.h) at start-up, READY=1/STATUS=/watchdog
  * (service.h).  Main thread.
  */
