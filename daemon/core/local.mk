@@ -11,7 +11,7 @@ daemon_core_libmbcore_la_SOURCES = \
 	%reldir%/reclaim_plan.c %reldir%/reclaim_plan.h \
 	%reldir%/rightsize.c %reldir%/rightsize.h \
 	%reldir%/tenant_map.c %reldir%/tenant_map.h \
-	%reldir%/config.c %reldir%/config.h \
+	%reldir%/config.c %reldir%/config-tree.c %reldir%/config.h \
 	%reldir%/delegate.c %reldir%/delegate.h
 daemon_core_libmbcore_la_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
 daemon_core_libmbcore_la_LIBADD = common/libmbcommon.la $(INIH_LIBS)
