@@ -91,21 +91,28 @@ static void shim_check_lost(void) {
                 shim_lost = true;
 }
 
-static void *shim_alloc(size_t size) {
-        void *p;
-        int e;
+/* Return what the allocation @call (an mb_* function) gave, with the
+ * shim's depth raised around it, when it succeeded or the tenant refused
+ * it (ENOMEM, errno kept); otherwise see whether the session is over and
+ * fall through to glibc. */
+#define SHIM_TRY(call)                                          \
+        do {                                                    \
+                void *p_;                                       \
+                int e_;                                         \
+                                                                \
+                shim_depth++;                                   \
+                p_ = (call);                                    \
+                e_ = errno;                                     \
+                shim_depth--;                                   \
+                if (_likely_(p_ != NULL) || e_ == ENOMEM) {     \
+                        errno = e_;                             \
+                        return p_;                              \
+                }                                               \
+                shim_check_lost();                              \
+        } while (0)
 
-        shim_depth++;
-        p = mb_malloc(shim_client, size);
-        e = errno;
-        shim_depth--;
-        if (_likely_(p))
-                return p;
-        if (e == ENOMEM) {
-                errno = ENOMEM;
-                return NULL;
-        }
-        shim_check_lost();
+static void *shim_alloc(size_t size) {
+        SHIM_TRY(mb_malloc(shim_client, size));
         return __libc_malloc(size);
 }
 
@@ -134,20 +141,8 @@ EXPORT void free(void *p) {
 }
 
 EXPORT void *calloc(size_t nmemb, size_t size) {
-        if (_likely_(shim_active())) {
-                void *p;
-                int e;
-
-                shim_depth++;
-                p = mb_calloc(shim_client, nmemb, size);
-                e = errno;
-                shim_depth--;
-                if (p || e == ENOMEM) {
-                        errno = e;
-                        return p;
-                }
-                shim_check_lost();
-        }
+        if (_likely_(shim_active()))
+                SHIM_TRY(mb_calloc(shim_client, nmemb, size));
         return __libc_calloc(nmemb, size);
 }
 
@@ -172,19 +167,8 @@ EXPORT void *realloc(void *p, size_t size) {
                 free(p);
                 return NULL;
         }
-        if (shim_active()) {
-                int e;
-
-                shim_depth++;
-                n = mb_realloc(shim_client, p, size);
-                e = errno;
-                shim_depth--;
-                if (n || e == ENOMEM) {
-                        errno = e;
-                        return n;
-                }
-                shim_check_lost();
-        }
+        if (shim_active())
+                SHIM_TRY(mb_realloc(shim_client, p, size));
         /* A broker block where the broker cannot serve: move it to glibc. */
         old = shim_usable(p);
         n = __libc_malloc(size);
@@ -206,20 +190,8 @@ EXPORT void *reallocarray(void *p, size_t nmemb, size_t size) {
 }
 
 static void *shim_aligned(size_t align, size_t size) {
-        if (shim_active() && align <= shim_page_size) {
-                void *p;
-                int e;
-
-                shim_depth++;
-                p = mb_aligned_alloc(shim_client, align, size);
-                e = errno;
-                shim_depth--;
-                if (p || e == ENOMEM) {
-                        errno = e;
-                        return p;
-                }
-                shim_check_lost();
-        }
+        if (shim_active() && align <= shim_page_size)
+                SHIM_TRY(mb_aligned_alloc(shim_client, align, size));
         return __libc_memalign(align, size);
 }
 
