@@ -464,27 +464,35 @@ static void release_run(struct arena *a, uint64_t start, uint64_t count) {
         pthread_mutex_unlock(&a->lock);
 }
 
-uint64_t arena_release(struct arena *a, uint32_t owner, const struct arena_extent *extents, size_t n) {
-        uint64_t released = 0, run_start = 0, run_len = 0;
+/* Call @fn once per run of adjacent extents of @extents (coalesced: one
+ * punch for neighbours); returns the pages of all runs. */
+static uint64_t for_each_run(struct arena *a, const struct arena_extent *extents, size_t n,
+                             void (*fn)(struct arena *a, uint64_t start, uint64_t count)) {
+        uint64_t total = 0, run_start = 0, run_len = 0;
 
-        (void) owner;
         for (size_t i = 0; i < n; i++) {
                 if (extents[i].count == 0)
                         continue;
-                /* Coalesce adjacent extents into one punch. */
                 if (run_len > 0 && run_start + run_len == extents[i].start) {
                         run_len += extents[i].count;
                         continue;
                 }
                 if (run_len > 0)
-                        release_run(a, run_start, run_len);
-                released += run_len;
+                        fn(a, run_start, run_len);
+                total += run_len;
                 run_start = extents[i].start;
                 run_len = extents[i].count;
         }
         if (run_len > 0)
-                release_run(a, run_start, run_len);
-        released += run_len;
+                fn(a, run_start, run_len);
+        return total + run_len;
+}
+
+uint64_t arena_release(struct arena *a, uint32_t owner, const struct arena_extent *extents, size_t n) {
+        uint64_t released;
+
+        (void) owner;
+        released = for_each_run(a, extents, n, release_run);
         (void) arena_fit(a, false);
         return released;
 }
@@ -527,22 +535,7 @@ static void finish_run(struct arena *a, uint64_t start, uint64_t count) {
 }
 
 void arena_release_finish(struct arena *a, const struct arena_extent *extents, size_t n) {
-        uint64_t run_start = 0, run_len = 0;
-
-        for (size_t i = 0; i < n; i++) {
-                if (extents[i].count == 0)
-                        continue;
-                if (run_len > 0 && run_start + run_len == extents[i].start) {
-                        run_len += extents[i].count;
-                        continue;
-                }
-                if (run_len > 0)
-                        finish_run(a, run_start, run_len);
-                run_start = extents[i].start;
-                run_len = extents[i].count;
-        }
-        if (run_len > 0)
-                finish_run(a, run_start, run_len);
+        (void) for_each_run(a, extents, n, finish_run);
         (void) arena_fit(a, false);
 }
 
