@@ -1,7 +1,10 @@
 # Tests.  Unit tests use Check; integration tests run the real daemon, a real
 # private dbus-daemon and busctl.  Each area keeps its own fragment.
 TEST_EXTENSIONS = .sh
-SH_LOG_COMPILER = $(SHELL)
+# Every test runs bounded in time (tests/run-bounded): one that hangs fails
+# with its processes' stacks in its log, and the suite goes on.
+LOG_COMPILER = $(SHELL) $(abs_top_srcdir)/tests/run-bounded
+SH_LOG_COMPILER = $(SHELL) $(abs_top_srcdir)/tests/run-bounded $(SHELL)
 # MB_SANITIZED: the programs carry sanitizers (valgrind cannot run them).
 if ENABLE_SANITIZERS
 MB_SANITIZED = yes
@@ -15,7 +18,7 @@ AM_TESTS_ENVIRONMENT = \
 	BUSCTL='$(BUSCTL)'; export BUSCTL; DBUS_DAEMON='$(DBUS_DAEMON)'; export DBUS_DAEMON;
 TESTS_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 TESTS_LIBS = $(CHECK_LIBS)
-EXTRA_DIST += %reldir%/lib.sh
+EXTRA_DIST += %reldir%/lib.sh %reldir%/run-bounded
 include tests/common.mk
 include tests/core-counters.mk
 include tests/core-stats.mk
