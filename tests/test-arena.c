@@ -496,6 +496,40 @@ START_TEST(test_tmpfs_deferred_bound) {
 }
 END_TEST
 
+/* The end of a deferred release fits the instance to what is held, as a
+ * release at once does: nothing else may come to shrink it (an idle
+ * client returning its last pages). */
+START_TEST(test_tmpfs_deferred_finish_shrinks) {
+        struct arena *a = new_tmpfs_arena(4096, 16);
+        struct arena_extent e[4], back = { 0, 64 };
+        uint64_t released = 0;
+        struct stat st;
+        uint32_t o;
+
+        if (!a)
+                return;
+        o = new_owner(a);
+        ck_assert_int_eq(arena_alloc(a, o, 100, e, 4), 1);
+        ck_assert_int_eq(arena_grant_prepare(a, e, 1), 0);
+        scribble(a, 0, 100, 0x11);
+        ck_assert_uint_le(a->size_pages, 100 + 2 * 16);
+
+        /* A return of more than a slack is refused as deferred... */
+        ck_assert_int_eq(arena_release_begin(a, &back, 1, &released), -ENOSPC);
+        /* ...one slack is taken. */
+        back.count = 16;
+        ck_assert_int_eq(arena_release_begin(a, &back, 1, &released), 0);
+        ck_assert_uint_eq(arena_used(a), 84);
+        arena_release_finish(a, &back, 1);
+        /* 84 held: the instance is at most 84 + 2 x slack, and what is
+         * backed is what is held. */
+        ck_assert_uint_le(a->size_pages, 84 + 2 * 16);
+        ck_assert_int_eq(fstat(a->fd, &st), 0);
+        ck_assert_uint_eq((uint64_t) st.st_blocks * 512, 84 * PAGE);
+        arena_free(a);
+}
+END_TEST
+
 static Suite *arena_suite(void) {
         Suite *s = suite_create("arena");
         TCase *tc = tcase_create("core");
@@ -518,6 +552,7 @@ static Suite *arena_suite(void) {
         tcase_add_test(tc, test_tmpfs_shrink_refused_then_resize_again);
         tcase_add_test(tc, test_tmpfs_size_restored);
         tcase_add_test(tc, test_tmpfs_deferred_bound);
+        tcase_add_test(tc, test_tmpfs_deferred_finish_shrinks);
         suite_add_tcase(s, tc);
         return s;
 }
