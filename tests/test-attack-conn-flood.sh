@@ -49,7 +49,7 @@ flood_start() {
 }
 
 flood_wait() {
-        wait_for 900 grep -q '^ready' "$W/$1.out" || { cat "$W/$1.out"; fail "the flood did not finish"; }
+        wait_for 300 grep -q '^ready' "$W/$1.out" || { cat "$W/$1.out"; fail "the flood did not finish"; }
         cat "$W/$1.out"
 }
 
@@ -62,7 +62,7 @@ flood_stop() {
 honest_attach() {
         local t0 t1 out
         t0=$(date +%s%N)
-        out=$(timeout -s KILL 600 setpriv --reuid="$(id -u daemon)" --regid="$(id -g daemon)" --clear-groups \
+        out=$(timeout -s KILL 300 setpriv --reuid="$(id -u daemon)" --regid="$(id -g daemon)" --clear-groups \
                 "$WIRE_CLIENT" --socket "$MB_SOCK" --name honest hello honest charge 8 expect-ok) ||
                 { echo "$out"; fail "the honest client did not attach ($1)"; }
         t1=$(date +%s%N)
