@@ -7,6 +7,9 @@
 mb_client_setup
 
 for sig in TERM INT; do
+        # Files of this round's own: the last round's "holding" must not
+        # pass for this one's before it has its handlers.
+        rm -f "$MB_TMP/out" "$MB_TMP/err"
         "$MEMBROKER_LOAD" --tenant app --hold 256K --threads 2 --churn 500 >"$MB_TMP/out" 2>"$MB_TMP/err" &
         pid=$!
         MB_CHILDREN+=("$pid")
