@@ -58,7 +58,7 @@ wire_bg() {
 mb_stop_clean() {
         local rc=0
         kill -TERM "$MB_DAEMON_PID"
-        wait "$MB_DAEMON_PID" || rc=$?
+        mb_wait "$MB_DAEMON_PID" || rc=$?
         MB_DAEMON_PID=
         [ $rc = 0 ] || { tail -40 "$MB_TMP/daemon.log"; fail "membrokerd exited with $rc"; }
         pass "membrokerd stopped cleanly"

@@ -111,7 +111,7 @@ LOAD_RC=
 load_stop() {
         LOAD_RC=0
         kill -TERM "${LOAD_PID[$1]}" 2>/dev/null || true
-        wait "${LOAD_PID[$1]}" || LOAD_RC=$?
+        mb_wait "${LOAD_PID[$1]}" || LOAD_RC=$?
 }
 
 # monitor_start NAME MATCH : busctl monitor in the background (ended with

@@ -32,8 +32,8 @@ mb_cleanup() {
         local rc=$?
         set +e
         for p in "${MB_CHILDREN[@]}"; do kill -9 "$p" 2>/dev/null; done
-        [ -n "$MB_DAEMON_PID" ] && kill -TERM "$MB_DAEMON_PID" 2>/dev/null && wait "$MB_DAEMON_PID" 2>/dev/null
-        [ -n "$MB_BUS_PID" ] && kill "$MB_BUS_PID" 2>/dev/null && wait "$MB_BUS_PID" 2>/dev/null
+        [ -n "$MB_DAEMON_PID" ] && kill -TERM "$MB_DAEMON_PID" 2>/dev/null && mb_wait "$MB_DAEMON_PID" 60
+        [ -n "$MB_BUS_PID" ] && kill "$MB_BUS_PID" 2>/dev/null && mb_wait "$MB_BUS_PID" 60
         if [ $rc -ne 0 ] && [ $rc -ne 77 ] && [ -f "$MB_TMP/daemon.log" ]; then
                 echo "--- membrokerd log (last 40 lines) ---"; tail -40 "$MB_TMP/daemon.log"
         fi
@@ -48,6 +48,38 @@ pass() { echo "ok: $*"; }
 
 # assert_eq EXPECTED ACTUAL WHAT
 assert_eq() { [ "$1" = "$2" ] || fail "$3: expected '$1', got '$2'"; pass "$3 = $1"; }
+
+# mb_show_stuck PID WHAT : what a process that does not move is doing: its
+# state and wait channel, and its threads' stacks where gdb is installed
+mb_show_stuck() {
+        echo "--- $2: pid $1 ---"
+        ps -o pid,stat,wchan:28,args -p "$1" 2>&1 | cat
+        command -v gdb >/dev/null || return 0
+        timeout -s KILL 60 gdb -batch -nx -p "$1" -ex 'thread apply all bt 30' 2>&1 |
+                grep -E '^(Thread |#[0-9])' | head -150
+}
+
+# mb_wait PID [SECONDS] : wait for the child PID to exit, at most SECONDS
+# (default 120); returns its exit status.  One that outlives the bound is
+# shown (mb_show_stuck), killed, and the status is 124.
+mb_wait() {
+        local pid=$1 limit=${2:-120} deadline state rc=0
+        deadline=$(( $(date +%s) + limit ))
+        while kill -0 "$pid" 2>/dev/null; do
+                # An exited child that is not reaped yet answers kill -0.
+                state=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)
+                [ "$state" != Z ] || break
+                if [ "$(date +%s)" -ge "$deadline" ]; then
+                        mb_show_stuck "$pid" "did not exit within $limit s" >&2
+                        kill -KILL "$pid" 2>/dev/null
+                        wait "$pid" 2>/dev/null
+                        return 124
+                fi
+                sleep 0.02
+        done
+        wait "$pid" || rc=$?
+        return $rc
+}
 
 # wait_for SECONDS COMMAND... : retry COMMAND every 50 ms.  A condition on a
 # command's output must be re-evaluated each time: wait_for N eval '[ "$(cmd)" = x ]'
@@ -116,7 +148,7 @@ mb_start_daemon() {
 mb_stop_daemon() {
         [ -n "$MB_DAEMON_PID" ] || return 0
         kill -TERM "$MB_DAEMON_PID" 2>/dev/null || true
-        wait "$MB_DAEMON_PID" 2>/dev/null || true
+        mb_wait "$MB_DAEMON_PID" || true
         MB_DAEMON_PID=
 }
 

@@ -52,7 +52,7 @@ pc_field() {
 pc_quit() {
         local out rc=0
         out=$(pc "$1" quit)
-        wait "${PC_PID[$1]}" || rc=$?
+        mb_wait "${PC_PID[$1]}" || rc=$?
         [ "$out" = "bye verify=ok" ] && [ $rc -eq 0 ] || fail "pressure-client $1: $out (exit $rc)"
 }
 

@@ -70,7 +70,7 @@ mb_sd_main_pid() { cat "$MB_SD_PIDFILE"; }
 mb_sd_stop() {
         [ -n "$MB_DAEMON_PID" ] || return 0
         kill -TERM "$MB_DAEMON_PID" 2>/dev/null || true
-        wait "$MB_DAEMON_PID" 2>/dev/null || true
+        mb_wait "$MB_DAEMON_PID" || true
         MB_DAEMON_PID=
 }
 
@@ -94,7 +94,7 @@ mb_wait_holding() {
 mb_finish_load() {
         local rc=0
         kill -TERM "$2" 2>/dev/null || true
-        wait "$2" || rc=$?
+        mb_wait "$2" || rc=$?
         grep -q 'verify=ok' "$MB_TMP/$1.out" || { cat "$MB_TMP/$1.out"; fail "client $1 did not verify its pages"; }
         [ $rc -eq 0 ] || { cat "$MB_TMP/$1.out"; fail "client $1 exited with $rc"; }
         pass "client $1: $(grep verify= "$MB_TMP/$1.out" | tail -1)"

@@ -107,7 +107,7 @@ sq_expect c "check ok rows=14000" check
 sq_expect c "run ok=1000 nomem=0 errors=0" run 500
 
 kill -TERM "$b_pid"
-rc=0; wait "$b_pid" || rc=$?
+rc=0; mb_wait "$b_pid" || rc=$?
 [ $rc = 0 ] || { cat "$MB_TMP/b.err"; fail "membroker-load exited $rc"; }
 grep -q "verify=ok" "$MB_TMP/b.out" || fail "membroker-load: $(cat "$MB_TMP/b.out")"
 pc_quit a
