@@ -105,6 +105,7 @@ static void reclaim_answer(mb_client *c, const struct daemon_request *rq) {
 
         if (session_broken(c))
                 return;
+        __atomic_add_fetch(&c->reclaim_requests, 1, __ATOMIC_RELAXED);
         buf = malloc(MB_MAX(2 * cap, (size_t) 1) * sizeof(void *));
         if (buf)
                 got = stock_take_all(c, buf, cap);
@@ -138,6 +139,10 @@ static void reclaim_answer(mb_client *c, const struct daemon_request *rq) {
         free(ctx.pages);
 }
 
+
+uint64_t mb_client_reclaim_requests(const mb_client *c) {
+        return __atomic_load_n(&c->reclaim_requests, __ATOMIC_RELAXED);
+}
 
 int reclaim_collect(mb_client *c, void **pages, size_t n) {
         mb_assert_debug(reclaim_running(c));
