@@ -99,6 +99,7 @@ struct mb_client {
         uint64_t headroom;             /* atomic */
         int refill_pending;            /* atomic: some stock asked */
         uint64_t stock_misses;         /* atomic: allocations that found their stock empty */
+        uint64_t reclaim_requests;     /* atomic: the daemon's Reclaim and Drain requests answered */
         char *tenant;
         struct mb_stats_region *stats;
         size_t stats_bytes;

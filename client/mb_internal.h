@@ -46,6 +46,10 @@ const struct mb_stats_region *mb_client_stats_region(const mb_client *c);
  * charging ahead keeps up with. */
 uint64_t mb_client_stock_misses(const mb_client *c);
 
+/* How many of the daemon's Reclaim and Drain requests @c answered (tests
+ * count the round trips one reclaim job cost a client). */
+uint64_t mb_client_reclaim_requests(const mb_client *c);
+
 /* Whether no stock of @c waits for a batch charged ahead: every batch the
  * library's thread was asked for (stock_refill_kick()) has been stocked or
  * given up.  Tests wait for it before a window that must see no stock

@@ -10,6 +10,14 @@
  * drain_all_stock()), then calls the shrinkers, and sends what they freed
  * in one Uncharge{reply_to}; it never waits for the daemon, so it is safe in
  * any of those threads.
+ *
+ * Nothing left.  A client with no shrinker registered (the library's own
+ * count: mb_malloc() and reclaimable slab caches register theirs) whose
+ * answer emptied its stocks on every CPU says so (Uncharge.nothing_left):
+ * the daemon's job then skips it in its later rounds, as the kernel skips
+ * anon pages without swap and shrinkers whose count was empty.  Its next
+ * Charge ends that; a client with a shrinker never says it, since a cache
+ * can grow from the stock without a Charge.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -58,6 +66,11 @@ static int reclaim_ctx_add(struct reclaim_ctx *ctx, void **pages, size_t n) {
  * many they freed.  The shrinkers run with no library lock held except
  * shrinker_lock for reading, so they may free pages (not allocate them).
  */
+static bool reclaim_has_shrinkers(mb_client *c) {
+        MB_RDLOCK_GUARD(&c->shrinker_lock);
+        return c->nshrinkers > 0;
+}
+
 static unsigned long reclaim_shrink(mb_client *c, unsigned long want) {
         unsigned long total = 0, freed = 0;
         _cleanup_(freep) unsigned long *counts = NULL;
@@ -92,7 +105,9 @@ static unsigned long reclaim_shrink(mb_client *c, unsigned long want) {
  * stocked pages first (from every CPU, like drain_all_stock()), then the
  * shrinkers; what they freed goes back with the rest in one
  * Uncharge{reply_to}, never more than asked (an excess goes back on its
- * own).  io_lock not held; never waits for the daemon.
+ * own), saying "nothing left" when there is no shrinker and the stocks
+ * gave fewer pages than could have been taken.  io_lock not held; never
+ * waits for the daemon.
  */
 static void reclaim_answer(mb_client *c, const struct daemon_request *rq) {
         struct reclaim_ctx ctx = { .c = c }, *prev = reclaim_ctx;
@@ -101,10 +116,17 @@ static void reclaim_answer(mb_client *c, const struct daemon_request *rq) {
         size_t want = drain ? room : (size_t) MB_MIN(rq->pages, (uint64_t) SIZE_MAX / 2);
         size_t cap = MB_MIN(want, room), got = 0, nanswer;
         _cleanup_(freep) void **buf = NULL;
+        bool shrinkers;
         Mb__UnchargeReason reason = drain ? MB__UNCHARGE_REASON__UNCHARGE_DRAIN : MB__UNCHARGE_REASON__UNCHARGE_RECLAIM;
 
         if (session_broken(c))
                 return;
+        __atomic_add_fetch(&c->reclaim_requests, 1, __ATOMIC_RELAXED);
+        /* Read before the stocks are taken: a shrinker registered after
+         * this gets its objects from pages charged after it (a Charge, which
+         * ends "nothing left") or freed into a stock after the take (which
+         * the next job takes). */
+        shrinkers = reclaim_has_shrinkers(c);
         buf = malloc(MB_MAX(2 * cap, (size_t) 1) * sizeof(void *));
         if (buf)
                 got = stock_take_all(c, buf, cap);
@@ -131,13 +153,17 @@ static void reclaim_answer(mb_client *c, const struct daemon_request *rq) {
                         ctx.n -= nanswer;
                 }
         }
-        (void) session_uncharge(c, buf, got, reason, false, true, rq->seq);
+        (void) session_answer(c, buf, got, reason, rq->seq, !shrinkers && buf && got < cap);
         /* Shrinkers freed more than asked, past the stocks: home too. */
         if (ctx.n > 0)
                 (void) session_uncharge(c, ctx.pages, ctx.n, MB__UNCHARGE_REASON__UNCHARGE_FREE, false, false, 0);
         free(ctx.pages);
 }
 
+
+uint64_t mb_client_reclaim_requests(const mb_client *c) {
+        return __atomic_load_n(&c->reclaim_requests, __ATOMIC_RELAXED);
+}
 
 int reclaim_collect(mb_client *c, void **pages, size_t n) {
         mb_assert_debug(reclaim_running(c));

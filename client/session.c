@@ -214,8 +214,8 @@ static int session_call_expect(mb_client *c, const Mb__Msg *req, uint32_t seq, M
         return 0;
 }
 
-int session_uncharge(mb_client *c, void **pages, size_t n, Mb__UnchargeReason reason, bool wait, bool has_reply_to,
-                     uint32_t reply_to) {
+static int session_uncharge_frames(mb_client *c, void **pages, size_t n, Mb__UnchargeReason reason, bool wait,
+                                   bool has_reply_to, uint32_t reply_to, bool nothing_left) {
         _cleanup_(freep) Mb__Extent *ext = NULL;
         _cleanup_(freep) Mb__Extent **extp = NULL;
         size_t i = 0;
@@ -264,6 +264,8 @@ int session_uncharge(mb_client *c, void **pages, size_t n, Mb__UnchargeReason re
                 if (has_reply_to && i == n) {
                         un.has_reply_to = true;
                         un.reply_to = reply_to;
+                        un.has_nothing_left = nothing_left;
+                        un.nothing_left = nothing_left;
                 }
                 msg.body_case = MB__MSG__BODY_UNCHARGE;
                 msg.uncharge = &un;
@@ -283,6 +285,16 @@ int session_uncharge(mb_client *c, void **pages, size_t n, Mb__UnchargeReason re
                 mb__msg__free_unpacked(reply, NULL);
         } while (i < n);
         return 0;
+}
+
+int session_uncharge(mb_client *c, void **pages, size_t n, Mb__UnchargeReason reason, bool wait, bool has_reply_to,
+                     uint32_t reply_to) {
+        return session_uncharge_frames(c, pages, n, reason, wait, has_reply_to, reply_to, false);
+}
+
+int session_answer(mb_client *c, void **pages, size_t n, Mb__UnchargeReason reason, uint32_t reply_to,
+                   bool nothing_left) {
+        return session_uncharge_frames(c, pages, n, reason, false, true, reply_to, nothing_left);
 }
 
 static bool session_reply_seq(const Mb__Msg *m, uint32_t *ret) {

@@ -114,6 +114,15 @@ int session_uncharge_extents(mb_client *c, const uint64_t *starts, const uint32_
 int session_uncharge(mb_client *c, void **pages, size_t n, Mb__UnchargeReason reason, bool wait, bool has_reply_to,
                      uint32_t reply_to);
 
+/**
+ * session_answer - answer the daemon's request @reply_to with @pages, as
+ * session_uncharge() without waiting; @nothing_left sets
+ * Uncharge.nothing_left in the frame that answers (the client has no
+ * shrinker and this answer emptied its stocks).  0 or a negative errno.
+ */
+int session_answer(mb_client *c, void **pages, size_t n, Mb__UnchargeReason reason, uint32_t reply_to,
+                   bool nothing_left);
+
 /* Call the event callback for queued events.  No library lock may be held. */
 void session_dispatch_events(mb_client *c);
 

@@ -103,6 +103,9 @@ static void conn_grant(struct conn *c, uint32_t seq, uint32_t n, uint64_t thrott
         }
         c->held += n;
         reclaim_client_set_held(c->rc, c->held);
+        /* Pages it may stock: it has something to give again (a Charge
+         * granted after it answered "nothing left"). */
+        reclaim_client_charged(c->rc);
 
         for (int i = 0; i < nextents; i++) {
                 mb__extent__init(&w->pb_extents[i]);
@@ -228,6 +231,9 @@ void conn_charge(struct conn *c, const Mb__Charge *charge) {
                                  n);
         if (flags & ~WIRE_CHARGE_FLAGS_KNOWN)
                 return conn_fail(c, true, charge->seq, EINVAL, "charge with unknown flags 0x%x", flags);
+        /* A Charge: the reclaim job that has it marked "nothing left" asks
+         * it again (set_shrinker_bit() when a shrinker gets objects). */
+        reclaim_client_charged(c->rc);
 
         if (c->charge_parked) {
                 /* Replies keep their order: wait behind the parked one. */
@@ -452,11 +458,14 @@ void conn_uncharge(struct conn *c, const Mb__Uncharge *u) {
                 page_counter_uncharge(&c->tenant->memory, released);
         }
 
-        /* The answer to a Reclaim (pgsteal: pages got back) or a Drain. */
+        /* The answer to a Reclaim (pgsteal: pages got back) or a Drain.
+         * "Nothing left" only spares the client later rounds of the job
+         * that asked: a client that says so falsely keeps its pages
+         * charged to itself, and cannot make anyone else skipped. */
         if (u->has_reply_to && u->reason != MB__UNCHARGE_REASON__UNCHARGE_FREE) {
                 if (u->reason == MB__UNCHARGE_REASON__UNCHARGE_RECLAIM)
                         conn_daemon_stat(c, MB_STAT_PGSTEAL, (int64_t) released);
-                reclaim_answered(c->rc, u->reply_to, released);
+                reclaim_answered(c->rc, u->reply_to, released, u->has_nothing_left && u->nothing_left);
         }
 
         ack.seq = u->seq;

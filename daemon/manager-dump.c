@@ -70,10 +70,11 @@ void manager_log_state(struct manager *m) {
                 struct reclaim_stats rs;
 
                 reclaim_get_stats(m->b.reclaimer, &rs);
-                log_info("state: reclaim jobs=%" PRIu64 " rounds=%" PRIu64 " requests=%" PRIu64 " timeouts=%" PRIu64
-                         " late_answers=%" PRIu64 " pressure_events=%" PRIu64 " oom_kills=%" PRIu64,
-                         rs.jobs, rs.rounds, rs.requests, rs.timeouts, rs.late_answers, rs.pressure_events,
-                         rs.oom_kills);
+                log_info("state: reclaim jobs=%" PRIu64 " rounds=%" PRIu64 " requests=%" PRIu64 " skipped=%" PRIu64
+                         " timeouts=%" PRIu64 " late_answers=%" PRIu64 " pressure_events=%" PRIu64
+                         " oom_kills=%" PRIu64,
+                         rs.jobs, rs.rounds, rs.requests, rs.skipped, rs.timeouts, rs.late_answers,
+                         rs.pressure_events, rs.oom_kills);
         }
         log_info("state: dump %" PRIu64 " end", n);
 }

@@ -94,6 +94,7 @@ struct reclaim_job {
         struct reclaim_job *prev, *next;
         enum job_kind kind;
         enum job_state state;
+        uint64_t serial;       /* unique (r->job_serial); what rc->empty_job names */
         struct event *timer, *kick;
         char *path;            /* PROACTIVE, LIMIT: the target */
 
@@ -159,6 +160,7 @@ struct reclaimer {
         unsigned nboxes;
         struct reclaim_job *jobs;
         struct reclaim_req *reqs;
+        uint64_t job_serial;     /* the last job's serial */
         bool pressure_running;
         bool shutting_down;
         struct reclaim_stats stats;

@@ -22,6 +22,17 @@
  * share the clients' answers, and a stopped client costs one timeout, not
  * one per round.
  *
+ * A client that answered a request of a job with "nothing left"
+ * (Uncharge.nothing_left: no shrinker, stocks emptied) is skipped by the
+ * later rounds of that job, as the kernel's reclaim does not scan anon pages
+ * without swap (can_reclaim_anon_pages()) nor call a memcg-aware shrinker
+ * whose count was empty (shrink_slab_memcg()), until it sends a Charge (or
+ * gets a Grant).  The rounds still count: one with nobody left to ask ends
+ * at once as a round that freed nothing, so MAX_RECLAIM_RETRIES and the
+ * OOM path keep their meaning without the round trips.  A later job asks it
+ * again: its application may have freed pages into its stock meanwhile,
+ * which tells the daemon nothing.
+ *
  * Main thread only.
  */
 #include <errno.h>
@@ -51,16 +62,25 @@ static void round_finish(struct reclaim_job *j);
 
 /* Whether @rc can be asked in this round: it holds pages and it is not
  * stalled on a request it let time out (rc->outstanding: main thread),
- * which counts in @j's unanswered (@j is NULL for a drain plan). */
-static bool plan_client_usable(struct reclaim_job *j, const struct reclaim_client *rc) {
+ * which counts in @j's unanswered (not for a @drain plan). */
+static bool plan_client_usable(struct reclaim_job *j, const struct reclaim_client *rc, bool drain) {
         if (atomic_load_explicit(&rc->held, memory_order_relaxed) == 0 || atomic_load(&rc->gone))
                 return false;
         if (rc->outstanding && rc->outstanding->timed_out) {
-                if (j)
-                        j->unanswered++; /* still silent: skipped (a drain plan has no job) */
+                if (!drain)
+                        j->unanswered++; /* still silent: skipped */
                 return false;
         }
         return true;
+}
+
+/* @rc answered a request of @j "nothing left" and sent no Charge nor got a
+ * Grant since (the worker cleared nothing_left_seq then): shrink_slab_memcg()
+ * skipping a shrinker whose bit SHRINK_EMPTY cleared, until
+ * set_shrinker_bit(). */
+static bool plan_client_nothing_left(const struct reclaim_job *j, const struct reclaim_client *rc) {
+        return rc->empty_job == j->serial && rc->empty_seq != 0 &&
+               atomic_load_explicit(&rc->nothing_left_seq, memory_order_relaxed) == rc->empty_seq;
 }
 
 /* reclaim_plan_clients_cb: the usable clients of leaf @t, referenced (the
@@ -76,7 +96,7 @@ static int plan_clients_cb(struct reclaim_plan *p, struct tenant *t, uint64_t of
                 return 0;
         pthread_mutex_lock(&ts->lock);
         for (struct reclaim_client *rc = ts->clients; rc; rc = rc->next) {
-                if (!plan_client_usable(j, rc))
+                if (!plan_client_usable(j, rc, p->drain))
                         continue;
                 if (n == alloc) {
                         size_t a = MB_MAX(alloc * 2, (size_t) 8);
@@ -92,6 +112,7 @@ static int plan_clients_cb(struct reclaim_plan *p, struct tenant *t, uint64_t of
                 v[n++] = (struct reclaim_plan_client) {
                         .handle = reclaim_client_ref(rc),
                         .held = atomic_load_explicit(&rc->held, memory_order_relaxed),
+                        .skip = plan_client_nothing_left(j, rc),
                 };
         }
         pthread_mutex_unlock(&ts->lock);
@@ -99,11 +120,16 @@ static int plan_clients_cb(struct reclaim_plan *p, struct tenant *t, uint64_t of
                 size_t first = p->ntargets;
 
                 r = reclaim_plan_add_clients(p, t, offer, low, v, n);
-                /* These are targets now: plan_release() drops them. */
                 taken = p->ntargets - first;
         }
-        for (size_t i = taken; i < n; i++)
-                reclaim_client_unref(v[i].handle);
+        /* The first @taken clients not skipped are targets now:
+         * plan_release() drops them. */
+        for (size_t i = 0; i < n; i++) {
+                if (!v[i].skip && taken > 0)
+                        taken--;
+                else
+                        reclaim_client_unref(v[i].handle);
+        }
         return r;
 }
 
@@ -119,7 +145,7 @@ static struct reclaim_plan plan_init(struct reclaim_job *j, struct tenant *root,
                 .drain = drain,
                 .recursive = j->r->b->tree->recursive_protection,
                 .clients = plan_clients_cb,
-                .userdata = drain ? NULL : j,
+                .userdata = j,
         };
 }
 
@@ -178,7 +204,9 @@ static bool job_start_drain(struct reclaim_job *j, struct tenant *root) {
         j->round_low = false;
         j->round_got = 0;
         wait = round_send(j, &p);
+        j->r->stats.skipped += p.nskipped;
         plan_release(&p);
+        /* Nobody (left) to ask: drained at once. */
         if (!wait)
                 return false;
         j->r->stats.rounds++;
@@ -197,7 +225,7 @@ static bool job_start_drain(struct reclaim_job *j, struct tenant *root) {
 static bool job_start_reclaim(struct reclaim_job *j, struct tenant *root, uint64_t goal, bool allow_low) {
         struct reclaim_plan p = plan_init(j, root, false);
         unsigned shift;
-        bool wait;
+        bool wait, skipped;
 
         if (goal == 0)
                 return false;
@@ -224,8 +252,15 @@ static bool job_start_reclaim(struct reclaim_job *j, struct tenant *root, uint64
         j->last_low_skipped = p.low_skipped;
         j->round_got = 0;
         wait = round_send(j, &p);
+        skipped = p.nskipped > 0;
+        j->r->stats.skipped += p.nskipped;
         plan_release(&p);
-        if (!wait)
+        /* Nobody to ask: no round.  Nobody *left* to ask (every client
+         * there said "nothing left"): a round that ends at once having
+         * freed nothing, as try_to_free_mem_cgroup_pages() returns 0 when
+         * nothing it scans is reclaimable, and try_charge_memcg() counts
+         * that against MAX_RECLAIM_RETRIES. */
+        if (!wait && !skipped)
                 return false;
         j->r->stats.rounds++;
         round_arm_timer(j);
@@ -651,6 +686,7 @@ static struct reclaim_job *job_new(struct reclaimer *r, enum job_kind kind) {
                 return NULL;
         j->r = r;
         j->kind = kind;
+        j->serial = ++r->job_serial;
         j->start_usec = reclaim_now_usec();
         j->timer = evtimer_new(r->base, job_timer_cb, j);
         j->kick = event_new(r->base, -1, 0, job_kick_cb, j);
@@ -783,6 +819,15 @@ void reclaim_job_answer(struct reclaimer *r, struct reclaim_client *rc, uint32_t
                           rc->client_id, seq, pages);
                 return;
         }
+        /* "Nothing left" (the worker stored this seq before posting the
+         * answer, and clears it on a Charge): later rounds of the job that
+         * asked skip the client (shrink_slab_memcg() clearing the shrinker
+         * bit on SHRINK_EMPTY).  Only the asking job: the rounds of other
+         * jobs waiting for this answer plan afresh. */
+        if (req->owner && atomic_load_explicit(&rc->nothing_left_seq, memory_order_relaxed) == seq) {
+                rc->empty_job = req->owner->serial;
+                rc->empty_seq = seq;
+        }
         reclaim_req_resolve(req, pages);
 }
 
@@ -854,6 +899,7 @@ static struct reclaim_job *limit_job(struct reclaimer *r, struct tenant *t, bool
                         j->fruitless = 0;
                         j->drained = false;
                         j->start_usec = reclaim_now_usec();
+                        j->serial = ++r->job_serial; /* and asks everyone again */
                         return j;
                 }
         j = job_new(r, JOB_LIMIT);

@@ -106,7 +106,8 @@ void reclaim_req_resolve(struct reclaim_req *req, uint64_t pages) {
                  * shrink_slab() calls every shrinker again on each pass of
                  * memory_reclaim()/try_charge_memcg(): a shrinker that
                  * freed nothing now may free later (an object unpinned, an
-                 * LRU emptying slabs). */
+                 * LRU emptying slabs).  Unless it said "nothing left"
+                 * (reclaim_job_answer()): no shrinker, an empty stock. */
                 if (j->pending > 0 && --j->pending == 0)
                         reclaim_job_kick(j);
         }

@@ -169,7 +169,11 @@ void reclaim_charge_over_high(struct reclaim_client *rc, uint32_t seq, uint32_t 
         post_to_reclaimer(rc->r, RMSG_OVER_HIGH, rc, seq, pages, 0);
 }
 
-void reclaim_answered(struct reclaim_client *rc, uint32_t reply_to, uint64_t pages) {
+void reclaim_answered(struct reclaim_client *rc, uint32_t reply_to, uint64_t pages, bool nothing_left) {
+        /* Before the answer is posted: the reclaimer reads it with the
+         * answer (the mailbox orders the two), and a Charge this worker
+         * reads later clears it. */
+        atomic_store_explicit(&rc->nothing_left_seq, nothing_left ? reply_to : 0, memory_order_relaxed);
         post_to_reclaimer(rc->r, RMSG_ANSWER, rc, reply_to, 0, pages);
 }
 

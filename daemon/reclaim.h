@@ -96,6 +96,11 @@ struct reclaim_client {
         int pidfd;              /* -1 without one */
         _Atomic uint64_t held;  /* pages the client holds (written by the worker) */
         _Atomic bool gone;      /* detached */
+        /* The seq of its last answer that said it has nothing left to give
+         * (Uncharge.nothing_left); 0 after any other answer, and after each
+         * Charge or Grant: pages it may give again (written by the worker,
+         * read by the main thread). */
+        _Atomic uint32_t nothing_left_seq;
 
         /* tenant_state->clients, under tenant_state->lock */
         struct reclaim_client *prev, *next;
@@ -110,6 +115,11 @@ struct reclaim_client {
         bool oom_skip;
         uint64_t killed_usec;   /* CLOCK_MONOTONIC of the kill */
         bool linked;
+        /* It answered request @empty_seq of the job with serial @empty_job
+         * "nothing left": that job skips it while nothing_left_seq still
+         * says @empty_seq. */
+        uint64_t empty_job;
+        uint32_t empty_seq;
 };
 
 /*
@@ -183,8 +193,18 @@ void reclaim_charge_failed(struct reclaim_client *rc, uint32_t seq, uint32_t pag
 /* A Charge of @pages, already charged, left some level above its high:
  * reclaim the overage; ops->charge_grant_later() says when to grant. */
 void reclaim_charge_over_high(struct reclaim_client *rc, uint32_t seq, uint32_t pages);
-/* The client answered Reclaim/Drain @reply_to; @pages were uncharged. */
-void reclaim_answered(struct reclaim_client *rc, uint32_t reply_to, uint64_t pages);
+/* The client answered Reclaim/Drain @reply_to; @pages were uncharged;
+ * @nothing_left: it says it has nothing left to give (Uncharge.nothing_left).
+ * Worker thread. */
+void reclaim_answered(struct reclaim_client *rc, uint32_t reply_to, uint64_t pages, bool nothing_left);
+
+/* The client sent a Charge or got a Grant: whatever "nothing left" it said
+ * no longer holds (the kernel's set_shrinker_bit() when objects are added).
+ * Worker thread; one relaxed load when there is nothing to clear. */
+static inline void reclaim_client_charged(struct reclaim_client *rc) {
+        if (atomic_load_explicit(&rc->nothing_left_seq, memory_order_relaxed) != 0)
+                atomic_store_explicit(&rc->nothing_left_seq, 0, memory_order_relaxed);
+}
 
 /* ---- main thread ---- */
 
@@ -247,6 +267,7 @@ struct reclaim_stats {
         uint64_t jobs;          /* reclaim jobs started */
         uint64_t rounds;        /* rounds run */
         uint64_t requests;      /* Reclaim/Drain requests sent */
+        uint64_t skipped;       /* requests not sent: the client had nothing left */
         uint64_t timeouts;      /* requests a client did not answer in time */
         uint64_t late_answers;  /* answers after their timeout */
         uint64_t pressure_events;

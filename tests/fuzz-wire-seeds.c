@@ -103,6 +103,7 @@ int main(int argc, char **argv) {
         uncharge.seq = 2, uncharge.n_extents = 1, uncharge.extents = two;
         uncharge.has_reason = true, uncharge.reason = MB__UNCHARGE_REASON__UNCHARGE_RECLAIM;
         uncharge.has_reply_to = true, uncharge.reply_to = 9;
+        uncharge.has_nothing_left = true, uncharge.nothing_left = true;
         m[4].body_case = MB__MSG__BODY_UNCHARGE, m[4].uncharge = &uncharge;
 
         ack.seq = 2, ack.pages = 64;

@@ -4,7 +4,7 @@
  *
  *   pressure-client --socket PATH --tenant PATH [--no-thread] [--name NAME]
  *                   [--exit-delay-ms MS] [--shrink-skip N] [--shrink-max N]
- *                   [--cpu N]
+ *                   [--cpu N] [--no-shrinker]
  *
  * Reads one command per line from stdin (a FIFO the test writes to) and
  * answers one line per command on stdout:
@@ -20,9 +20,10 @@
  *   cache N     put N more pages into its cache (a shrinker can free them)
  *               -> "cache ok N" | "cache ENOMEM K <reason>"
  *   report      -> "report app=P cache=C stock=S scans=N scanned=M freed=F
- *                   events=E high=H max=X oom=O"
+ *                   events=E high=H max=X oom=O requests=R"
  *               (pages; stock from its stats slots; shrinker calls, pages
- *               asked, pages freed; events received by the callback)
+ *               asked, pages freed; events received by the callback; the
+ *               daemon's Reclaim and Drain requests answered)
  *   trigger SPEC  mb_pressure_trigger(SPEC, e.g. "some 50000 1000000")
  *               -> "trigger ok FD" | "trigger ERRNO <reason>"
  *   events FD   read the trigger's eventfd without blocking
@@ -33,7 +34,8 @@
  * The cache is a list of pages behind a shrinker (count = cache size, scan =
  * free the oldest; with --shrink-skip N, its first N calls free nothing, like
  * a shrinker whose objects are busy at first; with --shrink-max N, a call
- * frees at most N pages, like a slow shrinker).  --cpu N pins the client to
+ * frees at most N pages, like a slow shrinker; with --no-shrinker it is not
+ * registered: the client has nothing a reclaim can free but its stock).  --cpu N pins the client to
  * CPU N, so that one per-CPU stock serves every allocation.  With --no-thread the client is built with
  * MB_CONNECT_NO_THREAD and polls mb_get_fd() next to stdin, calling
  * mb_process(); otherwise the library's thread answers the daemon.
@@ -256,8 +258,9 @@ static void cmd_report(void) {
         pthread_mutex_unlock(&cache_lock);
         pthread_mutex_lock(&ev_lock);
         printf("report app=%zu cache=%zu stock=%" PRId64 " scans=%lu scanned=%lu freed=%lu events=%lu high=%lu max=%lu "
-               "oom=%lu\n",
-               napp, nc, stock_pages(), sc, sd, fr, nevents, ev_high, ev_max, ev_oom);
+               "oom=%lu requests=%" PRIu64 "\n",
+               napp, nc, stock_pages(), sc, sd, fr, nevents, ev_high, ev_max, ev_oom,
+               mb_client_reclaim_requests(client));
         pthread_mutex_unlock(&ev_lock);
 }
 
@@ -393,11 +396,12 @@ int main(int argc, char **argv) {
                 { "shrink-skip", required_argument, NULL, 'k' },
                 { "shrink-max", required_argument, NULL, 'm' },
                 { "cpu", required_argument, NULL, 'c' },
+                { "no-shrinker", no_argument, NULL, 'S' },
                 {}
         };
         const char *socket_path = NULL, *tenant = NULL;
         unsigned flags = 0, exit_delay_ms = 0;
-        bool traced = false;
+        bool traced = false, with_shrinker = true;
         char line[256];
         size_t len = 0;
         int c, r;
@@ -421,6 +425,9 @@ int main(int argc, char **argv) {
                         break;
                 case 'm':
                         shrink_max = strtoul(optarg, NULL, 10);
+                        break;
+                case 'S':
+                        with_shrinker = false;
                         break;
                 case 'c': {
                         cpu_set_t set;
@@ -447,7 +454,7 @@ int main(int argc, char **argv) {
                 return 2;
         }
         page_size = mb_page_size(client);
-        if (mb_register_shrinker(client, &shrinker) < 0 || mb_set_event_callback(client, on_event, NULL) < 0) {
+        if ((with_shrinker && mb_register_shrinker(client, &shrinker) < 0) || mb_set_event_callback(client, on_event, NULL) < 0) {
                 fprintf(stderr, "pressure-client: %s\n", mb_last_error());
                 return 2;
         }
@@ -497,7 +504,8 @@ int main(int argc, char **argv) {
         }
 done:
         verify_all();
-        mb_unregister_shrinker(client, &shrinker);
+        if (with_shrinker)
+                mb_unregister_shrinker(client, &shrinker);
         printf("bye verify=%s\n", verify_errors ? "FAILED" : "ok");
         mb_close(client);
         return verify_errors ? 1 : 0;

@@ -21,6 +21,7 @@ PRESSURE_TESTS = \
 	%reldir%/test-pressure-capacity.sh \
 	%reldir%/test-pressure-capacity-reload.sh \
 	%reldir%/test-pressure-oom.sh \
+	%reldir%/test-pressure-skip-empty.sh \
 	%reldir%/test-pressure-oom-kill.sh \
 	%reldir%/test-pressure-oom-concurrent.sh \
 	%reldir%/test-pressure-oom-group.sh \

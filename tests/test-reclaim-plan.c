@@ -310,6 +310,79 @@ START_TEST(test_nothing_to_reclaim) {
 }
 END_TEST
 
+START_TEST(test_skip_nothing_left) {
+        struct tenant *a = leaf("a", 0, 0, (const uint64_t[]) { 150, 50, 0 });
+        struct tenant *b = leaf("b", 0, 0, (const uint64_t[]) { 100, 0 });
+        struct reclaim_plan p = plan(tree->root);
+        uint64_t cap;
+
+        /* a's first client has nothing left (no shrinker, an empty stock):
+         * it is no target, and its 150 pages take no share of a's offer,
+         * as get_scan_count() leaves out anon pages without swap. */
+        leaves[0].clients[0].skip = true;
+        ck_assert_int_eq(reclaim_plan_build(&p, 1000), 0);
+        ck_assert_uint_eq(p.ntargets, 2);
+        ck_assert_uint_eq(p.nskipped, 1);
+        for (size_t i = 0; i < p.ntargets; i++)
+                ck_assert_ptr_ne(p.targets[i].handle, leaves[0].clients[0].handle);
+        ck_assert_uint_eq(asked_of(&p, a, &cap), 50);
+        ck_assert_uint_eq(cap, 50);
+        ck_assert_uint_eq(asked_of(&p, b, NULL), 100);
+        reclaim_plan_done(&p);
+        ck_assert_uint_eq(p.nskipped, 0);
+
+        /* A drain leaves it out too. */
+        p = plan(tree->root);
+        p.drain = true;
+        ck_assert_int_eq(reclaim_plan_build(&p, 0), 0);
+        ck_assert_uint_eq(p.ntargets, 2);
+        ck_assert_uint_eq(p.nskipped, 1);
+        reclaim_plan_done(&p);
+
+        /* Everyone skipped: no target, but somebody was there -- a pass
+         * that frees nothing, not "nobody to ask". */
+        leaves[0].clients[1].skip = true;
+        leaves[1].clients[0].skip = true;
+        p = plan(tree->root);
+        ck_assert_int_eq(reclaim_plan_build(&p, 1000), 0);
+        ck_assert_uint_eq(p.ntargets, 0);
+        ck_assert_uint_eq(p.nskipped, 3);
+        ck_assert_uint_eq(p.total_cap, 0);
+        reclaim_plan_done(&p);
+}
+END_TEST
+
+START_TEST(test_skip_below_low) {
+        struct tenant *a = leaf("a", 0, 100, (const uint64_t[]) { 50, 0 });
+        struct reclaim_plan p = plan(tree->root);
+
+        /* Below low, its only client with nothing left: the pass that
+         * respects low finds nobody, the pass below low visits a and
+         * counts it (low_visited) although it asks nobody. */
+        leaves[0].clients[0].skip = true;
+        ck_assert_int_eq(reclaim_plan_build(&p, 10), 0);
+        ck_assert(p.low_pass);
+        ck_assert_uint_eq(p.ntargets, 0);
+        ck_assert_uint_eq(p.nskipped, 1);
+        ck_assert_uint_eq(p.nlow_visited, 1);
+        ck_assert_ptr_eq(p.low_visited[0], a);
+        reclaim_plan_done(&p);
+
+        /* Skipped in the pass that respects low: no pass below low in the
+         * same plan (the caller's next round goes there, as after a round
+         * whose clients gave nothing). */
+        ck_assert_int_eq(page_counter_set_low(&a->memory, 0), 0);
+        leaf("b", 0, 100, (const uint64_t[]) { 50, 0 });
+        p = plan(tree->root);
+        ck_assert_int_eq(reclaim_plan_build(&p, 10), 0);
+        ck_assert(!p.low_pass);
+        ck_assert(p.low_skipped);
+        ck_assert_uint_eq(p.ntargets, 0);
+        ck_assert_uint_eq(p.nskipped, 1);
+        reclaim_plan_done(&p);
+}
+END_TEST
+
 START_TEST(test_excess_above_low) {
         leaf("a", 0, 60, (const uint64_t[]) { 100, 0 });
         leaf("b", 30, 0, (const uint64_t[]) { 100, 0 });
@@ -333,6 +406,8 @@ static Suite *reclaim_plan_suite(void) {
         tcase_add_test(tc, test_min_never_reclaimed);
         tcase_add_test(tc, test_per_client_split_with_rounding);
         tcase_add_test(tc, test_nothing_to_reclaim);
+        tcase_add_test(tc, test_skip_nothing_left);
+        tcase_add_test(tc, test_skip_below_low);
         tcase_add_test(tc, test_excess_above_low);
         suite_add_tcase(s, tc);
         return s;

@@ -42,9 +42,8 @@
  *   touch FILE              create FILE
  *   sleep MS
  *   hold                    print "ready", then wait for SIGTERM/SIGINT
- *   load THREADS ROUNDS     THREADS threads charging and uncharging random
- *                           batches on this connection, ROUNDS each;
- *                           ends with pages held
+ *   load THREADS ROUNDS     THREADS threads charging and uncharging random batches
+ *                           on this connection, ROUNDS each; ends with pages held
  *   quit                    exit 0 at once (without returning pages)
  *   handoff PIDFILE         fork(): this process exits at once (without
  *                           returning pages) and the child, which inherits
@@ -62,7 +61,8 @@
  *                           connections the daemon has closed
  *
  * Exit: 0 when every step succeeded, 1 when an expectation failed, 2 on an
- * unexpected error.
+ * unexpected error.  WIRE_CLIENT_NOTHING_LEFT set: every answer to a
+ * Reclaim/Drain says Uncharge.nothing_left (it keeps every page it holds).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -163,8 +163,7 @@ static void send_msg(const Mb__Msg *msg) {
         free(buf);
 }
 
-/* Read exactly @n bytes, taking any fds that come along.  Returns 0, or -1 at
- * EOF/reset before the first byte. */
+/* Read exactly @n bytes, taking any fds that come along: 0, or -1 at EOF/reset before the first byte. */
 static int read_exact(uint8_t *buf, size_t n) {
         size_t got = 0;
 
@@ -263,6 +262,7 @@ static void answer_request(const Mb__Msg *req) {
                                                            : MB__UNCHARGE_REASON__UNCHARGE_DRAIN;
         u.has_reply_to = true;
         u.reply_to = req->body_case == MB__MSG__BODY_RECLAIM ? req->reclaim->seq : req->drain->seq;
+        u.has_nothing_left = u.nothing_left = getenv("WIRE_CLIENT_NOTHING_LEFT") != NULL;
         msg.body_case = MB__MSG__BODY_UNCHARGE;
         msg.uncharge = &u;
         send_msg(&msg);

@@ -26,21 +26,44 @@ static int plan_push(struct reclaim_plan *p, const struct reclaim_target *tg) {
         return 0;
 }
 
+static int plan_low_visited(struct reclaim_plan *p, struct tenant *t) {
+        if (p->nlow_visited == p->low_visited_alloc) {
+                size_t a = MB_MAX(p->low_visited_alloc * 2, (size_t) 4);
+                struct tenant **v = realloc(p->low_visited, a * sizeof(*v));
+
+                if (!v)
+                        return -ENOMEM;
+                p->low_visited = v;
+                p->low_visited_alloc = a;
+        }
+        p->low_visited[p->nlow_visited++] = t;
+        return 0;
+}
+
 int reclaim_plan_add_clients(struct reclaim_plan *p, struct tenant *t, uint64_t offer, bool low,
                              const struct reclaim_plan_client *clients, size_t n) {
         uint64_t sum = 0, given = 0;
-        size_t first = p->ntargets;
+        size_t first = p->ntargets, skipped = 0;
         int r;
 
-        for (size_t i = 0; i < n; i++)
-                sum += clients[i].held;
+        for (size_t i = 0; i < n; i++) {
+                if (clients[i].skip)
+                        skipped++;
+                else
+                        sum += clients[i].held;
+        }
+        p->nskipped += skipped;
         if (sum == 0)
-                return 0;
+                /* Visited below low all the same (shrink_node_memcgs()
+                 * counts the visit, not what it found). */
+                return low && skipped > 0 ? plan_low_visited(p, t) : 0;
         offer = MB_MIN(offer, sum);
         for (size_t i = 0; i < n; i++) {
-                uint64_t share = p->drain ? clients[i].held
-                                          : (uint64_t) ((unsigned __int128) offer * clients[i].held / sum);
+                uint64_t share;
 
+                if (clients[i].skip)
+                        continue;
+                share = p->drain ? clients[i].held : (uint64_t) ((unsigned __int128) offer * clients[i].held / sum);
                 r = plan_push(p, &(struct reclaim_target) { .handle = clients[i].handle, .tenant = t,
                                                             .held = clients[i].held, .cap = share, .low = low });
                 if (r < 0)
@@ -57,20 +80,6 @@ int reclaim_plan_add_clients(struct reclaim_plan *p, struct tenant *t, uint64_t 
                 p->total_cap += add;
                 given += add;
         }
-        return 0;
-}
-
-static int plan_low_visited(struct reclaim_plan *p, struct tenant *t) {
-        if (p->nlow_visited == p->low_visited_alloc) {
-                size_t a = MB_MAX(p->low_visited_alloc * 2, (size_t) 4);
-                struct tenant **v = realloc(p->low_visited, a * sizeof(*v));
-
-                if (!v)
-                        return -ENOMEM;
-                p->low_visited = v;
-                p->low_visited_alloc = a;
-        }
-        p->low_visited[p->nlow_visited++] = t;
         return 0;
 }
 
@@ -140,9 +149,11 @@ int reclaim_plan_build(struct reclaim_plan *p, uint64_t goal) {
                 return r;
         if (p->drain)
                 return 0;
-        if (p->ntargets == 0 && p->low_skipped && p->allow_low && !p->low_pass) {
+        if (p->ntargets == 0 && p->nskipped == 0 && p->low_skipped && p->allow_low && !p->low_pass) {
                 /* do_try_to_free_pages(): nothing without touching low,
-                 * so go below it. */
+                 * so go below it.  Clients with nothing left make a pass
+                 * that frees nothing: the caller's next round goes below
+                 * low, as after a round whose clients gave nothing. */
                 reclaim_plan_done(p);
                 p->low_pass = true;
                 r = plan_pass(p);
@@ -187,6 +198,7 @@ void reclaim_plan_done(struct reclaim_plan *p) {
         p->targets = NULL;
         p->ntargets = p->alloc = 0;
         p->total_cap = 0;
+        p->nskipped = 0;
         free(p->low_visited);
         p->low_visited = NULL;
         p->nlow_visited = p->low_visited_alloc = 0;

@@ -25,6 +25,15 @@
  * A drain plan (drain_all_stock()) asks every client of the subtree for
  * everything it holds, protection regardless.
  *
+ * A client the caller marks `skip` has nothing left to give (it said so in
+ * an earlier answer of the same job): it is never a target and what it
+ * holds takes no share of its leaf's offer, as get_scan_count() does not
+ * scan anon pages that cannot be reclaimed (can_reclaim_anon_pages()) and
+ * shrink_slab_memcg() does not call a shrinker whose count was empty.  The
+ * plan counts such clients (nskipped), so that the caller can tell "nobody
+ * to ask" from "nobody left to ask": in the kernel the latter is still a
+ * reclaim pass, one that frees nothing.
+ *
  * The plan does not know what a client is: the caller's callback lists the
  * usable clients of a leaf (opaque handles with what each holds).  The walk
  * writes emin/elow of the subtree's counters (see protection.h); the caller
@@ -42,6 +51,7 @@
 struct reclaim_plan_client {
         void *handle; /* the caller's; copied to the target */
         uint64_t held; /* pages it holds (> 0) */
+        bool skip;     /* nothing left to give: counted in nskipped, never a target */
 };
 
 /* Ask @handle (a client of @tenant) for @ask pages (at most @cap). */
@@ -80,10 +90,12 @@ struct reclaim_plan {
         struct reclaim_target *targets;
         size_t ntargets, alloc;
         uint64_t total_cap;
-        /* The pass below low visited these intermediate tenants below their
-         * effective low (shrink_node_memcgs() counts MEMCG_LOW on every
-         * memcg it visits below low, not only on those with pages of their
-         * own); the leaves' are in the targets (low). */
+        size_t nskipped;  /* clients left out: nothing left to give (skip) */
+        /* The pass below low visited these tenants below their effective
+         * low (shrink_node_memcgs() counts MEMCG_LOW on every memcg it
+         * visits below low, not only on those with pages of their own):
+         * the intermediate ones, and the leaves whose clients were all
+         * skipped; the other leaves' are in the targets (low). */
         struct tenant **low_visited;
         size_t nlow_visited, low_visited_alloc;
 };
@@ -93,7 +105,9 @@ struct reclaim_plan {
  * leaf @t among @clients (@n of them, each holding > 0) in proportion to
  * what each holds, at most what they hold together (a drain plan asks each
  * for all it holds); the rounding remainder goes to the clients in order,
- * each up to what it holds.  0 or -ENOMEM.
+ * each up to what it holds.  Clients marked skip are only counted
+ * (nskipped; a leaf below low whose clients were all skipped goes into
+ * low_visited).  0 or -ENOMEM.
  */
 int reclaim_plan_add_clients(struct reclaim_plan *p, struct tenant *t, uint64_t offer, bool low,
                              const struct reclaim_plan_client *clients, size_t n);
@@ -101,8 +115,8 @@ int reclaim_plan_add_clients(struct reclaim_plan *p, struct tenant *t, uint64_t 
 /**
  * reclaim_plan_build - fill @p (inputs set, results zero) with the targets
  * for @goal pages (ignored for a drain plan): the pass that respects low,
- * then, when it found nobody and skipped a tenant below low and
- * @p->allow_low, the pass below low; then the goal split over the targets
+ * then, when it found nobody (not even a client with nothing left) and
+ * skipped a tenant below low and @p->allow_low, the pass below low; then the goal split over the targets
  * (reclaim_plan_distribute()).  0, -ENOMEM or the callback's error; on
  * error the plan may hold partial targets (reclaim_plan_done() frees).
  */
@@ -115,8 +129,8 @@ int reclaim_plan_build(struct reclaim_plan *p, uint64_t goal);
  */
 void reclaim_plan_distribute(struct reclaim_plan *p, uint64_t goal);
 
-/* Free the targets (the handles are the caller's) and low_visited; the
- * inputs stay. */
+/* Free the targets (the handles are the caller's) and low_visited, zero
+ * nskipped; the inputs stay. */
 void reclaim_plan_done(struct reclaim_plan *p);
 
 /**
