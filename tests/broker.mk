@@ -2,7 +2,7 @@
 
 # A client that speaks raw frames, so the tests control every byte.
 check_PROGRAMS += tests/wire-client
-tests_wire_client_SOURCES = tests/wire-client.c
+tests_wire_client_SOURCES = tests/wire-client.c tests/wire-client-conn.c tests/wire-client.h
 tests_wire_client_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_wire_client_LDADD = proto/libmbproto.la $(PROTOBUF_C_LIBS)
 

@@ -86,10 +86,11 @@
 #include <unistd.h>
 
 #include "wire.h"
+#include "wire-client.h"
 
 #define MAX_HELD_PAGES (1u << 22)
 
-static int sock = -1;
+int sock = -1;
 static int arena_fd = -1, stats_fd = -1;
 static uint64_t page_size, arena_pages;
 static uint8_t *arena;
@@ -101,13 +102,11 @@ static uint64_t *held;
 static size_t nheld, held_alloc;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-static volatile sig_atomic_t stop;
+volatile sig_atomic_t stop;
 
-static struct sockaddr_un sa = { .sun_family = AF_UNIX };
-static int *flood;
-static size_t nflood;
+struct sockaddr_un sa = { .sun_family = AF_UNIX };
 
-static _Noreturn void die(const char *what) {
+_Noreturn void die(const char *what) {
         fprintf(stderr, "wire-client: %s: %s\n", what, strerror(errno));
         exit(2);
 }
@@ -136,7 +135,7 @@ static int code_parse(const char *s) {
         return atoi(s);
 }
 
-static void write_all(const void *buf, size_t n) {
+void write_all(const void *buf, size_t n) {
         const uint8_t *p = buf;
 
         while (n > 0) {
@@ -649,110 +648,6 @@ static void need(int argc, int i, int n, const char *step) {
                 fprintf(stderr, "wire-client: %s needs %d argument(s)\n", step, n);
                 exit(2);
         }
-}
-
-static void step_handoff(const char *pidfile) {
-        pid_t parent = getpid(), pid;
-        FILE *f;
-
-        fflush(stdout);
-        pid = fork();
-        if (pid < 0)
-                die("fork");
-        if (pid > 0)
-                _exit(0); /* the opener goes; its pages stay with the socket */
-        f = fopen(pidfile, "we");
-        if (!f)
-                die("pidfile");
-        fprintf(f, "%d\n", (int) getpid());
-        fclose(f);
-        while (getppid() == parent)
-                usleep(10 * 1000);
-        printf("handed off to pid %d\n", (int) getpid());
-}
-
-static void step_trickle(uint32_t n, unsigned ms) {
-        uint32_t be = htonl(n), sent = 0;
-
-        write_all(&be, sizeof(be));
-        for (; sent < n; sent++) {
-                uint8_t b = 0;
-                struct pollfd p = { .fd = sock, .events = POLLRDHUP };
-
-                /* The daemon closed it (after its Error): stop there. */
-                if (poll(&p, 1, (int) ms) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
-                        break;
-                if (send(sock, &b, 1, MSG_NOSIGNAL) != 1)
-                        break;
-        }
-        printf("trickle closed after %u bytes\n", sent);
-}
-
-static void step_flood(unsigned n) {
-        unsigned failed = 0;
-
-        flood = realloc(flood, (nflood + n) * sizeof(int));
-        if (!flood)
-                die("realloc");
-        for (unsigned i = 0; i < n; i++) {
-                int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-                if (fd < 0) {
-                        fprintf(stderr, "wire-client: flood: socket: %s\n", strerror(errno));
-                        failed += n - i;
-                        break;
-                }
-                if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
-                        failed++;
-                        close(fd);
-                        continue;
-                }
-                flood[nflood++] = fd;
-        }
-        printf("flood opened=%u failed=%u\n", n - failed, failed);
-}
-
-static void step_flood_hello(const char *tenant) {
-        Mb__Msg msg = MB__MSG__INIT;
-        Mb__Hello hello = MB__HELLO__INIT;
-        uint8_t *buf;
-        size_t len;
-
-        hello.version = WIRE_PROTOCOL_VERSION;
-        hello.tenant = (char *) tenant;
-        hello.client_name = (char *) "flood";
-        msg.body_case = MB__MSG__BODY_HELLO;
-        msg.hello = &hello;
-        if (wire_frame_pack(&msg, &buf, &len) < 0)
-                die("pack");
-        for (size_t i = 0; i < nflood; i++)
-                (void) send(flood[i], buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-        free(buf);
-}
-
-static size_t flood_closed(void) {
-        size_t closed = 0;
-
-        for (size_t i = 0; i < nflood; i++) {
-                struct pollfd p = { .fd = flood[i], .events = POLLRDHUP };
-
-                if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
-                        closed++;
-        }
-        return closed;
-}
-
-/* Count once the daemon is done: no change for 2 s (at most 10 minutes). */
-static void step_flood_count(void) {
-        size_t closed = flood_closed(), prev;
-        time_t deadline = time(NULL) + 600;
-
-        do {
-                prev = closed;
-                sleep(2);
-                closed = flood_closed();
-        } while (closed != prev && time(NULL) < deadline && !stop);
-        printf("flood open=%zu closed=%zu\n", nflood - closed, closed);
 }
 
 int main(int argc, char *argv[]) {
