@@ -26,6 +26,7 @@ pc_start() {
                 >"$MB_TMP/$name.out" 2>"$MB_TMP/$name.err" &
         PC_PID[$name]=$!
         MB_CHILDREN+=($!)
+        rm -f "$MB_TMP/$name.gone"
         wait_for 20 grep -q '^ready' "$MB_TMP/$name.out" ||
                 { cat "$MB_TMP/$name.err"; fail "pressure-client $name did not attach to $tenant"; }
 }
@@ -33,13 +34,43 @@ pc_start() {
 # _pc_lines_above FILE N : FILE has more than N lines
 _pc_lines_above() { [ "$(wc -l <"$1")" -gt "$2" ]; }
 
-# pc NAME COMMAND... : send one command, print its answer line
+# _pc_running PID : the process runs (not gone, not a zombie yet)
+_pc_running() {
+        local state
+        state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
+        [ -n "$state" ] && [ "$state" != Z ]
+}
+
+# _pc_answered_or_gone FILE N PID : FILE has more than N lines, or PID ended
+_pc_answered_or_gone() { _pc_lines_above "$1" "$2" || ! _pc_running "$3"; }
+
+# _pc_gone NAME COMMAND : the client ended before it answered: say so, with
+# its exit status where this shell can still learn it (not in a subshell,
+# nor once waited for), and what it printed on stderr
+_pc_gone() {
+        local how=exited rc=0
+        if [ "$BASHPID" = "$$" ]; then
+                wait "${PC_PID[$1]}" 2>/dev/null || rc=$?
+                [ $rc = 127 ] || how="exited with status $rc"
+        fi
+        # Said once: a wait_for that polls pc would repeat it every 50 ms.
+        [ ! -e "$MB_TMP/$1.gone" ] || exit 1
+        echo "${PC_PID[$1]}" >"$MB_TMP/$1.gone"
+        cat "$MB_TMP/$1.err" >&2
+        fail "pressure-client $1 (pid ${PC_PID[$1]}) $how before it answered '$2'"
+}
+
+# pc NAME COMMAND... : send one command, print its answer line.  The FIFO
+# is opened read-write: a write-only open would wait in open(2) for a
+# reader, forever once the client died.
 pc() {
         local name=$1 before; shift
         before=$(wc -l <"$MB_TMP/$name.out")
-        echo "$*" >"$MB_TMP/$name.in"
-        wait_for 60 _pc_lines_above "$MB_TMP/$name.out" "$before" ||
+        _pc_running "${PC_PID[$name]}" || _pc_gone "$name" "$*"
+        echo "$*" 1<>"$MB_TMP/$name.in"
+        wait_for 60 _pc_answered_or_gone "$MB_TMP/$name.out" "$before" "${PC_PID[$name]}" ||
                 { cat "$MB_TMP/$name.err" >&2; fail "pressure-client $name did not answer '$*'"; }
+        _pc_lines_above "$MB_TMP/$name.out" "$before" || _pc_gone "$name" "$*"
         sed -n "$((before + 1))p" "$MB_TMP/$name.out"
 }
 

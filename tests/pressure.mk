@@ -42,7 +42,8 @@ PRESSURE_TESTS = \
 	%reldir%/test-pressure-events.sh \
 	%reldir%/test-pressure-psi.sh \
 	%reldir%/test-pressure-psi-real.sh \
-	%reldir%/test-pressure-rightsize.sh
+	%reldir%/test-pressure-rightsize.sh \
+	%reldir%/test-pressure-lib-dead.sh
 TESTS += $(PRESSURE_TESTS)
 dist_check_SCRIPTS += $(PRESSURE_TESTS)
 EXTRA_DIST += %reldir%/pressure-lib.sh

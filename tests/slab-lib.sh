@@ -44,6 +44,7 @@ sc_start() {
                 >"$MB_TMP/$name.out" 2>"$MB_TMP/$name.err" &
         PC_PID[$name]=$!
         MB_CHILDREN+=($!)
+        rm -f "$MB_TMP/$name.gone"
         wait_for 20 grep -q '^ready' "$MB_TMP/$name.out" ||
                 { cat "$MB_TMP/$name.err"; fail "slab-client serve $name did not attach to $tenant"; }
         grep -qx "debug=${MEMBROKER_SLAB_DEBUG:-0}" "$MB_TMP/$name.out" ||
