@@ -19,6 +19,8 @@ AM_TESTS_ENVIRONMENT = \
 TESTS_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 TESTS_LIBS = $(CHECK_LIBS)
 EXTRA_DIST += %reldir%/lib.sh %reldir%/run-bounded
+TESTS += %reldir%/test-run-bounded.sh
+dist_check_SCRIPTS += %reldir%/test-run-bounded.sh
 include tests/common.mk
 include tests/core-counters.mk
 include tests/core-stats.mk
