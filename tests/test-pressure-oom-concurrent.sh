@@ -23,8 +23,10 @@ assert_eq "alloc ok 900" "$(pc big alloc 900)" "the biggest client allocates"
 # Both at once: 900 + 200 + 200 > 1024 and nothing is reclaimable.
 na=$(wc -l <"$MB_TMP/a.out")
 nb=$(wc -l <"$MB_TMP/b.out")
-echo "alloc 200" >"$MB_TMP/a.in"
-echo "alloc 200" >"$MB_TMP/b.in"
+# Read-write opens (as pc's): a write-only open would wait forever for a
+# reader if the first charge's OOM took the other client.
+echo "alloc 200" 1<>"$MB_TMP/a.in"
+echo "alloc 200" 1<>"$MB_TMP/b.in"
 both_answered() {
         _pc_lines_above "$MB_TMP/a.out" "$na" && _pc_lines_above "$MB_TMP/b.out" "$nb" && return 0
         kill -0 "${PC_PID[a]}" 2>/dev/null && kill -0 "${PC_PID[b]}" 2>/dev/null || return 0
