@@ -36,7 +36,7 @@ mkfifo "$MB_TMP/in"
 "$MALLOC_CLIENT" hold app $((40 << 20)) <"$MB_TMP/in" >"$MB_TMP/hold.out" 2>&1 &
 holder=$!
 MB_CHILDREN+=("$holder")
-exec 3>"$MB_TMP/in"
+exec 3<>"$MB_TMP/in"  # read-write: never blocks, whether or not the client opened its end
 wait_for 20 grep -q '^held' "$MB_TMP/hold.out" || { cat "$MB_TMP/hold.out"; fail "no allocation"; }
 mb_dump_state
 usage=$(mb_state app usage)
@@ -50,7 +50,7 @@ wait_for 20 eval 'mb_dump_state; [ "$(mb_state app usage)" -lt 256 ]' ||
 pass "the run was returned by mb_free(): usage $(mb_state app usage)"
 echo >&3
 exec 3>&-
-wait "$holder" || fail "holder failed"
+mb_wait "$holder" || fail "holder failed"
 
 "$MALLOC_CLIENT" limit small $((2 << 20)) || fail "limit"
 mb_dump_state
@@ -65,7 +65,7 @@ mkfifo "$MB_TMP/kin"
 "$MALLOC_CLIENT" keep mid 8 $((1 << 20)) <"$MB_TMP/kin" >"$MB_TMP/keep.out" 2>&1 &
 keeper=$!
 MB_CHILDREN+=("$keeper")
-exec 4>"$MB_TMP/kin"
+exec 4<>"$MB_TMP/kin"
 wait_for 20 grep -q '^kept' "$MB_TMP/keep.out" || { cat "$MB_TMP/keep.out"; fail "the keeper did not start"; }
 mb_dump_state
 kept=$(mb_state mid usage)
@@ -75,11 +75,11 @@ mkfifo "$MB_TMP/hin"
 "$MALLOC_CLIENT" hold mid $((12 << 20)) <"$MB_TMP/hin" >"$MB_TMP/hold2.out" 2>&1 &
 holder2=$!
 MB_CHILDREN+=("$holder2")
-exec 5>"$MB_TMP/hin"
+exec 5<>"$MB_TMP/hin"
 wait_for 30 grep -q '^held' "$MB_TMP/hold2.out" || { cat "$MB_TMP/hold2.out"; fail "B did not get 12 MiB while A kept 8 MiB of freed runs"; }
 mb_dump_state
 pass "B got 12 MiB: A's kept runs were reclaimed (usage $(mb_state mid usage) pages, max=$(mb_event mid max))"
 echo >&5; echo >&5; exec 5>&-
 echo >&4; exec 4>&-
-wait "$holder2" || fail "B failed"
-wait "$keeper" || fail "A failed"
+mb_wait "$holder2" || fail "B failed"
+mb_wait "$keeper" || fail "A failed"

@@ -21,7 +21,7 @@ mkfifo "$MB_TMP/hold.in"
 "$SLAB_CLIENT" "$MB_SOCK" app hold <"$MB_TMP/hold.in" >"$MB_TMP/hold.out" 2>"$MB_TMP/hold.err" &
 holder=$!
 MB_CHILDREN+=("$holder")
-exec 7>"$MB_TMP/hold.in"
+exec 7<>"$MB_TMP/hold.in"  # read-write: never blocks, whether or not the client opened its end
 wait_for 20 grep -q 'slab=' "$MB_TMP/hold.out" || { cat "$MB_TMP/hold.err"; fail "slab-client hold did not start"; }
 line=$(grep 'slab=' "$MB_TMP/hold.out")
 echo "client holds: $line"
@@ -34,7 +34,7 @@ for key in slab slab_reclaimable slab_unreclaimable; do
 done
 
 exec 7>&-
-wait "$holder" || fail "slab-client hold failed: $(cat "$MB_TMP/hold.err")"
+mb_wait "$holder" || fail "slab-client hold failed: $(cat "$MB_TMP/hold.err")"
 for key in slab slab_reclaimable slab_unreclaimable; do
         wait_for 10 stat_is app "$key" 0 || fail "tenant app: $key is $(stat app "$key") after the client left"
         pass "tenant app: $key = 0 after the client left"
