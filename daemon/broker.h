@@ -103,6 +103,11 @@ struct broker {
         _Atomic unsigned nclients;
         _Atomic uint64_t next_client_id;
 
+        /* The daemon stops (set by the main thread before the workers'
+         * connections are freed): conn_free() leaves the pages in the
+         * clients' mappings instead of hole-punching them. */
+        _Atomic bool stopping;
+
         struct guard *guard;         /* caps, timeouts, the fd reserve (daemon/guard.h) */
         struct reclaimer *reclaimer; /* where the connections post reclaim (daemon/reclaim.h) */
 };

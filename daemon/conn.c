@@ -384,7 +384,7 @@ void conn_free(struct conn *c) {
 
         if (c->attached) {
                 struct tenant *t = c->tenant;
-                uint64_t released = 0;
+                uint64_t released = 0, left = 0;
 
                 /* Pages it returned are punched before its arena may go. */
                 worker_flush_punch(w);
@@ -397,9 +397,17 @@ void conn_free(struct conn *c) {
                 /* Everything the client held goes back at once: hole-punched,
                  * freed and uncharged -- unless the daemon stops with its
                  * memory in the fd store: then the pages wait for the next
-                 * daemon and the client (restart.h). */
+                 * daemon and the client (restart.h).  A daemon that stops
+                 * without it ends the session but punches nothing: the
+                 * client may still be reading what it wrote, and zeros
+                 * under its feet would be worse than the end of its
+                 * accounting (a daemon killed outright punches nothing
+                 * either).  The memory goes when the last mapping does. */
                 if (b->ops->preserving(b)) {
                         released = 0;
+                } else if (c->held > 0 && atomic_load(&b->stopping)) {
+                        page_counter_uncharge(&t->memory, c->held);
+                        left = c->held;
                 } else if (c->held > 0) {
                         released = arena_release_owner(c->arena, c->owner, c->held);
                         page_counter_uncharge(&t->memory, released);
@@ -421,8 +429,13 @@ void conn_free(struct conn *c) {
                 }
                 if (c->psi_member)
                         tenant_pressure_change(t, -1, c->psi_stalled ? -1 : 0);
-                log_info("client %" PRIu64 " (%s) detached from tenant %s, %" PRIu64 " pages returned", c->client_id,
-                         c->name, t->path, released);
+                if (left > 0)
+                        log_info("client %" PRIu64 " (%s) detached from tenant %s: the daemon stops, %" PRIu64
+                                 " pages left to its mapping",
+                                 c->client_id, c->name, t->path, left);
+                else
+                        log_info("client %" PRIu64 " (%s) detached from tenant %s, %" PRIu64 " pages returned",
+                                 c->client_id, c->name, t->path, released);
                 /* Last: from here on the tenant may be removed. */
                 b->ops->client_detached(b, t);
         }

@@ -12,7 +12,8 @@
  * Freeing it (disconnect, crash, bad input, shutdown, or the exit of the
  * process that opened it, even while another process holds the socket)
  * returns every page the client held: hole-punched, given back to the arena,
- * uncharged.  A connection must send its Hello, and finish any frame it
+ * uncharged -- except at a stop of the daemon, which keeps them for the next
+ * daemon (the fd store) or leaves them to the client's mapping.  A connection must send its Hello, and finish any frame it
  * starts, within FrameTimeoutSec=.
  */
 #pragma once

@@ -891,7 +891,9 @@ void manager_free(struct manager *m) {
         reclaimer_shutdown(m->b.reclaimer);
         client_events_shutdown(m->client_events);
 
-        /* No new clients, then every client's pages go back. */
+        /* No new clients, then every session ends (conn_free(): the pages
+         * stay what the clients' mappings show). */
+        atomic_store(&m->b.stopping, true);
         if (m->listener)
                 evconnlistener_free(m->listener);
         if (m->listening) {

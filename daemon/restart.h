@@ -33,8 +33,9 @@
  * On SIGTERM, when the fd store is in use, the daemon keeps every page (it
  * does not release what its clients hold): a restart by the service
  * manager then looks to the clients exactly like a crash, minus the loss.
- * Without a service manager ($NOTIFY_SOCKET unset) nothing is stored and a
- * stop returns every page, as before.
+ * Without a service manager ($NOTIFY_SOCKET unset) nothing is stored: a
+ * stop ends every session and its accounting, but punches no page a client
+ * holds (conn_free()): the client still reads its bytes, as after a crash.
  *
  * Threading: restart_client_*(), restart_arena_new() and restart_claim()
  * run on workers; the rest on the main thread.  A mutex serialises claims

@@ -26,6 +26,7 @@ tests_test_mailbox_LDADD = daemon/libmbbroker.la daemon/core/libmbcore.la proto/
 
 BROKER_TESTS = \
 	tests/test-broker-session.sh \
+	tests/test-broker-stop-keeps-data.sh \
 	tests/test-broker-badinput.sh \
 	tests/test-broker-contig.sh \
 	tests/test-broker-isolation.sh \

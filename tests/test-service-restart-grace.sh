@@ -4,7 +4,7 @@
 # within RestartGraceSec= are hole-punched and returned; the clients that do
 # come back keep theirs.  The late client then finds its memory gone and its
 # session ends with a clear error (not a crash).  Without a service manager
-# (no fd store) a stop returns every page and a reconnecting client that held
+# (no fd store) a stop ends every session and its accounting, and a reconnecting client that held
 # pages is refused the same way, while a client that held nothing carries on.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/broker-lib.sh"
@@ -47,7 +47,7 @@ grep -q "without the memory\|no record" "$MB_TMP/late.out" || { cat "$MB_TMP/lat
 pass "the late client ends with: $(grep -v 'holding' "$MB_TMP/late.out" | grep -m1 'membroker-load:')"
 mb_finish_load keep "$keep"
 
-# Without the fd store a stop returns everything.
+# Without the fd store a stop ends every session and its accounting.
 mb_sd_stop
 mb_start_daemon
 mb_load_bg plain --tenant a --hold 1M
