@@ -59,16 +59,21 @@ mb_show_stuck() {
                 grep -E '^(Thread |#[0-9])' | head -150
 }
 
+# mb_running PID : the process runs: neither gone nor exited and waiting to
+# be reaped (a zombie, which kill -0 does not tell)
+mb_running() {
+        local state
+        state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
+        [ -n "$state" ] && [ "$state" != Z ]
+}
+
 # mb_wait PID [SECONDS] : wait for the child PID to exit, at most SECONDS
 # (default 120); returns its exit status.  One that outlives the bound is
 # shown (mb_show_stuck), killed, and the status is 124.
 mb_wait() {
-        local pid=$1 limit=${2:-120} deadline state rc=0
+        local pid=$1 limit=${2:-120} deadline rc=0
         deadline=$(( $(date +%s) + limit ))
-        while kill -0 "$pid" 2>/dev/null; do
-                # An exited child that is not reaped yet answers kill -0.
-                state=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)
-                [ "$state" != Z ] || break
+        while mb_running "$pid"; do
                 if [ "$(date +%s)" -ge "$deadline" ]; then
                         mb_show_stuck "$pid" "did not exit within $limit s" >&2
                         kill -KILL "$pid" 2>/dev/null

@@ -34,15 +34,8 @@ pc_start() {
 # _pc_lines_above FILE N : FILE has more than N lines
 _pc_lines_above() { [ "$(wc -l <"$1")" -gt "$2" ]; }
 
-# _pc_running PID : the process runs (not gone, not a zombie yet)
-_pc_running() {
-        local state
-        state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
-        [ -n "$state" ] && [ "$state" != Z ]
-}
-
 # _pc_answered_or_gone FILE N PID : FILE has more than N lines, or PID ended
-_pc_answered_or_gone() { _pc_lines_above "$1" "$2" || ! _pc_running "$3"; }
+_pc_answered_or_gone() { _pc_lines_above "$1" "$2" || ! mb_running "$3"; }
 
 # _pc_gone NAME COMMAND : the client ended before it answered: say so, with
 # its exit status where this shell can still learn it (not in a subshell,
@@ -66,7 +59,7 @@ _pc_gone() {
 pc() {
         local name=$1 before; shift
         before=$(wc -l <"$MB_TMP/$name.out")
-        _pc_running "${PC_PID[$name]}" || _pc_gone "$name" "$*"
+        mb_running "${PC_PID[$name]}" || _pc_gone "$name" "$*"
         echo "$*" 1<>"$MB_TMP/$name.in"
         wait_for 60 _pc_answered_or_gone "$MB_TMP/$name.out" "$before" "${PC_PID[$name]}" ||
                 { cat "$MB_TMP/$name.err" >&2; fail "pressure-client $name did not answer '$*'"; }

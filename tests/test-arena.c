@@ -445,24 +445,35 @@ START_TEST(test_tmpfs_size_restored) {
 }
 END_TEST
 
+/* A tmpfs arena of 4096 pages (slack 16) where one owner (*@ret_owner)
+ * holds pages [0, 100), granted and written, or NULL as new_tmpfs_arena(). */
+static struct arena *tmpfs_arena_holding_100(uint32_t *ret_owner) {
+        struct arena *a = new_tmpfs_arena(4096, 16);
+        struct arena_extent e[4];
+
+        if (!a)
+                return NULL;
+        *ret_owner = new_owner(a);
+        ck_assert_int_eq(arena_alloc(a, *ret_owner, 100, e, 4), 1);
+        ck_assert_int_eq(arena_grant_prepare(a, e, 1), 0);
+        scribble(a, 0, 100, 0x11);
+        return a;
+}
+
 /* Pages whose punch is deferred are no longer charged but still backed:
  * the tmpfs instance must not grow for them (its size stays within what is
  * held + 2 x slack), so at most one slack of pages may wait for their punch;
  * a return beyond that is refused (the caller punches it at once). */
 START_TEST(test_tmpfs_deferred_bound) {
-        struct arena *a = new_tmpfs_arena(4096, 16);
         struct arena_extent e[4], back = { 0, 16 }, more = { 16, 1 };
         uint64_t released = 0;
         struct stat st;
         char buf[PAGE];
-        uint32_t o;
+        uint32_t o = 0;
+        struct arena *a = tmpfs_arena_holding_100(&o);
 
         if (!a)
                 return;
-        o = new_owner(a);
-        ck_assert_int_eq(arena_alloc(a, o, 100, e, 4), 1);
-        ck_assert_int_eq(arena_grant_prepare(a, e, 1), 0);
-        scribble(a, 0, 100, 0x11);
 
         ck_assert_int_eq(arena_release_begin(a, &back, 1, &released), 0);
         ck_assert_uint_eq(released, 16);
@@ -500,18 +511,14 @@ END_TEST
  * release at once does: nothing else may come to shrink it (an idle
  * client returning its last pages). */
 START_TEST(test_tmpfs_deferred_finish_shrinks) {
-        struct arena *a = new_tmpfs_arena(4096, 16);
-        struct arena_extent e[4], back = { 0, 64 };
+        struct arena_extent back = { 0, 64 };
         uint64_t released = 0;
         struct stat st;
-        uint32_t o;
+        uint32_t o = 0;
+        struct arena *a = tmpfs_arena_holding_100(&o);
 
         if (!a)
                 return;
-        o = new_owner(a);
-        ck_assert_int_eq(arena_alloc(a, o, 100, e, 4), 1);
-        ck_assert_int_eq(arena_grant_prepare(a, e, 1), 0);
-        scribble(a, 0, 100, 0x11);
         ck_assert_uint_le(a->size_pages, 100 + 2 * 16);
 
         /* A return of more than a slack is refused as deferred... */

@@ -23,13 +23,7 @@ sleep 1 # the client's thread is in its reconnect loop by now
 kill -0 "$load" 2>/dev/null || { cat "$MB_TMP/load.out"; fail "the client died with its daemon"; }
 
 kill -TERM "$load"
-gone() { # exited (a zombie until waited for, which kill -0 does not tell)
-        local st
-        st=$(ps -o stat= -p "$load" 2>/dev/null) || return 0
-        case "$st" in Z*) return 0 ;; esac
-        return 1
-}
-wait_for 30 gone || { cat "$MB_TMP/load.out"; fail "the client still waits for a daemon that is gone"; }
+wait_for 30 eval '! mb_running "$load"' || { cat "$MB_TMP/load.out"; fail "the client still waits for a daemon that is gone"; }
 wait "$load" 2>/dev/null || true
 cat "$MB_TMP/load.out"
 pass "mb_close() gave up reconnecting at once"
