@@ -727,7 +727,7 @@ t_flood() {
         echo "$rows"
         FLOOD_BASE=$(awk -F'|' '{ print $3 + 0 }' <<<"$rows")
         ( ulimit -n $((n + 32)) && exec setpriv --reuid=65534 --regid=65534 --clear-groups \
-                "$WIRE" --socket "$MB_SOCK" --name flood flood "$n" flood-count hold ) >"$MB_TMP/flood.out" 2>&1 &
+                "$WIRE" --socket "$MB_SOCK" --name flood flood "$n" flood-count "$n" hold ) >"$MB_TMP/flood.out" 2>&1 &
         local fpid=$!
         flood_row "while the flood opens its connections" || { kill "$fpid"; mb_stop_daemon; return 1; }
         wait_for 900 grep -q '^ready' "$MB_TMP/flood.out" || { kill "$fpid"; mb_stop_daemon; return 1; }

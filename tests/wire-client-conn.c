@@ -112,15 +112,24 @@ static size_t flood_closed(void) {
         return closed;
 }
 
-/* Count once the daemon is done: no change for 2 s (at most 10 minutes). */
-void step_flood_count(void) {
-        size_t closed = flood_closed(), prev;
-        time_t deadline = time(NULL) + 600;
+/* Count once the daemon is done: no change for 2 s with at most MAX open,
+ * or no change for 10 s whatever the count (a daemon held up on a loaded
+ * host has not closed its share yet; one that keeps too many is reported
+ * 10 s later), and at most 10 minutes in all. */
+void step_flood_count(size_t max) {
+        size_t closed = flood_closed(), prev = closed;
+        time_t deadline = time(NULL) + 600, since = time(NULL);
 
-        do {
-                prev = closed;
-                sleep(2);
+        while (time(NULL) < deadline && !stop) {
+                sleep(1);
                 closed = flood_closed();
-        } while (closed != prev && time(NULL) < deadline && !stop);
+                if (closed != prev) {
+                        prev = closed;
+                        since = time(NULL);
+                        continue;
+                }
+                if (time(NULL) - since >= (nflood - closed <= max ? 2 : 10))
+                        break;
+        }
         printf("flood open=%zu closed=%zu\n", nflood - closed, closed);
 }

@@ -57,8 +57,9 @@
  *                           "flood opened=N failed=F"
  *   flood-hello TENANT      send a Hello on every flood connection (the
  *                           replies are not read)
- *   flood-count             "flood open=X closed=Y": how many flood
- *                           connections the daemon has closed
+ *   flood-count MAX         "flood open=X closed=Y": how many flood
+ *                           connections the daemon has closed, once it
+ *                           is done (at most MAX open, or 10 s settled)
  *
  * Exit: 0 when every step succeeded, 1 when an expectation failed, 2 on an
  * unexpected error.  WIRE_CLIENT_NOTHING_LEFT set: every answer to a
@@ -907,7 +908,8 @@ int main(int argc, char *argv[]) {
                         need(argc, i, 1, s);
                         step_flood_hello(argv[++i]);
                 } else if (strcmp(s, "flood-count") == 0) {
-                        step_flood_count();
+                        need(argc, i, 1, s);
+                        step_flood_count(strtoul(argv[++i], NULL, 10));
                 } else {
                         fprintf(stderr, "wire-client: unknown step %s\n", s);
                         return 2;

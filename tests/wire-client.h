@@ -24,4 +24,4 @@ void step_handoff(const char *pidfile);
 void step_trickle(uint32_t n, unsigned ms);
 void step_flood(unsigned n);
 void step_flood_hello(const char *tenant);
-void step_flood_count(void);
+void step_flood_count(size_t max);
