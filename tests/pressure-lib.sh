@@ -67,6 +67,16 @@ pc() {
         sed -n "$((before + 1))p" "$MB_TMP/$name.out"
 }
 
+# pc_expect NAME PREFIX WHAT COMMAND... : send COMMAND to NAME; its answer
+# must begin with PREFIX, else the test fails saying WHAT.  The answer is
+# left in PC_OUT (a function, not a command substitution, so that the
+# failure ends the test).
+pc_expect() {
+        local name=$1 prefix=$2 what=$3; shift 3
+        PC_OUT=$(pc "$name" "$@")
+        [[ "$PC_OUT" == "$prefix"* ]] || fail "$what: $PC_OUT"
+}
+
 # pc_field NAME FIELD : one field of a fresh "report"
 pc_field() {
         pc "$1" report | tr ' ' '\n' | sed -n "s/^$2=//p"

@@ -16,11 +16,8 @@ mb_start_daemon
 pc_start a small
 pc_start o other
 assert_eq "alloc ok 200" "$(pc a alloc 200)" "A allocates below max"
-out=$(pc a alloc 100)
-case "$out" in
-"alloc ENOMEM "*) ;;
-*) fail "alloc past max: $out" ;;
-esac
+pc_expect a "alloc ENOMEM " "alloc past max" alloc 100
+out=$PC_OUT
 grep -q 'charge of [0-9]* KiB ([0-9]* pages\?) to small failed: small at max: usage [0-9]* [KM]iB ([0-9]* pages), MemoryMax=1 MiB (256 pages)' <<<"$out" ||
         fail "the reason does not name small at max: $out"
 got=$(awk '{ print $3 }' <<<"$out")

@@ -31,22 +31,13 @@ mb_start_daemon
 
 # ---- a client with nothing but its stock ----
 pc_start a bare --no-shrinker
-out=$(pc a alloc 300)
-case "$out" in
-"alloc ENOMEM "*) ;;
-*) fail "alloc past max: $out" ;;
-esac
-got=$(awk '{ print $3 }' <<<"$out")
+pc_expect a "alloc ENOMEM " "alloc past max" alloc 300
 mb_dump_state
 max0=$(mb_event_local bare max)
 oom0=$(mb_event_local bare oom)
 req0=$(pc_field a requests)
 
-out=$(pc a alloc 1)
-case "$out" in
-"alloc ENOMEM 0 "*) ;;
-*) fail "one more page at max: $out" ;;
-esac
+pc_expect a "alloc ENOMEM 0 " "one more page at max" alloc 1
 req1=$(pc_field a requests)
 asked=$((req1 - req0))
 [ "$asked" -ge 1 ] || fail "the client was not even drained ($asked requests)"
@@ -76,18 +67,10 @@ pc_quit a
 # (MAX_RECLAIM_RETRIES), then oom.
 pc_start c busy --shrink-skip 1000000
 assert_eq "cache ok 16" "$(pc c cache 16)" "C fills a cache"
-out=$(pc c alloc 300)
-case "$out" in
-"alloc ENOMEM "*) ;;
-*) fail "alloc past max with a busy cache: $out" ;;
-esac
+pc_expect c "alloc ENOMEM " "alloc past max with a busy cache" alloc 300
 req0=$(pc_field c requests)
 scans0=$(pc_field c scans)
-out=$(pc c alloc 1)
-case "$out" in
-"alloc ENOMEM 0 "*) ;;
-*) fail "one more page at max with a busy cache: $out" ;;
-esac
+pc_expect c "alloc ENOMEM 0 " "one more page at max with a busy cache" alloc 1
 asked=$(($(pc_field c requests) - req0))
 scans=$(($(pc_field c scans) - scans0))
 [ "$asked" -ge 17 ] || fail "the client with a shrinker got $asked requests for one ENOMEM (a drain and 16 rounds)"
