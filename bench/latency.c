@@ -53,7 +53,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "mb_internal.h"
+#include "core/mb_internal.h"
 #include "membroker.h"
 
 #define LAT_PAGE_BYTES 4096u

@@ -549,7 +549,7 @@ t_programs() {
         local title="Table 17: real programs under membroker-run" p
         need_daemon || { missing "$title" "membrokerd not built"; return; }
         [ -x "$BENCH_BIN/bench-programs" ] || { missing "$title" "bench-programs not built (sanitizer build)"; return; }
-        [ -x "$top_builddir/client/membroker-run" ] || { missing "$title" "membroker-run not built"; return; }
+        [ -x "$top_builddir/tools/membroker-run" ] || { missing "$title" "membroker-run not built"; return; }
         for p in python3 sqlite3 gcc; do
                 command -v "$p" >/dev/null || { missing "$title" "$p is not installed"; return; }
         done
@@ -561,7 +561,7 @@ t_programs() {
         # The real membroker-run, not libtool's uninstalled wrapper (a bash
         # script that costs each run ~9 ms and ~1,700 page faults of its
         # own); the library path then applies to all three ways alike.
-        local run=$top_builddir/client/membroker-run libpath=
+        local run=$top_builddir/tools/membroker-run libpath=
         if [ -x "$top_builddir/client/.libs/membroker-run" ]; then
                 run=$top_builddir/client/.libs/membroker-run
                 libpath=$top_builddir/client/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}

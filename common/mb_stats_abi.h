@@ -31,7 +31,7 @@
  *     call mb_stats_region_mark_dirty() after its slot updates (after the
  *     release bump of `updates`): after every one, or, like the kernel's
  *     memcg_rstat_updated() with MEMCG_CHARGE_BATCH, after every Nth of a
- *     slot (libmembroker's fast path: every 64th, client/stock.h), the
+ *     slot (libmembroker's fast path: every 64th, client/stock/stock.h), the
  *     periodic full walk below bounding what the others leave unseen.  The
  *     daemon reads and clears the one word `dirty` per region and walks the
  *     slots only when it was set.  A region without the flag (an older

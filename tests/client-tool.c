@@ -46,7 +46,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "mb_internal.h"
+#include "core/mb_internal.h"
 #include "membroker.h"
 
 #define MARK_START (-1001)

@@ -12,7 +12,7 @@ set -eu
 : "${top_srcdir:?run through make check}"
 
 MEMBROKERD="$top_builddir/daemon/membrokerd"
-MEMBROKER_LOAD="$top_builddir/client/membroker-load"
+MEMBROKER_LOAD="$top_builddir/tools/membroker-load"
 MEMBROKERCTL="$top_builddir/tools/membrokerctl"
 BUSCTL="${BUSCTL:-busctl}"
 DBUS_DAEMON="${DBUS_DAEMON:-dbus-daemon}"

@@ -3,7 +3,7 @@
 # broker-lib.sh): membroker-run from the build tree with the shim built
 # next to it.
 
-MEMBROKER_RUN="$top_builddir/client/membroker-run"
+MEMBROKER_RUN="$top_builddir/tools/membroker-run"
 export MEMBROKER_PRELOAD="$top_builddir/client/.libs/libmembroker-preload.so"
 
 # Preloading a library built with a sanitizer into programs that are not

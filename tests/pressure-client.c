@@ -64,7 +64,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "mb_internal.h"
+#include "core/mb_internal.h"
 #include "membroker.h"
 
 struct page {

@@ -43,7 +43,7 @@
 #include <string.h>
 
 #include "macros.h"
-#include "mb_internal.h"
+#include "core/mb_internal.h"
 #include "membroker.h"
 
 #define CHECK(cond, ...)                                                  \

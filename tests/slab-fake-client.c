@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "mb_internal.h"
+#include "core/mb_internal.h"
 #include "slab-fake-client.h"
 
 struct mb_client {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * slab-fake-client.h - a stand-in for libmembroker's client, so that
- * client/slab.h can be unit-tested without a daemon: pages come from a
+ * client/slab/slab.h can be unit-tested without a daemon: pages come from a
  * private anonymous mapping, stats go to plain counters, the CPU slot can be
  * forced per thread (to make remote frees happen on purpose), and the
  * registered shrinkers can be called directly.

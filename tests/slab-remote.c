@@ -39,7 +39,7 @@
 #include <sys/rseq.h>
 
 #include "macros.h"
-#include "mb_internal.h"
+#include "core/mb_internal.h"
 #include "membroker.h"
 
 #define CHECK(cond, ...)                                                  \

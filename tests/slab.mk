@@ -1,11 +1,11 @@
 # tests: slab (owned by the slab work)
 
-# Unit tests of the slab caches (client/slab.h) against a fake client (no
+# Unit tests of the slab caches (client/slab/slab.h) against a fake client (no
 # daemon).
 check_PROGRAMS += tests/test-slab
 TESTS += tests/test-slab
 tests_test_slab_SOURCES = tests/test-slab.c tests/slab-fake-client.c tests/slab-fake-client.h \
-	$(SLAB_SOURCES) client/pcpu_lock.c client/pcpu_lock.h
+	$(SLAB_SOURCES) client/core/pcpu_lock.c client/core/pcpu_lock.h
 tests_test_slab_CFLAGS = $(TESTS_CFLAGS)
 tests_test_slab_LDADD = $(TESTS_LIBS)
 
@@ -13,7 +13,7 @@ tests_test_slab_LDADD = $(TESTS_LIBS)
 check_PROGRAMS += tests/test-slab-lock
 TESTS += tests/test-slab-lock
 tests_test_slab_lock_SOURCES = tests/test-slab-lock.c tests/slab-fake-client.c tests/slab-fake-client.h \
-	$(SLAB_SOURCES) client/pcpu_lock.c client/pcpu_lock.h
+	$(SLAB_SOURCES) client/core/pcpu_lock.c client/core/pcpu_lock.h
 tests_test_slab_lock_CFLAGS = $(TESTS_CFLAGS)
 tests_test_slab_lock_LDADD = $(TESTS_LIBS)
 

@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "macros.h"
-#include "mb_internal.h"
+#include "core/mb_internal.h"
 #include "mb_stats_abi.h"
 #include "membroker.h"
 #include "wire.h"

@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "macros.h"
-#include "mb_internal.h"
+#include "core/mb_internal.h"
 #include "membroker.h"
 
 #define BATCH 8u

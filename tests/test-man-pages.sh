@@ -66,7 +66,7 @@ done
 pass "membroker-load(1) documents every option"
 
 run=$(text "$top_srcdir/man/membroker-run.1")
-for o in $("$top_builddir/client/membroker-run" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+for o in $("$top_builddir/tools/membroker-run" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
         grep -q -- "$o" <<<"$run" || fail "membroker-run(1) does not document $o"
 done
 pass "membroker-run(1) documents every option"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test-slab-lock.c - white-box test of the per-CPU slab lock (client/slab.h
- * over client/pcpu_lock.h, the lock the page stocks use too): owners on
+ * test-slab-lock.c - white-box test of the per-CPU slab lock (client/slab/slab.h
+ * over client/core/pcpu_lock.h, the lock the page stocks use too): owners on
  * the rseq fast path and remote lockers (membarrier slow path) increment
  * one counter per CPU slot with a deliberately non-atomic, slow
  * read-modify-write; any hole in the mutual exclusion loses increments.
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "slab.h"
+#include "slab/slab.h"
 
 #include "slab-fake-client.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test-slab.c - unit tests of client/slab.h, linked against a fake client
+ * test-slab.c - unit tests of client/slab/slab.h, linked against a fake client
  * (tests/slab-fake-client.c) so that layouts, the byte stock, the shrinker
  * callbacks and forced remote frees can be checked exactly.  The
  * integration tests (test-slab-*.sh) run the same code in the real library
@@ -87,7 +87,7 @@ static uint64_t list_bytes(mb_cache *s) {
         return st.cpu_free_objects * st.object_bytes;
 }
 
-/* The byte stock invariant and the stat: see client/slab.h.  @listed: the
+/* The byte stock invariant and the stat: see client/slab/slab.h.  @listed: the
  * bytes on the caches' per-CPU lists (list_bytes()), which stock_bytes
  * includes beside the byte stocks proper (each below a page). */
 static void check_charging(uint64_t live_reclaimable, uint64_t live_unreclaimable, uint64_t listed) {

@@ -37,3 +37,17 @@ install-bash-completion:
 uninstall-bash-completion:
 	rm -f '$(DESTDIR)$(bashcompletiondir)/membrokerctl'
 .PHONY: install-bash-completion uninstall-bash-completion
+
+# membroker-run: run a program with its malloc() on a tenant (the shim is
+# client/preload/).
+bin_PROGRAMS += tools/membroker-run
+tools_membroker_run_SOURCES = %reldir%/membroker-run.c
+tools_membroker_run_CFLAGS = $(AM_CFLAGS) -DMB_PRELOAD_PATH='"$(libdir)/libmembroker-preload.so"'
+tools_membroker_run_LDADD = client/libmembroker.la
+
+# membroker-load: a real client that holds and churns memory (for demos,
+# tests and benchmarks).
+bin_PROGRAMS += tools/membroker-load
+tools_membroker_load_SOURCES = %reldir%/membroker-load.c
+tools_membroker_load_CFLAGS = $(AM_CFLAGS)
+tools_membroker_load_LDADD = client/libmembroker.la common/libmbcommon.la

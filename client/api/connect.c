@@ -20,12 +20,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "client.h"
-#include "connect.h"
+#include "core/client.h"
+#include "api/connect.h"
 #include "macros.h"
-#include "reconnect.h"
-#include "session.h"
-#include "stock.h"
+#include "session/reconnect.h"
+#include "session/session.h"
+#include "stock/stock.h"
 #include "wire.h"
 
 /* How long mb_close() waits for the daemon to acknowledge the disconnect. */

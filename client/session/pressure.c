@@ -16,11 +16,11 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "client.h"
+#include "core/client.h"
 #include "macros.h"
-#include "mb_internal.h"
+#include "core/mb_internal.h"
 #include "membroker.h"
-#include "session.h"
+#include "session/session.h"
 
 /* The longest trigger text worth sending ("some 10000000 10000000" and
  * blanks). */

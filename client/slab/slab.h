@@ -171,9 +171,9 @@
 #include <string.h>
 
 #include "macros.h"
-#include "mb_internal.h"
+#include "core/mb_internal.h"
 #include "membroker.h"
-#include "pcpu_lock.h"
+#include "core/pcpu_lock.h"
 
 #define SLAB_MIN_OBJECT_BYTES 8u
 #define SLAB_MIN_ALIGN_BYTES 8u

@@ -7,7 +7,7 @@
 #include <unistd.h>
 #include <linux/membarrier.h>
 
-#include "pcpu_lock.h"
+#include "core/pcpu_lock.h"
 
 /* rseq mode needs the kernel to abort other CPUs' critical sections on
  * demand; registered once per process (per address space). */

@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "macros.h"
-#include "mb_internal.h"
+#include "core/mb_internal.h"
 #include "membroker.h"
-#include "slab.h"
+#include "slab/slab.h"
 
 pthread_mutex_t slab_registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct slab_ctx *slab_registry;

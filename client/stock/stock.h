@@ -42,10 +42,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "client.h"
+#include "core/client.h"
 #include "macros.h"
 #include "mb_stats_abi.h"
-#include "pcpu_lock.h"
+#include "core/pcpu_lock.h"
 
 /*
  * The stock word.  A stock's page count, an operation count and its lock

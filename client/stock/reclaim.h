@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "client.h"
+#include "core/client.h"
 
 /**
  * reclaim_run_requests - answer the queued Reclaim and Drain requests of

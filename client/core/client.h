@@ -33,12 +33,12 @@
 #include <sys/types.h>
 
 #include "macros.h"
-#include "mb_internal.h"
+#include "core/mb_internal.h"
 #include "mb_limits.h"
 #include "mb_stats_abi.h"
 #include "membroker.h"
-#include "reconnect.h"
-#include "wire_conn.h"
+#include "session/reconnect.h"
+#include "session/wire_conn.h"
 
 #define ERROR_MESSAGE_BYTES 512
 

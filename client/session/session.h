@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "client.h"
+#include "core/client.h"
 #include "membroker.pb-c.h"
 
 /* Negative errno once the session is lost, else 0 (no lock needed). */

@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "macros.h"
-#include "mb_internal.h"
+#include "core/mb_internal.h"
 #include "membroker.h"
-#include "slab.h"
+#include "slab/slab.h"
 
 size_t slab_reclaim_drain_cpus(mb_cache *s) {
         size_t n = 0;

@@ -12,11 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client.h"
+#include "core/client.h"
 #include "macros.h"
-#include "reclaim.h"
-#include "session.h"
-#include "stock.h"
+#include "stock/reclaim.h"
+#include "session/session.h"
+#include "stock/stock.h"
 
 bool stock_rseq_mode(void) {
         const char *e = getenv("MEMBROKER_RSEQ");

@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "macros.h"
-#include "mb_internal.h"
-#include "reconnect.h"
+#include "core/mb_internal.h"
+#include "session/reconnect.h"
 #include "wire.h"
 
 /* Extents per frame: 3000 * at most 19 bytes plus a Hello with the longest

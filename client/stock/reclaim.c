@@ -24,11 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client.h"
+#include "core/client.h"
 #include "macros.h"
-#include "reclaim.h"
-#include "session.h"
-#include "stock.h"
+#include "stock/reclaim.h"
+#include "session/session.h"
+#include "stock/stock.h"
 
 /* While a thread answers a Reclaim, pages its shrinkers free that do not fit
  * the stock (the mb_page_free() slow path) join the answer instead of going

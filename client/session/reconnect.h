@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "wire_conn.h"
+#include "session/wire_conn.h"
 #include "membroker.pb-c.h"
 
 /* $MEMBROKER_RECONNECT_TIMEOUT_SEC: how long to try (default below); 0

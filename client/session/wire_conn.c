@@ -10,9 +10,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "wire_conn.h"
+#include "session/wire_conn.h"
 #include "macros.h"
-#include "mb_internal.h"
+#include "core/mb_internal.h"
 
 /* Room for one frame of the largest size plus what follows it. */
 #define CONN_RBUF_BYTES (WIRE_HEADER_BYTES + WIRE_MAX_FRAME_BYTES + 4096u)

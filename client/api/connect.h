@@ -5,7 +5,7 @@
  */
 #pragma once
 
-#include "client.h"
+#include "core/client.h"
 
 /**
  * connect_again - connect again and re-claim every charged page

@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "client.h"
-#include "session.h"
+#include "core/client.h"
+#include "session/session.h"
 
 #define KM_MIN_BYTES 8u
 #define KM_MAX_CLASSES 24u

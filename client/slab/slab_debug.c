@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "macros.h"
-#include "mb_internal.h"
+#include "core/mb_internal.h"
 #include "membroker.h"
-#include "slab.h"
+#include "slab/slab.h"
 
 void slab_debug_report(mb_cache *s, const char *fmt, ...) {
         char buf[512];

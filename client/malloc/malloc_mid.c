@@ -30,7 +30,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "kmalloc.h"
+#include "malloc/kmalloc.h"
 #include "macros.h"
 
 #define KM_MID_OBJS 8u                   /* objects per slab: bits 0..7 of the first page's tag */

@@ -51,8 +51,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "client.h"
-#include "session.h"
+#include "core/client.h"
+#include "session/session.h"
 #include "membroker.h"
 
 #define PRELOAD_TENANT_ENV "MEMBROKER_TENANT"

@@ -21,12 +21,12 @@
 #include <sys/eventfd.h>
 #include <time.h>
 
-#include "client.h"
-#include "connect.h"
+#include "core/client.h"
+#include "api/connect.h"
 #include "macros.h"
-#include "reclaim.h"
-#include "session.h"
-#include "stock.h"
+#include "stock/reclaim.h"
+#include "session/session.h"
+#include "stock/stock.h"
 #include "wire.h"
 
 /*

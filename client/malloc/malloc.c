@@ -55,14 +55,14 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "client.h"
+#include "core/client.h"
 #include "macros.h"
 #include "mb_limits.h"
-#include "kmalloc.h"
-#include "reclaim.h"
-#include "session.h"
-#include "slab.h"
-#include "stock.h"
+#include "malloc/kmalloc.h"
+#include "stock/reclaim.h"
+#include "session/session.h"
+#include "slab/slab.h"
+#include "stock/stock.h"
 
 static pthread_mutex_t km_create_lock = PTHREAD_MUTEX_INITIALIZER;
 

@@ -15,12 +15,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client.h"
+#include "core/client.h"
 #include "macros.h"
-#include "mb_internal.h"
+#include "core/mb_internal.h"
 #include "membroker.h"
-#include "pcpu_lock.h"
-#include "stock.h"
+#include "core/pcpu_lock.h"
+#include "stock/stock.h"
 
 /* ---- errors ---- */
 

@@ -38,10 +38,10 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 
-#include "client.h"
+#include "core/client.h"
 #include "macros.h"
-#include "session.h"
-#include "stock.h"
+#include "session/session.h"
+#include "stock/stock.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */

@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "macros.h"
-#include "mb_internal.h"
+#include "core/mb_internal.h"
 #include "membroker.h"
-#include "slab.h"
+#include "slab/slab.h"
 
 uint32_t slab_fork_gen;
 static pthread_once_t slab_cache_setup_once_flag = PTHREAD_ONCE_INIT;
