@@ -10,7 +10,7 @@
 include_HEADERS += %reldir%/membroker.h
 
 MB_CORE_SOURCES = \
-	%reldir%/core/client.c %reldir%/core/client.h %reldir%/core/mb_internal.h \
+	%reldir%/core/client.c %reldir%/core/client.h %reldir%/core/mb_internal.h %reldir%/core/error.c \
 	%reldir%/core/pcpu_lock.c %reldir%/core/pcpu_lock.h
 MB_SESSION_SOURCES = \
 	%reldir%/session/session.c %reldir%/session/session.h \
@@ -18,7 +18,7 @@ MB_SESSION_SOURCES = \
 	%reldir%/session/reconnect.c %reldir%/session/reconnect.h \
 	%reldir%/session/pressure.c
 MB_STOCK_SOURCES = \
-	%reldir%/stock/stock.c %reldir%/stock/stock.h %reldir%/stock/stock_refill.c \
+	%reldir%/stock/stock.c %reldir%/stock/stock.h %reldir%/stock/stock_refill.c %reldir%/stock/fork.c \
 	%reldir%/stock/reclaim.c %reldir%/stock/reclaim.h
 # The unit tests (tests/slab.mk) link the slab sources against a fake client.
 SLAB_SOURCES = \

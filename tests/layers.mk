@@ -3,3 +3,10 @@
 # header declares is defined in that header's module.
 TESTS += %reldir%/test-layers.sh
 dist_check_SCRIPTS += %reldir%/test-layers.sh
+
+# The library's layering: client/'s folders call and include downwards only
+# (core < session < stock < slab < malloc < api < preload), no circle spans
+# two folders or holds more than six files.
+TESTS += %reldir%/test-client-layers.sh
+dist_check_SCRIPTS += %reldir%/test-client-layers.sh
+EXTRA_DIST += %reldir%/client-layers.py

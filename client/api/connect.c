@@ -23,8 +23,10 @@
 #include "core/client.h"
 #include "api/connect.h"
 #include "macros.h"
+#include "malloc/kmalloc.h"
 #include "session/reconnect.h"
 #include "session/session.h"
+#include "stock/reclaim.h"
 #include "stock/stock.h"
 #include "wire.h"
 
@@ -286,8 +288,26 @@ static int connect_start_thread(mb_client *c) {
         return 0;
 }
 
+/* The parts of a client under its session, as the session sees them. */
+static const struct session_hooks connect_session_hooks = {
+        .broken_locked = stock_disable_all,
+        .run_requests = reclaim_run_requests,
+        .refill = stock_refill_run,
+        .batch_changed_locked = stock_adopt_batch_locked,
+        .reconnect = connect_again,
+};
+
+/* A client composed here is freed part by part. */
+static void connect_client_free(mb_client *c) {
+        if (!c)
+                return;
+        session_done(c);
+        client_free(c);
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(mb_client *, connect_client_free);
+
 int mb_connect_ex(const char *socket_path, const char *tenant, unsigned flags, mb_client **ret) {
-        _cleanup_(client_freep) mb_client *c = NULL;
+        _cleanup_(connect_client_freep) mb_client *c = NULL;
         Mb__Hello hello = MB__HELLO__INIT;
         Mb__Msg msg = MB__MSG__INIT;
         _cleanup_(connect_msg_freep) Mb__Msg *reply = NULL;
@@ -308,6 +328,7 @@ int mb_connect_ex(const char *socket_path, const char *tenant, unsigned flags, m
         c = client_new(flags);
         if (!c)
                 return -ENOMEM;
+        c->hooks = &connect_session_hooks;
         c->socket_path = strdup(socket_path);
         if (!c->socket_path)
                 return -ENOMEM;
@@ -413,5 +434,5 @@ void mb_close(mb_client *c) {
                         connect_hangup(c);
                 pthread_mutex_unlock(&c->conn_lock);
         }
-        client_free(c);
+        connect_client_free(c);
 }

@@ -1,13 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * client.c - libmembroker's client object (client.h): its errors, its
- * lifetime, its fate in a fork() child, and the accessors of the public and
- * internal (mb_internal.h) API.  The work is done by stock.c, session.c,
- * reclaim.c and connect.c.
+ * client.c - libmembroker's client object (client.h): its lifetime and the
+ * accessors of the public and internal (mb_internal.h) API.  The work is
+ * done by the parts: session/, stock/, slab/, malloc/, composed by api/.
  */
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,92 +18,11 @@
 #include "core/mb_internal.h"
 #include "membroker.h"
 #include "core/pcpu_lock.h"
-#include "stock/stock.h"
-
-/* ---- errors ---- */
-
-static __thread char error_message[ERROR_MESSAGE_BYTES];
-
-void mb_set_error(const char *fmt, ...) {
-        char buf[ERROR_MESSAGE_BYTES];
-        va_list ap;
-
-        /* Through a copy, so that an argument may be mb_last_error(). */
-        va_start(ap, fmt);
-        vsnprintf(buf, sizeof(buf), fmt, ap);
-        va_end(ap);
-        memcpy(error_message, buf, sizeof(buf));
-}
-
-const char *mb_last_error(void) {
-        return error_message;
-}
-
-/* ---- fork(): every live client, disabled in the child ---- */
-
-static pthread_mutex_t client_registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t client_registry_once = PTHREAD_ONCE_INIT;
-static mb_client *client_registry_head;
-
-static void client_registry_prepare(void) {
-        pthread_mutex_lock(&client_registry_lock);
-}
-
-static void client_registry_parent(void) {
-        pthread_mutex_unlock(&client_registry_lock);
-}
-
-/* In the child: every connection belongs to the parent.  Empty and disable
- * the stocks (so that every alloc and free takes the slow path, which
- * refuses with -ECHILD) without writing anything the parent shares: the
- * stocks are private memory, the stats region and the arena are not. */
-static void client_registry_child(void) {
-        for (mb_client *c = client_registry_head; c; c = c->reg_next) {
-                c->forked = true;
-                /* Atomic mode: taking a stock's lock in rseq mode rewrites
-                 * the CPU's stats slot (stock.h), which is the parent's. */
-                c->rseq_lock = false;
-                c->rseq_ncpus = 0;
-                for (unsigned i = 0; i < c->ncpus; i++) {
-                        c->stocks[i].word = 0;
-                        c->stocks[i].limit = 0;
-                }
-        }
-        /* The membarrier registration of the child's new address space is
-         * pcpu_lock.c's fork handler. */
-        pthread_mutex_unlock(&client_registry_lock);
-}
-
-static void client_registry_init(void) {
-        (void) pthread_atfork(client_registry_prepare, client_registry_parent, client_registry_child);
-}
-
-void client_registry_add(mb_client *c) {
-        MB_LOCK_GUARD(&client_registry_lock);
-
-        c->reg_next = client_registry_head;
-        if (client_registry_head)
-                client_registry_head->reg_prev = c;
-        client_registry_head = c;
-}
-
-void client_registry_remove(mb_client *c) {
-        MB_LOCK_GUARD(&client_registry_lock);
-
-        if (c->reg_prev)
-                c->reg_prev->reg_next = c->reg_next;
-        else if (client_registry_head == c)
-                client_registry_head = c->reg_next;
-        if (c->reg_next)
-                c->reg_next->reg_prev = c->reg_prev;
-        c->reg_prev = c->reg_next = NULL;
-}
 
 mb_client *client_new(unsigned flags) {
         pthread_condattr_t ca;
         mb_client *c;
 
-        (void) pthread_once(&client_registry_once, client_registry_init);
         c = calloc(1, sizeof(*c));
         if (!c)
                 return NULL;
@@ -123,14 +40,12 @@ mb_client *client_new(unsigned flags) {
         c->flags = flags;
         c->rseq_offset = pcpu_rseq_cpu_offset();
         c->rseq_area = __rseq_offset;
-        c->rseq_lock = stock_rseq_mode();
         return c;
 }
 
 void client_free(mb_client *c) {
         if (!c)
                 return;
-        wire_conn_free(c->conn);
         if (c->wake_fd >= 0)
                 close(c->wake_fd);
         if (c->notify_fd >= 0)
@@ -146,7 +61,6 @@ void client_free(mb_client *c) {
         free(c->stock_pages);
         free(c->tenant);
         free(c->socket_path);
-        reconnect_held_done(&c->held);
         free(c->broken_reason);
         for (size_t i = 0; i < c->nevents; i++)
                 free(c->events[i].name);
@@ -214,17 +128,6 @@ unsigned mb_client_cpu(const mb_client *c) {
 
 unsigned mb_client_ncpus(const mb_client *c) {
         return c->ncpus;
-}
-
-void mb_client_stat_add(mb_client *c, enum mb_stat_item item, int64_t delta) {
-        struct stock *s;
-
-        if (c->forked || (unsigned) item >= _MB_STAT_NR)
-                return; /* the region is the parent's */
-        s = stock_lock_this(c);
-        mb_stat_slot_add(s->slot, item, delta);
-        stock_stat_dirty(c);
-        stock_unlock(c, s);
 }
 
 const struct mb_stats_region *mb_client_stats_region(const mb_client *c) {

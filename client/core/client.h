@@ -37,13 +37,22 @@
 #include "mb_limits.h"
 #include "mb_stats_abi.h"
 #include "membroker.h"
-#include "session/reconnect.h"
-#include "session/wire_conn.h"
 
-#define ERROR_MESSAGE_BYTES 512
 
+struct session_hooks;
 struct stock;
 struct waiter;
+struct wire_conn;
+
+/* The pages charged to this client (kept by session/reconnect.c): one bit per arena page (an anonymous
+ * mapping that costs only what is touched: 1 bit per page). */
+struct reconnect_held {
+        uint64_t *bits;
+        uint64_t npages;
+        size_t bytes;
+        uint64_t count; /* bits set */
+};
+
 
 /* A Reclaim or Drain from the daemon, to be answered (reclaim.c). */
 struct daemon_request {
@@ -121,6 +130,9 @@ struct mb_client {
         ino_t arena_ino;
         char *socket_path;
 
+        /* What the session calls above it (session.h), set by mb_connect(). */
+        const struct session_hooks *hooks;
+
         /* io_lock guards who reads the socket, the threads waiting for
          * replies, the daemon's queued requests and the session state;
          * io_cond signals a change of any of them. */
@@ -194,11 +206,3 @@ extern __thread bool mb_library_thread __attribute__((tls_model("initial-exec"))
 #else
 extern __thread bool mb_library_thread;
 #endif
-
-/* Destroy mb_malloc()'s caches and runs of @c (mb_close()). */
-void kmalloc_destroy(mb_client *c);
-
-/* Enter @c in the list of live clients (disabled in a fork() child), and
- * take it out again. */
-void client_registry_add(mb_client *c);
-void client_registry_remove(mb_client *c);

@@ -35,6 +35,9 @@ void mb_client_stat_add(mb_client *c, enum mb_stat_item item, int64_t delta);
  * pages returned, or a negative errno. */
 long mb_client_drain_stocks(mb_client *c);
 
+/* The longest mb_last_error() message, with its NUL (core/error.c). */
+#define MB_ERROR_MESSAGE_BYTES 512
+
 /* Set the thread's mb_last_error() message. */
 void mb_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -116,3 +116,6 @@ size_t km_mid_usable(const struct kmalloc_ctx *k, uint32_t tag);
 size_t km_mid_shrink(struct kmalloc_ctx *k);
 /* Pages held by slabs whose objects are all free. */
 size_t km_mid_empty_pages(const struct kmalloc_ctx *k);
+
+/* Destroy mb_malloc()'s caches and runs of @c (mb_close()). */
+void kmalloc_destroy(mb_client *c);

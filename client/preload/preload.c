@@ -60,6 +60,25 @@
 #define PRELOAD_THREAD_ENV "MEMBROKER_PRELOAD_THREAD"
 #define EXPORT __attribute__((visibility("default")))
 
+/*
+ * The entry points.  Their C names are shim_*, their symbols the C
+ * library's (__asm__ labels): what the program and every other library
+ * call by those names lands here, while the library's own modules, which
+ * call malloc() as any C code does, depend on the C library's interface,
+ * not on this file.
+ */
+EXPORT void *shim_malloc(size_t size) __asm__("malloc");
+EXPORT void shim_free(void *p) __asm__("free");
+EXPORT void *shim_calloc(size_t nmemb, size_t size) __asm__("calloc");
+EXPORT void *shim_realloc(void *p, size_t size) __asm__("realloc");
+EXPORT void *shim_reallocarray(void *p, size_t nmemb, size_t size) __asm__("reallocarray");
+EXPORT int shim_posix_memalign(void **ret, size_t align, size_t size) __asm__("posix_memalign");
+EXPORT void *shim_aligned_alloc(size_t align, size_t size) __asm__("aligned_alloc");
+EXPORT void *shim_memalign(size_t align, size_t size) __asm__("memalign");
+EXPORT void *shim_valloc(size_t size) __asm__("valloc");
+EXPORT void *shim_pvalloc(size_t size) __asm__("pvalloc");
+EXPORT size_t shim_malloc_usable_size(void *p) __asm__("malloc_usable_size");
+
 /* glibc's own allocator. */
 extern void *__libc_malloc(size_t);
 extern void __libc_free(void *);
@@ -116,13 +135,13 @@ static void *shim_alloc(size_t size) {
         return __libc_malloc(size);
 }
 
-EXPORT void *malloc(size_t size) {
+void *shim_malloc(size_t size) {
         if (_likely_(shim_active()))
                 return shim_alloc(size);
         return __libc_malloc(size);
 }
 
-EXPORT void free(void *p) {
+void shim_free(void *p) {
         if (!p)
                 return;
         if (shim_ours(p)) {
@@ -140,7 +159,7 @@ EXPORT void free(void *p) {
         __libc_free(p);
 }
 
-EXPORT void *calloc(size_t nmemb, size_t size) {
+void *shim_calloc(size_t nmemb, size_t size) {
         if (_likely_(shim_active()))
                 SHIM_TRY(mb_calloc(shim_client, nmemb, size));
         return __libc_calloc(nmemb, size);
@@ -155,7 +174,7 @@ static size_t shim_usable(const void *p) {
         return n;
 }
 
-EXPORT void *realloc(void *p, size_t size) {
+void *shim_realloc(void *p, size_t size) {
         void *n;
         size_t old;
 
@@ -179,7 +198,7 @@ EXPORT void *realloc(void *p, size_t size) {
         return n;
 }
 
-EXPORT void *reallocarray(void *p, size_t nmemb, size_t size) {
+void *shim_reallocarray(void *p, size_t nmemb, size_t size) {
         size_t bytes;
 
         if (__builtin_mul_overflow(nmemb, size, &bytes)) {
@@ -195,7 +214,7 @@ static void *shim_aligned(size_t align, size_t size) {
         return __libc_memalign(align, size);
 }
 
-EXPORT int posix_memalign(void **ret, size_t align, size_t size) {
+int shim_posix_memalign(void **ret, size_t align, size_t size) {
         void *p;
 
         if (align < sizeof(void *) || (align & (align - 1)))
@@ -207,7 +226,7 @@ EXPORT int posix_memalign(void **ret, size_t align, size_t size) {
         return 0;
 }
 
-EXPORT void *aligned_alloc(size_t align, size_t size) {
+void *shim_aligned_alloc(size_t align, size_t size) {
         if (align == 0 || (align & (align - 1))) {
                 errno = EINVAL;
                 return NULL;
@@ -215,7 +234,7 @@ EXPORT void *aligned_alloc(size_t align, size_t size) {
         return shim_aligned(align, size);
 }
 
-EXPORT void *memalign(size_t align, size_t size) {
+void *shim_memalign(size_t align, size_t size) {
         if (align == 0 || (align & (align - 1))) {
                 errno = EINVAL;
                 return NULL;
@@ -223,11 +242,11 @@ EXPORT void *memalign(size_t align, size_t size) {
         return shim_aligned(align, size);
 }
 
-EXPORT void *valloc(size_t size) {
+void *shim_valloc(size_t size) {
         return shim_aligned(shim_page_size, size);
 }
 
-EXPORT void *pvalloc(size_t size) {
+void *shim_pvalloc(size_t size) {
         size_t ps = shim_page_size;
 
         if (size > SIZE_MAX - ps) {
@@ -237,7 +256,7 @@ EXPORT void *pvalloc(size_t size) {
         return shim_aligned(ps, size == 0 ? ps : (size + ps - 1) & ~(ps - 1));
 }
 
-EXPORT size_t malloc_usable_size(void *p) {
+size_t shim_malloc_usable_size(void *p) {
         if (!p)
                 return 0;
         if (shim_ours(p))

@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "core/client.h"
 #include "session/wire_conn.h"
 #include "membroker.pb-c.h"
 
@@ -34,14 +35,7 @@
 #define MB_RECONNECT_FIRST_DELAY_MSEC 10u
 #define MB_RECONNECT_MAX_DELAY_MSEC 1000u
 
-/* The pages charged to this client: one bit per arena page (an anonymous
- * mapping that costs only what is touched: 1 bit per page). */
-struct reconnect_held {
-        uint64_t *bits;
-        uint64_t npages;
-        size_t bytes;
-        uint64_t count; /* bits set */
-};
+/* The bitmap is struct reconnect_held, part of the client (core/client.h). */
 
 int reconnect_held_init(struct reconnect_held *h, uint64_t npages);
 void reconnect_held_done(struct reconnect_held *h);

@@ -22,11 +22,9 @@
 #include <time.h>
 
 #include "core/client.h"
-#include "api/connect.h"
+#include "session/reconnect.h"
 #include "macros.h"
-#include "stock/reclaim.h"
 #include "session/session.h"
-#include "stock/stock.h"
 #include "wire.h"
 
 /*
@@ -67,7 +65,7 @@ int session_break_locked(mb_client *c, int err, const char *reason) {
                 free(c->broken_reason);
                 c->broken_reason = strdup(reason && *reason ? reason : "unknown reason");
                 __atomic_store_n(&c->broken, err, __ATOMIC_RELEASE);
-                stock_disable_all(c);
+                c->hooks->broken_locked(c);
                 c->nrequests = 0;
                 if (c->notify_fd >= 0)
                         (void) eventfd_write(c->notify_fd, 1);
@@ -191,7 +189,7 @@ static int session_lost_ack(uint32_t seq, Mb__Msg **ret) {
 static int session_read_failed(mb_client *c, int r) {
         if (!session_can_reconnect(c, r))
                 return r;
-        return connect_again(c);
+        return c->hooks->reconnect(c);
 }
 
 static int session_call(mb_client *c, const Mb__Msg *req, uint32_t seq, Mb__Msg **ret);
@@ -528,7 +526,7 @@ resend:
 
         pthread_mutex_lock(&c->io_lock);
         if (r < 0 && !session_can_reconnect(c, r)) {
-                char reason[ERROR_MESSAGE_BYTES];
+                char reason[MB_ERROR_MESSAGE_BYTES];
                 struct timespec deadline;
 
                 session_waiter_unlink_locked(c, &w);
@@ -575,7 +573,7 @@ resend:
                          * Left for the thread, it would wait out
                          * ReclaimTimeoutMSec= for itself. */
                         pthread_mutex_unlock(&c->io_lock);
-                        reclaim_run_requests(c);
+                        c->hooks->run_requests(c);
                         pthread_mutex_lock(&c->io_lock);
                         continue;
                 }
@@ -587,7 +585,7 @@ resend:
                 if (!c->thread_started && c->nrequests > 0 && !w.done && !c->broken) {
                         /* Nobody else will answer: direct reclaim. */
                         pthread_mutex_unlock(&c->io_lock);
-                        reclaim_run_requests(c);
+                        c->hooks->run_requests(c);
                         pthread_mutex_lock(&c->io_lock);
                 }
         }
@@ -700,7 +698,7 @@ int session_charge_locked(mb_client *c, uint32_t n, uint32_t need, void **out, s
                 return session_protocol_error(c, "a Grant carries fewer pages than charged");
         *ret_got = got;
         if (batch > 0)
-                (void) stock_adopt_batch_locked(c, batch);
+                (void) c->hooks->batch_changed_locked(c, batch);
         return 0;
 }
 
@@ -742,7 +740,7 @@ int session_charge_contig_locked(mb_client *c, uint32_t n, unsigned flags, void 
                          __ATOMIC_RELAXED);
         mb__msg__free_unpacked(reply, NULL);
         if (batch > 0)
-                (void) stock_adopt_batch_locked(c, batch);
+                (void) c->hooks->batch_changed_locked(c, batch);
         return 0;
 }
 
@@ -794,14 +792,14 @@ void *session_thread(void *userdata) {
         while (!c->closing) {
                 if (c->nrequests > 0 || __atomic_load_n(&c->events_pending, __ATOMIC_ACQUIRE)) {
                         pthread_mutex_unlock(&c->io_lock);
-                        reclaim_run_requests(c);
+                        c->hooks->run_requests(c);
                         session_dispatch_events(c);
                         pthread_mutex_lock(&c->io_lock);
                         continue;
                 }
                 if (__atomic_load_n(&c->refill_pending, __ATOMIC_ACQUIRE) && !c->broken) {
                         pthread_mutex_unlock(&c->io_lock);
-                        stock_refill_run(c);
+                        c->hooks->refill(c);
                         pthread_mutex_lock(&c->io_lock);
                         continue;
                 }
@@ -842,7 +840,7 @@ int mb_process(mb_client *c) {
         }
         pthread_mutex_unlock(&c->io_lock);
         /* Another thread may be reading: then it handles what comes. */
-        reclaim_run_requests(c);
+        c->hooks->run_requests(c);
         session_dispatch_events(c);
         if (session_broken(c))
                 return session_lost(c);
@@ -857,3 +855,8 @@ int mb_set_event_callback(mb_client *c, mb_event_fn fn, void *userdata) {
         return 0;
 }
 
+void session_done(mb_client *c) {
+        wire_conn_free(c->conn);
+        c->conn = NULL;
+        reconnect_held_done(&c->held);
+}

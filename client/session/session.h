@@ -13,6 +13,32 @@
 #include "core/client.h"
 #include "membroker.pb-c.h"
 
+/*
+ * What the session tells the parts above it.  The session (the wire, the
+ * reader, the waiters, reconnection) knows nothing of stocks, slabs or
+ * malloc: mb_connect() composes the client and registers these.
+ */
+struct session_hooks {
+        /* The session broke (io_lock held): stop the fast paths, so that
+         * every allocation comes to the session and hears why. */
+        void (*broken_locked)(mb_client *c);
+        /* The daemon's Reclaim and Drain requests wait in c->requests:
+         * answer them (no lock held). */
+        void (*run_requests)(mb_client *c);
+        /* A stock asked for pages ahead (the library's thread, no lock
+         * held). */
+        void (*refill)(mb_client *c);
+        /* A Grant moved the charge batch to @batch pages (conn_lock held). */
+        int (*batch_changed_locked)(mb_client *c, uint32_t batch);
+        /* The socket failed in a way a restarted daemon may cure: carry the
+         * session over; 0 when it goes on, else the error to end it with. */
+        int (*reconnect)(mb_client *c);
+};
+
+/* Free what the session owns of @c (the connection, the held pages'
+ * record); the rest is client_free()'s. */
+void session_done(mb_client *c);
+
 /* Negative errno once the session is lost, else 0 (no lock needed). */
 static inline int session_broken(const mb_client *c) {
         return __atomic_load_n(&c->broken, __ATOMIC_ACQUIRE);

@@ -562,7 +562,7 @@ static int stock_alloc_locked(mb_client *c, void **out, size_t n, unsigned flags
                 r = 0;
         }
         if (got < n) {
-                char reason[ERROR_MESSAGE_BYTES];
+                char reason[MB_ERROR_MESSAGE_BYTES];
 
                 /* All or nothing: what we took goes back, the reason stays. */
                 snprintf(reason, sizeof(reason), "%s", mb_last_error());
@@ -943,10 +943,23 @@ int stock_setup(mb_client *c) {
                         .pages = (void **) ((uint8_t *) c->stock_pages + i * stride),
                         .slot = &c->stats->slot[i],
                 };
+        c->rseq_lock = stock_rseq_mode();
         c->rseq_ncpus = c->rseq_lock ? c->ncpus : 0;
         /* The bases of rseq mode: the slot as the daemon handed it. */
         for (unsigned i = 0; i < c->ncpus; i++)
                 stock_rebase(&c->stocks[i], 0, 0);
         stock_refill_setup(c);
         return 0;
+}
+
+/* mb_internal.h: a stat slot written under the stock lock of its CPU. */
+void mb_client_stat_add(mb_client *c, enum mb_stat_item item, int64_t delta) {
+        struct stock *s;
+
+        if (c->forked || (unsigned) item >= _MB_STAT_NR)
+                return; /* the region is the parent's */
+        s = stock_lock_this(c);
+        mb_stat_slot_add(s->slot, item, delta);
+        stock_stat_dirty(c);
+        stock_unlock(c, s);
 }

@@ -295,3 +295,8 @@ int stock_refill_put(mb_client *c, unsigned cpu, void **pages, size_t n);
  * batch stays on -ENOMEM).
  */
 int stock_adopt_batch_locked(mb_client *c, uint32_t batch);
+
+/* Enter @c in the list of live clients, whose stocks are disabled in a
+ * fork() child (stock/fork.c), and take it out again. */
+void client_registry_add(mb_client *c);
+void client_registry_remove(mb_client *c);
