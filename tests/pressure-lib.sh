@@ -99,19 +99,25 @@ usage_pages() {
 # leak_check WHAT : nothing leaks: Σ leaves' usage = root usage = pages the
 # daemon records as held by clients = pages + stock the clients count.
 leak_check() {
-        local what=$1 sums
-        mb_dump_state
-        sums=$(awk '/^state: tenant=/ {
-                        delete f
-                        for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-                        if (f["tenant"] == "/") { root = f["usage"]; pages = f["pages"]; stock = f["stock"] }
-                        else if (f["children"] == 0) { leaves += f["usage"]; held += f["arena_used"] }
-                }
-                END { printf "%d %d %d %d %d", root, leaves, held, pages, stock }' "$MB_TMP/state.dump")
-        set -- $sums
+        local what=$1 sums tries=0
+        # The clients' stat slots reach the daemon lazily (rstat): wait up
+        # to 10 s for their pages + stock to settle on the exact usage.
+        while :; do
+                mb_dump_state
+                sums=$(awk '/^state: tenant=/ {
+                                delete f
+                                for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+                                if (f["tenant"] == "/") { root = f["usage"]; pages = f["pages"]; stock = f["stock"] }
+                                else if (f["children"] == 0) { leaves += f["usage"]; held += f["arena_used"] }
+                        }
+                        END { printf "%d %d %d %d %d", root, leaves, held, pages, stock }' "$MB_TMP/state.dump")
+                set -- $sums
+                [ $(($4 + $5)) = "$1" ] || [ $tries -ge 50 ] || { tries=$((tries + 1)); sleep 0.2; continue; }
+                break
+        done
         [ "$2" = "$1" ] || fail "$what: leaves use $2 pages, the root $1"
         [ "$3" = "$1" ] || fail "$what: clients hold $3 pages in the arenas, the root uses $1"
-        [ $(($4 + $5)) = "$1" ] || fail "$what: clients count $4 + $5 pages, the root uses $1"
+        [ $(($4 + $5)) = "$1" ] || fail "$what: clients count $4 + $5 pages, the root uses $1 (after 10 s)"
         pass "$what: no leak (root usage $1 pages = leaves = arenas = clients' pages + stock)"
 }
 
