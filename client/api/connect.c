@@ -40,14 +40,14 @@ static inline void connect_msg_freep(Mb__Msg **m) {
 
 int connect_again(mb_client *c) {
         struct reconnect_info info = {
-                .socket_path = c->socket_path,
+                .socket_path = c->restart.socket_path,
                 .tenant = c->tenant,
                 .client_name = program_invocation_short_name,
-                .token = c->token,
-                .arena_dev = c->arena_dev,
-                .arena_ino = c->arena_ino,
+                .token = c->restart.token,
+                .arena_dev = c->restart.arena_dev,
+                .arena_ino = c->restart.arena_ino,
                 .timeout_sec = reconnect_timeout_sec(),
-                .cancel = &c->closing,
+                .cancel = &c->session.closing,
         };
         struct epoll_event ev = { .events = EPOLLIN };
         struct mb_stats_region *stats, *old = c->stats;
@@ -58,9 +58,9 @@ int connect_again(mb_client *c) {
         struct wire_conn *old_conn;
         int r;
 
-        mb_assert_mutex_not_held(&c->io_lock);
-        MB_LOCK_GUARD(&c->send_lock);
-        r = reconnect_session(&info, &c->held, &conn, &msg, &stats_fd, &arena_fd);
+        mb_assert_mutex_not_held(&c->session.io_lock);
+        MB_LOCK_GUARD(&c->session.send_lock);
+        r = reconnect_session(&info, &c->restart.held, &conn, &msg, &stats_fd, &arena_fd);
         if (r < 0)
                 return r;
         if (arena_fd >= 0) {
@@ -78,8 +78,8 @@ int connect_again(mb_client *c) {
                         mb_set_error("membrokerd came back with a different arena for tenant %s", c->tenant);
                         return -ESTALE;
                 }
-                c->arena_dev = st.st_dev;
-                c->arena_ino = st.st_ino;
+                c->restart.arena_dev = st.st_dev;
+                c->restart.arena_ino = st.st_ino;
         }
         if (msg->welcome->stats_slots != c->ncpus) {
                 mb_set_error("membrokerd came back with %u stats slots instead of %u", msg->welcome->stats_slots,
@@ -110,19 +110,19 @@ int connect_again(mb_client *c) {
         munmap(old, c->stats_bytes);
 
         {
-                MB_LOCK_GUARD(&c->io_lock);
+                MB_LOCK_GUARD(&c->session.io_lock);
 
-                old_conn = c->conn;
-                (void) epoll_ctl(c->poll_fd, EPOLL_CTL_DEL, old_conn->fd, NULL);
-                (void) epoll_ctl(c->poll_fd, EPOLL_CTL_ADD, conn->fd, &ev);
-                c->conn = TAKE_PTR(conn);
-                c->conn_gen++;
+                old_conn = c->session.conn;
+                (void) epoll_ctl(c->session.poll_fd, EPOLL_CTL_DEL, old_conn->fd, NULL);
+                (void) epoll_ctl(c->session.poll_fd, EPOLL_CTL_ADD, conn->fd, &ev);
+                c->session.conn = TAKE_PTR(conn);
+                c->session.conn_gen++;
                 c->client_id = msg->welcome->client_id;
-                c->pressure_ok = msg->welcome->has_pressure_triggers && msg->welcome->pressure_triggers;
+                c->session.pressure_ok = msg->welcome->has_pressure_triggers && msg->welcome->pressure_triggers;
                 /* The new daemon knows none of our triggers: send them
                  * again (send_lock held; their Acks nobody waits for). */
                 session_pressure_resend_locked(c);
-                pthread_cond_broadcast(&c->io_cond);
+                pthread_cond_broadcast(&c->session.io_cond);
         }
         wire_conn_free(old_conn);
         return 0;
@@ -181,7 +181,7 @@ static int connect_welcome(mb_client *c, const Mb__Welcome *w) {
         int fds[2];
         int r;
 
-        r = wire_conn_take_fds(c->conn, fds, 2);
+        r = wire_conn_take_fds(c->session.conn, fds, 2);
         if (r < 0) {
                 mb_set_error("the Welcome of membrokerd did not carry the arena and stats descriptors");
                 return -EPROTO;
@@ -218,21 +218,21 @@ static int connect_welcome(mb_client *c, const Mb__Welcome *w) {
         c->ncpus = w->stats_slots;
         c->client_id = w->client_id;
         c->unlimited = w->has_unlimited && w->unlimited;
-        c->pressure_ok = w->has_pressure_triggers && w->pressure_triggers;
+        c->session.pressure_ok = w->has_pressure_triggers && w->pressure_triggers;
 
         /* What a reconnection after a daemon restart needs (reconnect.h);
          * without a token the session ends with the connection. */
         {
                 struct stat st;
 
-                c->token = w->has_client_token ? w->client_token : 0;
+                c->restart.token = w->has_client_token ? w->client_token : 0;
                 if (fstat(fds[0], &st) == 0) {
-                        c->arena_dev = st.st_dev;
-                        c->arena_ino = st.st_ino;
+                        c->restart.arena_dev = st.st_dev;
+                        c->restart.arena_ino = st.st_ino;
                 } else
-                        c->token = 0;
-                if (c->token != 0 && reconnect_held_init(&c->held, c->arena_pages) < 0)
-                        c->token = 0;
+                        c->restart.token = 0;
+                if (c->restart.token != 0 && reconnect_held_init(&c->restart.held, c->arena_pages) < 0)
+                        c->restart.token = 0;
         }
 
         r = connect_map(c, w, fds[0], fds[1]);
@@ -250,12 +250,12 @@ static int connect_welcome(mb_client *c, const Mb__Welcome *w) {
 static int connect_setup_fds(mb_client *c) {
         struct epoll_event ev = { .events = EPOLLIN };
 
-        c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        c->notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        c->poll_fd = epoll_create1(EPOLL_CLOEXEC);
-        if (c->wake_fd < 0 || c->notify_fd < 0 || c->poll_fd < 0 ||
-            epoll_ctl(c->poll_fd, EPOLL_CTL_ADD, c->conn->fd, &ev) < 0 ||
-            epoll_ctl(c->poll_fd, EPOLL_CTL_ADD, c->notify_fd, &ev) < 0) {
+        c->session.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        c->session.notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        c->session.poll_fd = epoll_create1(EPOLL_CLOEXEC);
+        if (c->session.wake_fd < 0 || c->session.notify_fd < 0 || c->session.poll_fd < 0 ||
+            epoll_ctl(c->session.poll_fd, EPOLL_CTL_ADD, c->session.conn->fd, &ev) < 0 ||
+            epoll_ctl(c->session.poll_fd, EPOLL_CTL_ADD, c->session.notify_fd, &ev) < 0) {
                 int r = negative_errno();
 
                 mb_set_error("cannot set up the connection's event descriptors: %s", strerror(-r));
@@ -271,20 +271,20 @@ static int connect_start_thread(mb_client *c) {
         /* The thread takes no signal: they stay the application's. */
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
-        r = -pthread_create(&c->thread, NULL, session_thread, c);
+        r = -pthread_create(&c->session.thread, NULL, session_thread, c);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         if (r < 0) {
                 mb_set_error("cannot start the library's thread: %s", strerror(-r));
                 return r;
         }
-        (void) pthread_setname_np(c->thread, "membroker");
-        c->thread_started = true;
+        (void) pthread_setname_np(c->session.thread, "membroker");
+        c->session.thread_started = true;
         /* Return only once the thread runs: the C library (and a sanitizer's
          * allocator) set a new thread up with locks of their own, and a
          * fork() right after mb_connect() must not catch them held. */
-        MB_LOCK_GUARD(&c->io_lock);
-        while (!c->thread_running)
-                pthread_cond_wait(&c->io_cond, &c->io_lock);
+        MB_LOCK_GUARD(&c->session.io_lock);
+        while (!c->session.thread_running)
+                pthread_cond_wait(&c->session.io_cond, &c->session.io_lock);
         return 0;
 }
 
@@ -328,11 +328,11 @@ int mb_connect_ex(const char *socket_path, const char *tenant, unsigned flags, m
         c = client_new(flags);
         if (!c)
                 return -ENOMEM;
-        c->hooks = &connect_session_hooks;
-        c->socket_path = strdup(socket_path);
-        if (!c->socket_path)
+        c->session.hooks = &connect_session_hooks;
+        c->restart.socket_path = strdup(socket_path);
+        if (!c->restart.socket_path)
                 return -ENOMEM;
-        r = wire_conn_open(socket_path, &c->conn);
+        r = wire_conn_open(socket_path, &c->session.conn);
         if (r < 0)
                 return r;
         r = connect_setup_fds(c);
@@ -344,11 +344,11 @@ int mb_connect_ex(const char *socket_path, const char *tenant, unsigned flags, m
         hello.client_name = program_invocation_short_name;
         msg.body_case = MB__MSG__BODY_HELLO;
         msg.hello = &hello;
-        r = wire_conn_send(c->conn, &msg);
+        r = wire_conn_send(c->session.conn, &msg);
         if (r < 0)
                 return r;
 
-        r = wire_conn_recv(c->conn, true, &reply);
+        r = wire_conn_recv(c->session.conn, true, &reply);
         if (r < 0) {
                 if (r == -ECONNRESET)
                         mb_set_error("membrokerd closed the connection before answering Hello");
@@ -388,7 +388,7 @@ int mb_connect(const char *socket_path, const char *tenant, mb_client **ret) {
 /* Half-close and wait until the daemon has seen the disconnect and closed
  * its end: then everything this client held is uncharged. */
 static void connect_hangup(mb_client *c) {
-        int fd = c->conn->fd;
+        int fd = c->session.conn->fd;
         uint8_t buf[4096];
         int left = CLOSE_TIMEOUT_MSEC;
 
@@ -419,20 +419,20 @@ void mb_close(mb_client *c) {
         kmalloc_destroy(c);
         client_registry_remove(c);
         if (!c->forked) {
-                pthread_mutex_lock(&c->io_lock);
+                pthread_mutex_lock(&c->session.io_lock);
                 /* atomic: a reconnection polls it without the lock */
-                __atomic_store_n(&c->closing, true, __ATOMIC_RELEASE);
-                pthread_cond_broadcast(&c->io_cond);
-                pthread_mutex_unlock(&c->io_lock);
-                if (c->thread_started) {
-                        (void) eventfd_write(c->wake_fd, 1);
-                        pthread_join(c->thread, NULL);
-                        c->thread_started = false;
+                __atomic_store_n(&c->session.closing, true, __ATOMIC_RELEASE);
+                pthread_cond_broadcast(&c->session.io_cond);
+                pthread_mutex_unlock(&c->session.io_lock);
+                if (c->session.thread_started) {
+                        (void) eventfd_write(c->session.wake_fd, 1);
+                        pthread_join(c->session.thread, NULL);
+                        c->session.thread_started = false;
                 }
-                pthread_mutex_lock(&c->conn_lock);
+                pthread_mutex_lock(&c->session.conn_lock);
                 if (!session_broken(c))
                         connect_hangup(c);
-                pthread_mutex_unlock(&c->conn_lock);
+                pthread_mutex_unlock(&c->session.conn_lock);
         }
         connect_client_free(c);
 }

@@ -26,17 +26,17 @@ mb_client *client_new(unsigned flags) {
         c = calloc(1, sizeof(*c));
         if (!c)
                 return NULL;
-        pthread_mutex_init(&c->conn_lock, NULL);
-        pthread_mutex_init(&c->cb_lock, NULL);
-        pthread_mutex_init(&c->io_lock, NULL);
-        pthread_mutex_init(&c->send_lock, NULL);
-        pthread_mutex_init(&c->held_lock, NULL);
-        pthread_rwlock_init(&c->shrinker_lock, NULL);
+        pthread_mutex_init(&c->session.conn_lock, NULL);
+        pthread_mutex_init(&c->ev.lock, NULL);
+        pthread_mutex_init(&c->session.io_lock, NULL);
+        pthread_mutex_init(&c->session.send_lock, NULL);
+        pthread_mutex_init(&c->restart.held_lock, NULL);
+        pthread_rwlock_init(&c->shrink.lock, NULL);
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&c->io_cond, &ca);
+        pthread_cond_init(&c->session.io_cond, &ca);
         pthread_condattr_destroy(&ca);
-        c->wake_fd = c->notify_fd = c->poll_fd = -1;
+        c->session.wake_fd = c->session.notify_fd = c->session.poll_fd = -1;
         c->flags = flags;
         c->rseq_offset = pcpu_rseq_cpu_offset();
         c->rseq_area = __rseq_offset;
@@ -46,13 +46,13 @@ mb_client *client_new(unsigned flags) {
 void client_free(mb_client *c) {
         if (!c)
                 return;
-        if (c->wake_fd >= 0)
-                close(c->wake_fd);
-        if (c->notify_fd >= 0)
-                close(c->notify_fd);
-        if (c->poll_fd >= 0)
-                close(c->poll_fd);
-        free(c->requests);
+        if (c->session.wake_fd >= 0)
+                close(c->session.wake_fd);
+        if (c->session.notify_fd >= 0)
+                close(c->session.notify_fd);
+        if (c->session.poll_fd >= 0)
+                close(c->session.poll_fd);
+        free(c->session.requests);
         if (c->base)
                 munmap(c->base, c->arena_bytes);
         if (c->stats)
@@ -60,16 +60,16 @@ void client_free(mb_client *c) {
         free(c->stocks);
         free(c->stock_pages);
         free(c->tenant);
-        free(c->socket_path);
-        free(c->broken_reason);
-        for (size_t i = 0; i < c->nevents; i++)
-                free(c->events[i].name);
-        free(c->events);
-        free(c->shrinkers);
-        while (c->pressure_triggers) {
-                struct client_pressure_trigger *t = c->pressure_triggers;
+        free(c->restart.socket_path);
+        free(c->session.broken_reason);
+        for (size_t i = 0; i < c->ev.n; i++)
+                free(c->ev.queue[i].name);
+        free(c->ev.queue);
+        free(c->shrink.list);
+        while (c->session.pressure_triggers) {
+                struct client_pressure_trigger *t = c->session.pressure_triggers;
 
-                c->pressure_triggers = t->next;
+                c->session.pressure_triggers = t->next;
                 if (t->fd >= 0)
                         close(t->fd);
                 free(t->trigger);
@@ -77,13 +77,13 @@ void client_free(mb_client *c) {
         }
         if (!c->forked) {
                 /* A child may inherit these locked by a thread it lacks. */
-                pthread_mutex_destroy(&c->conn_lock);
-                pthread_mutex_destroy(&c->cb_lock);
-                pthread_mutex_destroy(&c->io_lock);
-                pthread_mutex_destroy(&c->send_lock);
-                pthread_mutex_destroy(&c->held_lock);
-                pthread_cond_destroy(&c->io_cond);
-                pthread_rwlock_destroy(&c->shrinker_lock);
+                pthread_mutex_destroy(&c->session.conn_lock);
+                pthread_mutex_destroy(&c->ev.lock);
+                pthread_mutex_destroy(&c->session.io_lock);
+                pthread_mutex_destroy(&c->session.send_lock);
+                pthread_mutex_destroy(&c->restart.held_lock);
+                pthread_cond_destroy(&c->session.io_cond);
+                pthread_rwlock_destroy(&c->shrink.lock);
         }
         free(c);
 }

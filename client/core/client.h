@@ -74,6 +74,85 @@ struct client_pressure_trigger {
         bool active;  /* the daemon accepted it (re-sent after a restart) */
 };
 
+/* Charging ahead of need (stock/stock_refill.c): a stock below low pages
+ * (0: never) asks the library's thread for pages ahead, while the last
+ * Grant left headroom (pages before the nearest high or max of the
+ * tenant's path, UINT64_MAX: none) for them and for all the stocks may
+ * hold. */
+struct client_refill {
+        unsigned low;
+        uint64_t headroom;             /* atomic */
+        int pending;                   /* atomic: some stock asked */
+        uint64_t misses;               /* atomic: allocations that found their stock empty */
+};
+
+/* Surviving a restart of the daemon (session/reconnect.h): the pages
+ * charged to this client (held_lock), its token, its arena's identity,
+ * where to go. */
+struct client_restart {
+        struct reconnect_held held;
+        pthread_mutex_t held_lock;     /* the held bitmap */
+        uint64_t token;
+        dev_t arena_dev;
+        ino_t arena_ino;
+        char *socket_path;
+};
+
+/* The session with the daemon (session/): its locks, the reader, the
+ * waiters, the daemon's requests, the library's thread. */
+struct client_session {
+        /* conn_lock serialises the application's exchanges with the daemon
+         * (charges, and the returns of overfull stocks). */
+        pthread_mutex_t conn_lock;
+        struct wire_conn *conn;        /* read by the reader only (io_lock) */
+        uint32_t next_seq;             /* atomic */
+        /* What the session calls above it (session.h), set by mb_connect(). */
+        const struct session_hooks *hooks;
+
+        /* io_lock guards who reads the socket, the threads waiting for
+         * replies, the daemon's queued requests and the session state;
+         * io_cond signals a change of any of them. */
+        pthread_mutex_t io_lock;
+        pthread_cond_t io_cond;
+        bool reading;                  /* a thread is reading the socket */
+        struct waiter *waiters;
+        struct daemon_request *requests; /* Reclaim/Drain to answer, in order */
+        size_t nrequests, requests_alloc;
+        int broken;                    /* negative errno once the session is lost (atomic reads) */
+        char *broken_reason;
+        bool closing;
+        bool thread_running;           /* session_thread() has started (io_lock) */
+        pthread_mutex_t send_lock;     /* one frame at a time on the socket */
+        uint64_t conn_gen;             /* connections so far: moves on at a reconnection */
+        pthread_t thread;              /* the library's thread ... */
+        bool thread_started;           /* ... unless MB_CONNECT_NO_THREAD */
+        int wake_fd;                   /* eventfd: wakes the thread from poll() */
+        int notify_fd;                 /* eventfd: work for mb_process() (NO_THREAD) */
+        int poll_fd;                   /* epoll of the socket and notify_fd: mb_get_fd() */
+        /* PSI triggers (session/pressure.c), under io_lock; pressure_ok:
+         * the daemon takes them (Welcome.pressure_triggers). */
+        struct client_pressure_trigger *pressure_triggers;
+        uint32_t pressure_last_id;
+        bool pressure_ok;
+};
+
+/* The shrinkers (stock/reclaim.c); lock is held (read) while they run. */
+struct client_shrinkers {
+        pthread_rwlock_t lock;
+        const struct mb_shrinker **list;
+        size_t n;
+};
+
+/* The application's event callback and the queued events, under lock. */
+struct client_events {
+        pthread_mutex_t lock;
+        mb_event_fn fn;
+        void *userdata;
+        struct pending_event *queue;
+        size_t n;
+        int pending;                   /* atomic hint: n > 0 */
+};
+
 struct mb_client {
         /* Read by every fast path; written only while connecting.  The
          * stocks' own fields change with their words (stock.h). */
@@ -99,82 +178,23 @@ struct mb_client {
         uint64_t arena_pages;
         uint64_t client_id;
         bool unlimited;
-        /* Charging ahead of need (stock_refill.c): a stock below refill_low
-         * pages (0: never) asks the library's thread for pages ahead,
-         * while the last Grant left headroom (pages before the nearest high
-         * or max of the tenant's path, UINT64_MAX: none) for them and for
-         * all the stocks may hold. */
-        unsigned refill_low;
-        uint64_t headroom;             /* atomic */
-        int refill_pending;            /* atomic: some stock asked */
-        uint64_t stock_misses;         /* atomic: allocations that found their stock empty */
+        struct client_refill refill;
         uint64_t reclaim_requests;     /* atomic: the daemon's Reclaim and Drain requests answered */
         char *tenant;
         struct mb_stats_region *stats;
         size_t stats_bytes;
         void **stock_pages;            /* backing of every stock's pages[] */
         unsigned flags;
-
-        /* conn_lock serialises the application's exchanges with the daemon
-         * (charges, and the returns of overfull stocks). */
-        pthread_mutex_t conn_lock;
-        struct wire_conn *conn;             /* read by the reader only (io_lock) */
-        uint32_t next_seq;             /* atomic */
         bool forked;                   /* this copy lives in a fork() child */
-        /* Surviving a restart of the daemon (reconnect.h): the pages charged
-         * to this client (held_lock), its token, its arena's identity, where
-         * to go. */
-        struct reconnect_held held;
-        uint64_t token;
-        dev_t arena_dev;
-        ino_t arena_ino;
-        char *socket_path;
 
-        /* What the session calls above it (session.h), set by mb_connect(). */
-        const struct session_hooks *hooks;
+        struct client_restart restart;
+        struct client_session session;
+        struct client_shrinkers shrink;
+        struct client_events ev;
 
-        /* io_lock guards who reads the socket, the threads waiting for
-         * replies, the daemon's queued requests and the session state;
-         * io_cond signals a change of any of them. */
-        pthread_mutex_t io_lock;
-        pthread_cond_t io_cond;
-        bool reading;                  /* a thread is reading the socket */
-        struct waiter *waiters;
-        struct daemon_request *requests; /* Reclaim/Drain to answer, in order */
-        size_t nrequests, requests_alloc;
-        int broken;                    /* negative errno once the session is lost (atomic reads) */
-        char *broken_reason;
-        bool closing;
-        bool thread_running;           /* session_thread() has started (io_lock) */
-        pthread_mutex_t send_lock;     /* one frame at a time on the socket */
-        uint64_t conn_gen;             /* connections so far: moves on at a reconnection */
-        pthread_mutex_t held_lock;     /* the held bitmap (reconnect.h) */
-        pthread_t thread;              /* the library's thread ... */
-        bool thread_started;           /* ... unless MB_CONNECT_NO_THREAD */
-        int wake_fd;                   /* eventfd: wakes the thread from poll() */
-        int notify_fd;                 /* eventfd: work for mb_process() (NO_THREAD) */
-        int poll_fd;                   /* epoll of the socket and notify_fd: mb_get_fd() */
-        /* PSI triggers (pressure.c), under io_lock; pressure_ok: the
-         * daemon takes them (Welcome.pressure_triggers). */
-        struct client_pressure_trigger *pressure_triggers;
-        uint32_t pressure_last_id;
-        bool pressure_ok;
-
-        /* shrinker_lock guards the shrinkers (read while they run). */
-        pthread_rwlock_t shrinker_lock;
-        const struct mb_shrinker **shrinkers;
-        size_t nshrinkers;
-
-        /* cb_lock guards the application's event callback and the queued
-         * events. */
-        pthread_mutex_t cb_lock;
-        mb_event_fn event_fn;
-        void *event_userdata;
-        struct pending_event *events;
-        size_t nevents;
-        int events_pending;            /* atomic hint: nevents > 0 */
-
-        mb_client *reg_prev, *reg_next; /* every live client, for fork() */
+        struct {                       /* every live client, for fork() (stock/fork.c) */
+                mb_client *prev, *next;
+        } reg;
 
         struct kmalloc_ctx *kmalloc;   /* mb_malloc()'s size classes (malloc.c),
                                         * made by the first call; atomic */

@@ -257,7 +257,7 @@ void *mb_page_alloc_contig(mb_client *c, size_t n, unsigned flags) {
                 return NULL;
         }
         {
-                MB_LOCK_GUARD(&c->conn_lock);
+                MB_LOCK_GUARD(&c->session.conn_lock);
                 r = session_broken(c) ? session_lost(c) : session_charge_contig_locked(c, (uint32_t) n, flags, &p);
         }
         session_dispatch_events(c);
@@ -493,7 +493,7 @@ void *km_run_alloc(struct kmalloc_ctx *k, size_t n, bool *ret_zeroed) {
                  * the headroom. */
                 want = MB_MIN(__atomic_load_n(&k->batched_pages, __ATOMIC_RELAXED) / 8,
                               (uint64_t) KM_RUN_BATCH_MAX_PAGES_ALL);
-                room = __atomic_load_n(&k->c->headroom, __ATOMIC_RELAXED) / 2;
+                room = __atomic_load_n(&k->c->refill.headroom, __ATOMIC_RELAXED) / 2;
                 chunk = MB_MAX(MB_MIN(want, room), (uint64_t) KM_RUN_BATCH_PAGES);
                 if (chunk >= 2 * n && room >= chunk)
                         p = mb_page_alloc_contig(k->c, chunk, MB_ALLOC_NORETRY);

@@ -302,11 +302,11 @@ static void shim_atfork_child(void) {
         shim_forked = true;
         copy = mmap(NULL, shim_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (copy != MAP_FAILED) {
-                if (c->held.bits) {
+                if (c->restart.held.bits) {
                         uint64_t run = 0, start = 0;
 
-                        for (uint64_t i = 0; i <= c->held.npages; i++) {
-                                bool set = i < c->held.npages && (c->held.bits[i / 64] >> (i % 64)) & 1;
+                        for (uint64_t i = 0; i <= c->restart.held.npages; i++) {
+                                bool set = i < c->restart.held.npages && (c->restart.held.bits[i / 64] >> (i % 64)) & 1;
 
                                 if (set && run++ == 0)
                                         start = i;

@@ -27,8 +27,8 @@
 #define PRESSURE_TRIGGER_MAX_BYTES 64
 
 static void pressure_unlink_locked(mb_client *c, struct client_pressure_trigger *t) {
-        mb_assert_mutex_held(&c->io_lock);
-        for (struct client_pressure_trigger **p = &c->pressure_triggers; *p; p = &(*p)->next)
+        mb_assert_mutex_held(&c->session.io_lock);
+        for (struct client_pressure_trigger **p = &c->session.pressure_triggers; *p; p = &(*p)->next)
                 if (*p == t) {
                         *p = t->next;
                         return;
@@ -62,36 +62,36 @@ int mb_pressure_trigger(mb_client *c, const char *trigger) {
                 return r;
         }
 
-        MB_LOCK_GUARD(&c->conn_lock);
+        MB_LOCK_GUARD(&c->session.conn_lock);
         r = session_broken(c);
         if (r < 0) {
                 pressure_free(t);
                 return session_lost(c);
         }
-        pthread_mutex_lock(&c->io_lock);
-        if (!c->pressure_ok) {
-                pthread_mutex_unlock(&c->io_lock);
+        pthread_mutex_lock(&c->session.io_lock);
+        if (!c->session.pressure_ok) {
+                pthread_mutex_unlock(&c->session.io_lock);
                 pressure_free(t);
                 mb_set_error("membrokerd has no pressure triggers");
                 return -EOPNOTSUPP;
         }
-        t->id = ++c->pressure_last_id;
-        t->next = c->pressure_triggers;
-        c->pressure_triggers = t;
-        pthread_mutex_unlock(&c->io_lock);
+        t->id = ++c->session.pressure_last_id;
+        t->next = c->session.pressure_triggers;
+        c->session.pressure_triggers = t;
+        pthread_mutex_unlock(&c->session.io_lock);
 
         r = session_pressure_trigger_locked(c, t->id, trigger);
 
-        pthread_mutex_lock(&c->io_lock);
+        pthread_mutex_lock(&c->session.io_lock);
         if (r < 0) {
                 pressure_unlink_locked(c, t);
-                pthread_mutex_unlock(&c->io_lock);
+                pthread_mutex_unlock(&c->session.io_lock);
                 pressure_free(t);
                 return r;
         }
         t->active = true;
         r = t->fd;
-        pthread_mutex_unlock(&c->io_lock);
+        pthread_mutex_unlock(&c->session.io_lock);
         return r;
 }
 
@@ -101,16 +101,16 @@ int mb_pressure_trigger_close(mb_client *c, int fd) {
 
         if (!c || fd < 0)
                 return -EBADF;
-        MB_LOCK_GUARD(&c->conn_lock);
-        pthread_mutex_lock(&c->io_lock);
-        for (t = c->pressure_triggers; t; t = t->next)
+        MB_LOCK_GUARD(&c->session.conn_lock);
+        pthread_mutex_lock(&c->session.io_lock);
+        for (t = c->session.pressure_triggers; t; t = t->next)
                 if (t->fd == fd && t->active)
                         break;
         if (t) {
                 id = t->id;
                 pressure_unlink_locked(c, t);
         }
-        pthread_mutex_unlock(&c->io_lock);
+        pthread_mutex_unlock(&c->session.io_lock);
         if (!t) {
                 mb_set_error("mb_pressure_trigger_close: %d is no pressure trigger of this client", fd);
                 return -EBADF;

@@ -53,29 +53,29 @@ int session_lost(mb_client *c) {
                              "a child of fork() must connect anew");
                 return -ECHILD;
         }
-        MB_LOCK_GUARD(&c->io_lock);
+        MB_LOCK_GUARD(&c->session.io_lock);
         mb_set_error("the connection to membrokerd is lost: %s",
-                     c->broken_reason ? c->broken_reason : "unknown reason");
-        return c->broken ? c->broken : -ECONNRESET;
+                     c->session.broken_reason ? c->session.broken_reason : "unknown reason");
+        return c->session.broken ? c->session.broken : -ECONNRESET;
 }
 
 int session_break_locked(mb_client *c, int err, const char *reason) {
-        mb_assert_mutex_held(&c->io_lock);
-        if (c->broken == 0) {
-                free(c->broken_reason);
-                c->broken_reason = strdup(reason && *reason ? reason : "unknown reason");
-                __atomic_store_n(&c->broken, err, __ATOMIC_RELEASE);
-                c->hooks->broken_locked(c);
-                c->nrequests = 0;
-                if (c->notify_fd >= 0)
-                        (void) eventfd_write(c->notify_fd, 1);
-                pthread_cond_broadcast(&c->io_cond);
+        mb_assert_mutex_held(&c->session.io_lock);
+        if (c->session.broken == 0) {
+                free(c->session.broken_reason);
+                c->session.broken_reason = strdup(reason && *reason ? reason : "unknown reason");
+                __atomic_store_n(&c->session.broken, err, __ATOMIC_RELEASE);
+                c->session.hooks->broken_locked(c);
+                c->session.nrequests = 0;
+                if (c->session.notify_fd >= 0)
+                        (void) eventfd_write(c->session.notify_fd, 1);
+                pthread_cond_broadcast(&c->session.io_cond);
         }
         return err;
 }
 
 int session_break(mb_client *c, int err) {
-        MB_LOCK_GUARD(&c->io_lock);
+        MB_LOCK_GUARD(&c->session.io_lock);
         return session_break_locked(c, err, mb_last_error());
 }
 
@@ -91,19 +91,19 @@ static void session_queue_event(mb_client *c, const char *name, uint64_t count) 
 
         if (!copy)
                 return;
-        MB_LOCK_GUARD(&c->cb_lock);
-        if (!c->event_fn) {
+        MB_LOCK_GUARD(&c->ev.lock);
+        if (!c->ev.fn) {
                 free(copy);
                 return;
         }
-        ev = realloc(c->events, (c->nevents + 1) * sizeof(*ev));
+        ev = realloc(c->ev.queue, (c->ev.n + 1) * sizeof(*ev));
         if (!ev) {
                 free(copy);
                 return;
         }
-        c->events = ev;
-        c->events[c->nevents++] = (struct pending_event) { .name = copy, .count = count };
-        __atomic_store_n(&c->events_pending, 1, __ATOMIC_RELEASE);
+        c->ev.queue = ev;
+        c->ev.queue[c->ev.n++] = (struct pending_event) { .name = copy, .count = count };
+        __atomic_store_n(&c->ev.pending, 1, __ATOMIC_RELEASE);
 }
 
 void session_dispatch_events(mb_client *c) {
@@ -112,17 +112,17 @@ void session_dispatch_events(mb_client *c) {
         mb_event_fn fn;
         void *userdata;
 
-        if (!__atomic_load_n(&c->events_pending, __ATOMIC_ACQUIRE))
+        if (!__atomic_load_n(&c->ev.pending, __ATOMIC_ACQUIRE))
                 return;
         session_assert_unlocked(c);
-        pthread_mutex_lock(&c->cb_lock);
-        evs = TAKE_PTR(c->events);
-        n = c->nevents;
-        c->nevents = 0;
-        __atomic_store_n(&c->events_pending, 0, __ATOMIC_RELAXED);
-        fn = c->event_fn;
-        userdata = c->event_userdata;
-        pthread_mutex_unlock(&c->cb_lock);
+        pthread_mutex_lock(&c->ev.lock);
+        evs = TAKE_PTR(c->ev.queue);
+        n = c->ev.n;
+        c->ev.n = 0;
+        __atomic_store_n(&c->ev.pending, 0, __ATOMIC_RELAXED);
+        fn = c->ev.fn;
+        userdata = c->ev.userdata;
+        pthread_mutex_unlock(&c->ev.lock);
 
         for (size_t i = 0; i < n; i++) {
                 if (fn)
@@ -139,7 +139,7 @@ static int session_cmp_ptr(const void *a, const void *b) {
 }
 
 uint32_t session_next_seq(mb_client *c) {
-        return __atomic_add_fetch(&c->next_seq, 1, __ATOMIC_RELAXED);
+        return __atomic_add_fetch(&c->session.next_seq, 1, __ATOMIC_RELAXED);
 }
 
 /*
@@ -148,23 +148,23 @@ uint32_t session_next_seq(mb_client *c) {
  * out (under send_lock, which a reconnection holds: reconnect.h).
  */
 static int session_send(mb_client *c, const Mb__Msg *msg) {
-        MB_LOCK_GUARD(&c->send_lock);
+        MB_LOCK_GUARD(&c->session.send_lock);
 
-        if (msg->body_case == MB__MSG__BODY_UNCHARGE && c->held.bits) {
-                MB_LOCK_GUARD(&c->held_lock);
+        if (msg->body_case == MB__MSG__BODY_UNCHARGE && c->restart.held.bits) {
+                MB_LOCK_GUARD(&c->restart.held_lock);
 
                 for (size_t i = 0; i < msg->uncharge->n_extents; i++)
-                        reconnect_held_clear(&c->held, msg->uncharge->extents[i]->start,
+                        reconnect_held_clear(&c->restart.held, msg->uncharge->extents[i]->start,
                                              msg->uncharge->extents[i]->count);
         }
-        return wire_conn_send(c->conn, msg);
+        return wire_conn_send(c->session.conn, msg);
 }
 
 /* The end of the connection without an Error: the daemon went away (a
  * restart).  Can this session be carried over? */
 bool session_can_reconnect(const mb_client *c, int err) {
-        return err == -ECONNRESET && c->token != 0 && !c->forked && session_broken(c) == 0 && c->held.bits &&
-               !c->closing;
+        return err == -ECONNRESET && c->restart.token != 0 && !c->forked && session_broken(c) == 0 && c->restart.held.bits &&
+               !c->session.closing;
 }
 
 /* An Ack for an Uncharge lost with the previous daemon: its pages are not
@@ -189,7 +189,7 @@ static int session_lost_ack(uint32_t seq, Mb__Msg **ret) {
 static int session_read_failed(mb_client *c, int r) {
         if (!session_can_reconnect(c, r))
                 return r;
-        return c->hooks->reconnect(c);
+        return c->session.hooks->reconnect(c);
 }
 
 static int session_call(mb_client *c, const Mb__Msg *req, uint32_t seq, Mb__Msg **ret);
@@ -220,7 +220,7 @@ static int session_uncharge_frames(mb_client *c, void **pages, size_t n, Mb__Unc
         int r;
 
         if (wait)
-                mb_assert_mutex_held(&c->conn_lock);
+                mb_assert_mutex_held(&c->session.conn_lock);
         if (n == 0 && !has_reply_to)
                 return 0;
         ext = calloc(MB_FRAME_MAX_EXTENTS, sizeof(*ext));
@@ -312,18 +312,18 @@ static bool session_reply_seq(const Mb__Msg *m, uint32_t *ret) {
 }
 
 static void session_queue_request(mb_client *c, uint32_t seq, uint64_t pages) {
-        if (c->nrequests == c->requests_alloc) {
-                size_t a = MB_MAX(c->requests_alloc * 2, (size_t) 4);
-                struct daemon_request *v = realloc(c->requests, a * sizeof(*v));
+        if (c->session.nrequests == c->session.requests_alloc) {
+                size_t a = MB_MAX(c->session.requests_alloc * 2, (size_t) 4);
+                struct daemon_request *v = realloc(c->session.requests, a * sizeof(*v));
 
                 if (!v) {
                         /* Unanswered, the daemon skips us after its timeout. */
                         return;
                 }
-                c->requests = v;
-                c->requests_alloc = a;
+                c->session.requests = v;
+                c->session.requests_alloc = a;
         }
-        c->requests[c->nrequests++] = (struct daemon_request) { .seq = seq, .pages = pages };
+        c->session.requests[c->session.nrequests++] = (struct daemon_request) { .seq = seq, .pages = pages };
 }
 
 /* Hand one frame from the daemon to whom it concerns.  io_lock held; takes
@@ -331,26 +331,26 @@ static void session_queue_request(mb_client *c, uint32_t seq, uint64_t pages) {
 static void session_dispatch_locked(mb_client *c, Mb__Msg *m) {
         uint32_t seq;
 
-        mb_assert_mutex_held(&c->io_lock);
+        mb_assert_mutex_held(&c->session.io_lock);
         switch (m->body_case) {
         case MB__MSG__BODY_GRANT:
         case MB__MSG__BODY_ACK:
         case MB__MSG__BODY_ERROR:
                 if (session_reply_seq(m, &seq))
-                        for (struct waiter *w = c->waiters; w; w = w->next)
+                        for (struct waiter *w = c->session.waiters; w; w = w->next)
                                 if (!w->done && w->seq == seq) {
-                                        if (m->body_case == MB__MSG__BODY_GRANT && c->held.bits) {
+                                        if (m->body_case == MB__MSG__BODY_GRANT && c->restart.held.bits) {
                                                 /* Ours to re-claim after a restart from the
                                                  * moment they arrive (reconnect.h). */
-                                                MB_LOCK_GUARD(&c->held_lock);
+                                                MB_LOCK_GUARD(&c->restart.held_lock);
 
                                                 for (size_t i = 0; i < m->grant->n_extents; i++)
-                                                        reconnect_held_set(&c->held, m->grant->extents[i]->start,
+                                                        reconnect_held_set(&c->restart.held, m->grant->extents[i]->start,
                                                                            m->grant->extents[i]->count);
                                         }
                                         w->reply = m;
                                         w->done = true;
-                                        pthread_cond_broadcast(&c->io_cond);
+                                        pthread_cond_broadcast(&c->session.io_cond);
                                         return;
                                 }
                 if (m->body_case == MB__MSG__BODY_ACK)
@@ -364,20 +364,20 @@ static void session_dispatch_locked(mb_client *c, Mb__Msg *m) {
                 break;
         case MB__MSG__BODY_RECLAIM:
                 session_queue_request(c, m->reclaim->seq, m->reclaim->pages);
-                pthread_cond_broadcast(&c->io_cond);
+                pthread_cond_broadcast(&c->session.io_cond);
                 break;
         case MB__MSG__BODY_DRAIN:
                 session_queue_request(c, m->drain->seq, UINT64_MAX);
-                pthread_cond_broadcast(&c->io_cond);
+                pthread_cond_broadcast(&c->session.io_cond);
                 break;
         case MB__MSG__BODY_EVENT:
                 session_queue_event(c, m->event->event, m->event->count);
-                pthread_cond_broadcast(&c->io_cond);
+                pthread_cond_broadcast(&c->session.io_cond);
                 break;
         case MB__MSG__BODY_PRESSURE_EVENT:
                 /* The kernel's trigger fd polls readable: ours is an
                  * eventfd, made readable here. */
-                for (struct client_pressure_trigger *t = c->pressure_triggers; t; t = t->next)
+                for (struct client_pressure_trigger *t = c->session.pressure_triggers; t; t = t->next)
                         if (t->id == m->pressure_event->id && t->fd >= 0)
                                 (void) eventfd_write(t->fd, 1);
                 break;
@@ -403,18 +403,18 @@ static void session_dispatch_locked(mb_client *c, Mb__Msg *m) {
 static int session_read(mb_client *c, bool block, bool wake, const struct waiter *until) {
         int n = 0;
 
-        mb_assert_mutex_not_held(&c->io_lock);
-        mb_assert_debug(c->reading);
+        mb_assert_mutex_not_held(&c->session.io_lock);
+        mb_assert_debug(c->session.reading);
         for (;;) {
                 Mb__Msg *m;
                 bool done;
                 int r;
 
-                r = wire_conn_recv(c->conn, false, &m);
+                r = wire_conn_recv(c->session.conn, false, &m);
                 if (r == -EAGAIN) {
                         struct pollfd p[2] = {
-                                { .fd = c->conn->fd, .events = POLLIN },
-                                { .fd = wake ? c->wake_fd : -1, .events = POLLIN },
+                                { .fd = c->session.conn->fd, .events = POLLIN },
+                                { .fd = wake ? c->session.wake_fd : -1, .events = POLLIN },
                         };
 
                         if (!block || n > 0)
@@ -427,20 +427,20 @@ static int session_read(mb_client *c, bool block, bool wake, const struct waiter
                         if (p[1].revents) {
                                 eventfd_t v;
 
-                                (void) eventfd_read(c->wake_fd, &v);
+                                (void) eventfd_read(c->session.wake_fd, &v);
                                 return n;
                         }
                         continue;
                 }
                 if (r < 0)
                         return r;
-                if (c->conn->nfds > 0)
-                        wire_conn_close_fds(c->conn); /* only the Welcome carries descriptors */
+                if (c->session.conn->nfds > 0)
+                        wire_conn_close_fds(c->session.conn); /* only the Welcome carries descriptors */
 
-                pthread_mutex_lock(&c->io_lock);
+                pthread_mutex_lock(&c->session.io_lock);
                 session_dispatch_locked(c, m);
                 done = until && until->done;
-                pthread_mutex_unlock(&c->io_lock);
+                pthread_mutex_unlock(&c->session.io_lock);
                 n++;
                 if (done)
                         return n;
@@ -451,12 +451,12 @@ static int session_read(mb_client *c, bool block, bool wake, const struct waiter
  * MB_CONNECT_NO_THREAD make mb_get_fd() readable while a whole frame or a
  * request waits, since the socket alone would not say so. */
 static void session_reader_done_locked(mb_client *c) {
-        mb_assert_mutex_held(&c->io_lock);
-        mb_assert_debug(c->reading);
-        if (!c->thread_started && c->notify_fd >= 0 && (wire_conn_has_frame(c->conn) || c->nrequests > 0))
-                (void) eventfd_write(c->notify_fd, 1);
-        c->reading = false;
-        pthread_cond_broadcast(&c->io_cond);
+        mb_assert_mutex_held(&c->session.io_lock);
+        mb_assert_debug(c->session.reading);
+        if (!c->session.thread_started && c->session.notify_fd >= 0 && (wire_conn_has_frame(c->session.conn) || c->session.nrequests > 0))
+                (void) eventfd_write(c->session.notify_fd, 1);
+        c->session.reading = false;
+        pthread_cond_broadcast(&c->session.io_cond);
 }
 
 /*
@@ -469,22 +469,22 @@ static void session_reader_done_locked(mb_client *c) {
 static void session_read_turn_locked(mb_client *c, bool wake, const struct waiter *until) {
         int r;
 
-        mb_assert_mutex_held(&c->io_lock);
-        mb_assert_debug(!c->reading);
-        c->reading = true;
-        pthread_mutex_unlock(&c->io_lock);
+        mb_assert_mutex_held(&c->session.io_lock);
+        mb_assert_debug(!c->session.reading);
+        c->session.reading = true;
+        pthread_mutex_unlock(&c->session.io_lock);
         r = session_read(c, true, wake, until);
         if (r < 0)
                 r = session_read_failed(c, r);
-        pthread_mutex_lock(&c->io_lock);
+        pthread_mutex_lock(&c->session.io_lock);
         if (r < 0)
                 session_break_locked(c, r, mb_last_error());
         session_reader_done_locked(c);
 }
 
 static void session_waiter_unlink_locked(mb_client *c, struct waiter *w) {
-        mb_assert_mutex_held(&c->io_lock);
-        for (struct waiter **p = &c->waiters; *p; p = &(*p)->next)
+        mb_assert_mutex_held(&c->session.io_lock);
+        for (struct waiter **p = &c->session.waiters; *p; p = &(*p)->next)
                 if (*p == w) {
                         *p = w->next;
                         return;
@@ -504,27 +504,27 @@ static void session_waiter_unlink_locked(mb_client *c, struct waiter *w) {
 static int session_call(mb_client *c, const Mb__Msg *req, uint32_t seq, Mb__Msg **ret) {
         struct waiter w = { .seq = seq };
         /* The thread that answers the daemon's requests is this one. */
-        bool self_answers = c->thread_started && mb_library_thread && pthread_equal(pthread_self(), c->thread);
+        bool self_answers = c->session.thread_started && mb_library_thread && pthread_equal(pthread_self(), c->session.thread);
         uint64_t gen;
         Mb__Msg *m;
         int r;
 
-        mb_assert_mutex_held(&c->conn_lock);
-        pthread_mutex_lock(&c->io_lock);
-        if (c->broken) {
-                pthread_mutex_unlock(&c->io_lock);
+        mb_assert_mutex_held(&c->session.conn_lock);
+        pthread_mutex_lock(&c->session.io_lock);
+        if (c->session.broken) {
+                pthread_mutex_unlock(&c->session.io_lock);
                 return session_lost(c);
         }
         /* Registered before sending: the reply cannot come too early. */
-        w.next = c->waiters;
-        c->waiters = &w;
+        w.next = c->session.waiters;
+        c->session.waiters = &w;
 resend:
-        gen = c->conn_gen;
-        pthread_mutex_unlock(&c->io_lock);
+        gen = c->session.conn_gen;
+        pthread_mutex_unlock(&c->session.io_lock);
 
         r = session_send(c, req);
 
-        pthread_mutex_lock(&c->io_lock);
+        pthread_mutex_lock(&c->session.io_lock);
         if (r < 0 && !session_can_reconnect(c, r)) {
                 char reason[MB_ERROR_MESSAGE_BYTES];
                 struct timespec deadline;
@@ -532,38 +532,38 @@ resend:
                 session_waiter_unlink_locked(c, &w);
                 snprintf(reason, sizeof(reason), "%s", mb_last_error());
                 /* The daemon may have said why before it closed. */
-                if (!c->reading) {
-                        c->reading = true;
-                        pthread_mutex_unlock(&c->io_lock);
+                if (!c->session.reading) {
+                        c->session.reading = true;
+                        pthread_mutex_unlock(&c->session.io_lock);
                         (void) session_read(c, false, false, NULL);
-                        pthread_mutex_lock(&c->io_lock);
+                        pthread_mutex_lock(&c->session.io_lock);
                         session_reader_done_locked(c);
                 } else {
                         clock_gettime(CLOCK_MONOTONIC, &deadline);
                         deadline.tv_sec += 1;
-                        while (!c->broken && pthread_cond_timedwait(&c->io_cond, &c->io_lock, &deadline) == 0)
+                        while (!c->session.broken && pthread_cond_timedwait(&c->session.io_cond, &c->session.io_lock, &deadline) == 0)
                                 ;
                 }
                 session_break_locked(c, r, reason);
-                mb_set_error("%s", c->broken_reason);
-                r = c->broken;
-                pthread_mutex_unlock(&c->io_lock);
+                mb_set_error("%s", c->session.broken_reason);
+                r = c->session.broken;
+                pthread_mutex_unlock(&c->session.io_lock);
                 return r;
         }
         /* A failed send on a connection that can be carried over: the
          * reader finds its end, reconnects, and conn_gen moves on. */
 
-        while (!w.done && !c->broken) {
-                if (c->conn_gen != gen) {
+        while (!w.done && !c->session.broken) {
+                if (c->session.conn_gen != gen) {
                         /* Lost with the daemon that went away. */
                         if (req->body_case == MB__MSG__BODY_UNCHARGE) {
                                 session_waiter_unlink_locked(c, &w);
-                                pthread_mutex_unlock(&c->io_lock);
+                                pthread_mutex_unlock(&c->session.io_lock);
                                 return session_lost_ack(seq, ret);
                         }
                         goto resend;
                 }
-                if (self_answers && c->nrequests > 0) {
+                if (self_answers && c->session.nrequests > 0) {
                         /* The library's thread waits for its own call (a
                          * charge ahead that met the limit after all, or a
                          * callback's): the daemon's Drain or Reclaim for
@@ -572,32 +572,32 @@ resend:
                          * reclaims in the charging task's own context.
                          * Left for the thread, it would wait out
                          * ReclaimTimeoutMSec= for itself. */
-                        pthread_mutex_unlock(&c->io_lock);
-                        c->hooks->run_requests(c);
-                        pthread_mutex_lock(&c->io_lock);
+                        pthread_mutex_unlock(&c->session.io_lock);
+                        c->session.hooks->run_requests(c);
+                        pthread_mutex_lock(&c->session.io_lock);
                         continue;
                 }
-                if (c->reading) {
-                        pthread_cond_wait(&c->io_cond, &c->io_lock);
+                if (c->session.reading) {
+                        pthread_cond_wait(&c->session.io_cond, &c->session.io_lock);
                         continue;
                 }
                 session_read_turn_locked(c, false, &w);
-                if (!c->thread_started && c->nrequests > 0 && !w.done && !c->broken) {
+                if (!c->session.thread_started && c->session.nrequests > 0 && !w.done && !c->session.broken) {
                         /* Nobody else will answer: direct reclaim. */
-                        pthread_mutex_unlock(&c->io_lock);
-                        c->hooks->run_requests(c);
-                        pthread_mutex_lock(&c->io_lock);
+                        pthread_mutex_unlock(&c->session.io_lock);
+                        c->session.hooks->run_requests(c);
+                        pthread_mutex_lock(&c->session.io_lock);
                 }
         }
         session_waiter_unlink_locked(c, &w);
         if (!w.done) {
                 /* The session broke while we waited: its reason is ours. */
-                mb_set_error("%s", c->broken_reason ? c->broken_reason : "the connection to membrokerd is lost");
-                r = c->broken;
-                pthread_mutex_unlock(&c->io_lock);
+                mb_set_error("%s", c->session.broken_reason ? c->session.broken_reason : "the connection to membrokerd is lost");
+                r = c->session.broken;
+                pthread_mutex_unlock(&c->session.io_lock);
                 return r;
         }
-        pthread_mutex_unlock(&c->io_lock);
+        pthread_mutex_unlock(&c->session.io_lock);
 
         m = w.reply;
         if (m->body_case == MB__MSG__BODY_ERROR) {
@@ -634,19 +634,19 @@ int session_pressure_trigger_locked(mb_client *c, uint32_t id, const char *trigg
 }
 
 void session_pressure_resend_locked(mb_client *c) {
-        mb_assert_mutex_held(&c->io_lock);
-        for (struct client_pressure_trigger *t = c->pressure_triggers; t; t = t->next) {
+        mb_assert_mutex_held(&c->session.io_lock);
+        for (struct client_pressure_trigger *t = c->session.pressure_triggers; t; t = t->next) {
                 Mb__PressureTrigger pt = MB__PRESSURE_TRIGGER__INIT;
                 Mb__Msg msg = MB__MSG__INIT;
 
-                if (!t->active || !c->pressure_ok)
+                if (!t->active || !c->session.pressure_ok)
                         continue;
                 pt.seq = session_next_seq(c);
                 pt.id = t->id;
                 pt.trigger = t->trigger;
                 msg.body_case = MB__MSG__BODY_PRESSURE_TRIGGER;
                 msg.pressure_trigger = &pt;
-                (void) wire_conn_send(c->conn, &msg);
+                (void) wire_conn_send(c->session.conn, &msg);
         }
 }
 
@@ -690,7 +690,7 @@ int session_charge_locked(mb_client *c, uint32_t n, uint32_t need, void **out, s
                         out[got++] = c->base + ((e->start + k) << c->page_shift);
         }
         batch = reply->grant->has_charge_batch ? reply->grant->charge_batch : 0;
-        __atomic_store_n(&c->headroom,
+        __atomic_store_n(&c->refill.headroom,
                          reply->grant->has_headroom ? reply->grant->headroom : c->unlimited ? UINT64_MAX : 0,
                          __ATOMIC_RELAXED);
         mb__msg__free_unpacked(reply, NULL);
@@ -698,7 +698,7 @@ int session_charge_locked(mb_client *c, uint32_t n, uint32_t need, void **out, s
                 return session_protocol_error(c, "a Grant carries fewer pages than charged");
         *ret_got = got;
         if (batch > 0)
-                (void) c->hooks->batch_changed_locked(c, batch);
+                (void) c->session.hooks->batch_changed_locked(c, batch);
         return 0;
 }
 
@@ -735,12 +735,12 @@ int session_charge_contig_locked(mb_client *c, uint32_t n, unsigned flags, void 
         }
         *ret = c->base + (e->start << c->page_shift);
         batch = reply->grant->has_charge_batch ? reply->grant->charge_batch : 0;
-        __atomic_store_n(&c->headroom,
+        __atomic_store_n(&c->refill.headroom,
                          reply->grant->has_headroom ? reply->grant->headroom : c->unlimited ? UINT64_MAX : 0,
                          __ATOMIC_RELAXED);
         mb__msg__free_unpacked(reply, NULL);
         if (batch > 0)
-                (void) c->hooks->batch_changed_locked(c, batch);
+                (void) c->session.hooks->batch_changed_locked(c, batch);
         return 0;
 }
 
@@ -786,30 +786,30 @@ void *session_thread(void *userdata) {
         mb_library_thread = true;
         mb_client *c = userdata;
 
-        pthread_mutex_lock(&c->io_lock);
-        c->thread_running = true;
-        pthread_cond_broadcast(&c->io_cond);
-        while (!c->closing) {
-                if (c->nrequests > 0 || __atomic_load_n(&c->events_pending, __ATOMIC_ACQUIRE)) {
-                        pthread_mutex_unlock(&c->io_lock);
-                        c->hooks->run_requests(c);
+        pthread_mutex_lock(&c->session.io_lock);
+        c->session.thread_running = true;
+        pthread_cond_broadcast(&c->session.io_cond);
+        while (!c->session.closing) {
+                if (c->session.nrequests > 0 || __atomic_load_n(&c->ev.pending, __ATOMIC_ACQUIRE)) {
+                        pthread_mutex_unlock(&c->session.io_lock);
+                        c->session.hooks->run_requests(c);
                         session_dispatch_events(c);
-                        pthread_mutex_lock(&c->io_lock);
+                        pthread_mutex_lock(&c->session.io_lock);
                         continue;
                 }
-                if (__atomic_load_n(&c->refill_pending, __ATOMIC_ACQUIRE) && !c->broken) {
-                        pthread_mutex_unlock(&c->io_lock);
-                        c->hooks->refill(c);
-                        pthread_mutex_lock(&c->io_lock);
+                if (__atomic_load_n(&c->refill.pending, __ATOMIC_ACQUIRE) && !c->session.broken) {
+                        pthread_mutex_unlock(&c->session.io_lock);
+                        c->session.hooks->refill(c);
+                        pthread_mutex_lock(&c->session.io_lock);
                         continue;
                 }
-                if (c->reading || c->broken) {
-                        pthread_cond_wait(&c->io_cond, &c->io_lock);
+                if (c->session.reading || c->session.broken) {
+                        pthread_cond_wait(&c->session.io_cond, &c->session.io_lock);
                         continue;
                 }
                 session_read_turn_locked(c, true, NULL);
         }
-        pthread_mutex_unlock(&c->io_lock);
+        pthread_mutex_unlock(&c->session.io_lock);
         return NULL;
 }
 
@@ -818,7 +818,7 @@ void *session_thread(void *userdata) {
 int mb_get_fd(mb_client *c) {
         if (c->forked)
                 return session_lost(c);
-        return c->poll_fd;
+        return c->session.poll_fd;
 }
 
 int mb_process(mb_client *c) {
@@ -827,20 +827,20 @@ int mb_process(mb_client *c) {
 
         if (c->forked)
                 return session_lost(c);
-        (void) eventfd_read(c->notify_fd, &v);
-        pthread_mutex_lock(&c->io_lock);
-        if (!c->broken && !c->reading) {
-                c->reading = true;
-                pthread_mutex_unlock(&c->io_lock);
+        (void) eventfd_read(c->session.notify_fd, &v);
+        pthread_mutex_lock(&c->session.io_lock);
+        if (!c->session.broken && !c->session.reading) {
+                c->session.reading = true;
+                pthread_mutex_unlock(&c->session.io_lock);
                 r = session_read(c, false, false, NULL);
-                pthread_mutex_lock(&c->io_lock);
+                pthread_mutex_lock(&c->session.io_lock);
                 if (r < 0)
                         session_break_locked(c, r, mb_last_error());
                 session_reader_done_locked(c);
         }
-        pthread_mutex_unlock(&c->io_lock);
+        pthread_mutex_unlock(&c->session.io_lock);
         /* Another thread may be reading: then it handles what comes. */
-        c->hooks->run_requests(c);
+        c->session.hooks->run_requests(c);
         session_dispatch_events(c);
         if (session_broken(c))
                 return session_lost(c);
@@ -848,15 +848,15 @@ int mb_process(mb_client *c) {
 }
 
 int mb_set_event_callback(mb_client *c, mb_event_fn fn, void *userdata) {
-        MB_LOCK_GUARD(&c->cb_lock);
+        MB_LOCK_GUARD(&c->ev.lock);
 
-        c->event_fn = fn;
-        c->event_userdata = userdata;
+        c->ev.fn = fn;
+        c->ev.userdata = userdata;
         return 0;
 }
 
 void session_done(mb_client *c) {
-        wire_conn_free(c->conn);
-        c->conn = NULL;
-        reconnect_held_done(&c->held);
+        wire_conn_free(c->session.conn);
+        c->session.conn = NULL;
+        reconnect_held_done(&c->restart.held);
 }

@@ -41,17 +41,17 @@ void session_done(mb_client *c);
 
 /* Negative errno once the session is lost, else 0 (no lock needed). */
 static inline int session_broken(const mb_client *c) {
-        return __atomic_load_n(&c->broken, __ATOMIC_ACQUIRE);
+        return __atomic_load_n(&c->session.broken, __ATOMIC_ACQUIRE);
 }
 
 /* "No library lock held" (the application's callbacks may call back into
  * the library), asserted in debug builds. */
 #define session_assert_unlocked(c)                          \
         do {                                                \
-                mb_assert_mutex_not_held(&(c)->conn_lock);  \
-                mb_assert_mutex_not_held(&(c)->io_lock);    \
-                mb_assert_mutex_not_held(&(c)->send_lock);  \
-                mb_assert_mutex_not_held(&(c)->cb_lock);    \
+                mb_assert_mutex_not_held(&(c)->session.conn_lock);  \
+                mb_assert_mutex_not_held(&(c)->session.io_lock);    \
+                mb_assert_mutex_not_held(&(c)->session.send_lock);  \
+                mb_assert_mutex_not_held(&(c)->ev.lock);    \
         } while (0)
 
 /**

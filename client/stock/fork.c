@@ -32,7 +32,7 @@ static void client_registry_parent(void) {
  * refuses with -ECHILD) without writing anything the parent shares: the
  * stocks are private memory, the stats region and the arena are not. */
 static void client_registry_child(void) {
-        for (mb_client *c = client_registry_head; c; c = c->reg_next) {
+        for (mb_client *c = client_registry_head; c; c = c->reg.next) {
                 c->forked = true;
                 /* Atomic mode: taking a stock's lock in rseq mode rewrites
                  * the CPU's stats slot (stock.h), which is the parent's. */
@@ -56,20 +56,20 @@ void client_registry_add(mb_client *c) {
         (void) pthread_once(&client_registry_once, client_registry_init);
         MB_LOCK_GUARD(&client_registry_lock);
 
-        c->reg_next = client_registry_head;
+        c->reg.next = client_registry_head;
         if (client_registry_head)
-                client_registry_head->reg_prev = c;
+                client_registry_head->reg.prev = c;
         client_registry_head = c;
 }
 
 void client_registry_remove(mb_client *c) {
         MB_LOCK_GUARD(&client_registry_lock);
 
-        if (c->reg_prev)
-                c->reg_prev->reg_next = c->reg_next;
+        if (c->reg.prev)
+                c->reg.prev->reg.next = c->reg.next;
         else if (client_registry_head == c)
-                client_registry_head = c->reg_next;
-        if (c->reg_next)
-                c->reg_next->reg_prev = c->reg_prev;
-        c->reg_prev = c->reg_next = NULL;
+                client_registry_head = c->reg.next;
+        if (c->reg.next)
+                c->reg.next->reg.prev = c->reg.prev;
+        c->reg.prev = c->reg.next = NULL;
 }

@@ -67,26 +67,26 @@ static int reclaim_ctx_add(struct reclaim_ctx *ctx, void **pages, size_t n) {
  * shrinker_lock for reading, so they may free pages (not allocate them).
  */
 static bool reclaim_has_shrinkers(mb_client *c) {
-        MB_RDLOCK_GUARD(&c->shrinker_lock);
-        return c->nshrinkers > 0;
+        MB_RDLOCK_GUARD(&c->shrink.lock);
+        return c->shrink.n > 0;
 }
 
 static unsigned long reclaim_shrink(mb_client *c, unsigned long want) {
         unsigned long total = 0, freed = 0;
         _cleanup_(freep) unsigned long *counts = NULL;
 
-        mb_assert_mutex_not_held(&c->io_lock);
-        MB_RDLOCK_GUARD(&c->shrinker_lock);
-        if (c->nshrinkers == 0)
+        mb_assert_mutex_not_held(&c->session.io_lock);
+        MB_RDLOCK_GUARD(&c->shrink.lock);
+        if (c->shrink.n == 0)
                 return 0;
-        counts = calloc(c->nshrinkers, sizeof(*counts));
+        counts = calloc(c->shrink.n, sizeof(*counts));
         if (!counts)
                 return 0;
-        for (size_t i = 0; i < c->nshrinkers; i++) {
-                counts[i] = c->shrinkers[i]->count(c->shrinkers[i]->userdata);
+        for (size_t i = 0; i < c->shrink.n; i++) {
+                counts[i] = c->shrink.list[i]->count(c->shrink.list[i]->userdata);
                 total += counts[i];
         }
-        for (size_t i = 0; i < c->nshrinkers && total > 0 && freed < want; i++) {
+        for (size_t i = 0; i < c->shrink.n && total > 0 && freed < want; i++) {
                 unsigned long nr;
 
                 if (counts[i] == 0)
@@ -95,7 +95,7 @@ static unsigned long reclaim_shrink(mb_client *c, unsigned long want) {
                  * shrinker with little to give. */
                 nr = (unsigned long) (((unsigned __int128) want * counts[i] + total - 1) / total);
                 nr = MB_MIN(nr, MB_MIN(counts[i], want - freed));
-                freed += c->shrinkers[i]->scan(c->shrinkers[i]->userdata, nr);
+                freed += c->shrink.list[i]->scan(c->shrink.list[i]->userdata, nr);
         }
         return freed;
 }
@@ -185,18 +185,18 @@ int reclaim_collect_run(mb_client *c, void *first, size_t n) {
 }
 
 void reclaim_run_requests(mb_client *c) {
-        mb_assert_mutex_not_held(&c->io_lock);
+        mb_assert_mutex_not_held(&c->session.io_lock);
         for (;;) {
                 struct daemon_request rq;
 
                 {
-                        MB_LOCK_GUARD(&c->io_lock);
+                        MB_LOCK_GUARD(&c->session.io_lock);
 
-                        if (c->nrequests == 0 || c->broken)
+                        if (c->session.nrequests == 0 || c->session.broken)
                                 return;
-                        rq = c->requests[0];
-                        memmove(c->requests, c->requests + 1, (c->nrequests - 1) * sizeof(*c->requests));
-                        c->nrequests--;
+                        rq = c->session.requests[0];
+                        memmove(c->session.requests, c->session.requests + 1, (c->session.nrequests - 1) * sizeof(*c->session.requests));
+                        c->session.nrequests--;
                 }
                 reclaim_answer(c, &rq);
         }
@@ -209,29 +209,29 @@ int mb_register_shrinker(mb_client *c, const struct mb_shrinker *s) {
                 mb_set_error("mb_register_shrinker: a shrinker needs count() and scan()");
                 return -EINVAL;
         }
-        MB_WRLOCK_GUARD(&c->shrinker_lock);
-        for (size_t i = 0; i < c->nshrinkers; i++)
-                if (c->shrinkers[i] == s) {
+        MB_WRLOCK_GUARD(&c->shrink.lock);
+        for (size_t i = 0; i < c->shrink.n; i++)
+                if (c->shrink.list[i] == s) {
                         mb_set_error("mb_register_shrinker: already registered");
                         return -EEXIST;
                 }
-        v = realloc(c->shrinkers, (c->nshrinkers + 1) * sizeof(*v));
+        v = realloc(c->shrink.list, (c->shrink.n + 1) * sizeof(*v));
         if (!v)
                 return -ENOMEM;
-        c->shrinkers = v;
-        c->shrinkers[c->nshrinkers++] = s;
+        c->shrink.list = v;
+        c->shrink.list[c->shrink.n++] = s;
         return 0;
 }
 
 int mb_unregister_shrinker(mb_client *c, const struct mb_shrinker *s) {
         /* Waits for a reclaim that is running the shrinkers (like the
          * kernel's unregister_shrinker()). */
-        MB_WRLOCK_GUARD(&c->shrinker_lock);
-        for (size_t i = 0; i < c->nshrinkers; i++)
-                if (c->shrinkers[i] == s) {
-                        memmove(c->shrinkers + i, c->shrinkers + i + 1,
-                                (c->nshrinkers - i - 1) * sizeof(*c->shrinkers));
-                        c->nshrinkers--;
+        MB_WRLOCK_GUARD(&c->shrink.lock);
+        for (size_t i = 0; i < c->shrink.n; i++)
+                if (c->shrink.list[i] == s) {
+                        memmove(c->shrink.list + i, c->shrink.list + i + 1,
+                                (c->shrink.n - i - 1) * sizeof(*c->shrink.list));
+                        c->shrink.n--;
                         return 0;
                 }
         mb_set_error("mb_unregister_shrinker: not registered");

@@ -518,7 +518,7 @@ static int stock_charge_batched_locked(mb_client *c, void **out, size_t n, unsig
         size_t want = MB_MAX(n, (size_t) c->charge_batch), got = 0;
         int r;
 
-        mb_assert_mutex_held(&c->conn_lock);
+        mb_assert_mutex_held(&c->session.conn_lock);
         if (want == n)
                 return session_charge_locked(c, (uint32_t) n, (uint32_t) n, out, &got, flags);
         buf = malloc(want * sizeof(void *));
@@ -530,7 +530,7 @@ static int stock_charge_batched_locked(mb_client *c, void **out, size_t n, unsig
         memcpy(out, buf, n * sizeof(void *));
         /* Without the library's thread nothing charges ahead and populates:
          * fault the batch in here, for less than its faults would cost. */
-        if (!c->thread_started)
+        if (!c->session.thread_started)
                 stock_populate_pages(c, buf, got);
         /* The extra pages are ours whatever happens next. */
         if (got > n)
@@ -543,7 +543,7 @@ static int stock_alloc_locked(mb_client *c, void **out, size_t n, unsigned flags
         size_t got;
         int r = 0;
 
-        mb_assert_mutex_held(&c->conn_lock);
+        mb_assert_mutex_held(&c->session.conn_lock);
         got = stock_take_local(c, out, n);
         while (got < n) {
                 size_t chunk = MB_MIN(n - got, (size_t) MB_CHARGE_MAX_PAGES), k;
@@ -584,7 +584,7 @@ static int stock_alloc_locked(mb_client *c, void **out, size_t n, unsigned flags
 static int stock_alloc_slow(mb_client *c, void **out, size_t n, unsigned flags) {
         int r;
 
-        __atomic_add_fetch(&c->stock_misses, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&c->refill.misses, 1, __ATOMIC_RELAXED);
         if (c->forked)
                 return session_lost(c);
         if (reclaim_running(c)) {
@@ -593,7 +593,7 @@ static int stock_alloc_slow(mb_client *c, void **out, size_t n, unsigned flags) 
                 return -EDEADLK;
         }
         {
-                MB_LOCK_GUARD(&c->conn_lock);
+                MB_LOCK_GUARD(&c->session.conn_lock);
                 r = session_broken(c) ? session_lost(c) : stock_alloc_locked(c, out, n, flags);
         }
         if (r == 0) {

@@ -271,7 +271,7 @@ void stock_refill_kick(mb_client *c, unsigned cpu);
 
 /* Whether a pop that left @nr pages in its stock should ask for a batch. */
 static inline bool stock_refill_due(const mb_client *c, uint32_t nr) {
-        return _unlikely_(nr < c->refill_low);
+        return _unlikely_(nr < c->refill.low);
 }
 
 /**

@@ -103,8 +103,8 @@ void stock_refill_setup(mb_client *c) {
         const char *e = getenv("MEMBROKER_REFILL");
         bool off = e && strcmp(e, "0") == 0;
 
-        __atomic_store_n(&c->headroom, c->unlimited ? UINT64_MAX : 0, __ATOMIC_RELAXED);
-        __atomic_store_n(&c->refill_low, off ? 0u : MB_MAX(1u, c->charge_batch), __ATOMIC_RELAXED);
+        __atomic_store_n(&c->refill.headroom, c->unlimited ? UINT64_MAX : 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&c->refill.low, off ? 0u : MB_MAX(1u, c->charge_batch), __ATOMIC_RELAXED);
 }
 
 /* Whether a charge ahead of @n pages fits the last Grant's headroom with
@@ -114,20 +114,20 @@ void stock_refill_setup(mb_client *c) {
 static bool stock_refill_room(const mb_client *c, uint64_t n) {
         uint64_t spare = (uint64_t) c->ncpus * 2u * __atomic_load_n(&c->charge_batch, __ATOMIC_RELAXED);
 
-        return __atomic_load_n(&c->headroom, __ATOMIC_RELAXED) >= n + spare;
+        return __atomic_load_n(&c->refill.headroom, __ATOMIC_RELAXED) >= n + spare;
 }
 
 void stock_refill_kick(mb_client *c, unsigned cpu) {
         struct stock *s = &c->stocks[cpu];
 
-        if (!c->thread_started || c->forked || session_broken(c) ||
+        if (!c->session.thread_started || c->forked || session_broken(c) ||
             !stock_refill_room(c, 2u * (uint64_t) __atomic_load_n(&c->charge_batch, __ATOMIC_RELAXED)))
                 return;
         if (__atomic_load_n(&s->refill_ask, __ATOMIC_RELAXED) ||
             __atomic_exchange_n(&s->refill_ask, 1u, __ATOMIC_ACQ_REL))
                 return;
-        __atomic_store_n(&c->refill_pending, 1, __ATOMIC_RELEASE);
-        (void) eventfd_write(c->wake_fd, 1);
+        __atomic_store_n(&c->refill.pending, 1, __ATOMIC_RELEASE);
+        (void) eventfd_write(c->session.wake_fd, 1);
 }
 
 int stock_refill_put(mb_client *c, unsigned cpu, void **pages, size_t n) {
@@ -154,7 +154,7 @@ static size_t stock_refill_charge_locked(mb_client *c, unsigned cpu, void **buf)
         uint32_t nr = stock_nr(s), limit = __atomic_load_n(&s->limit, __ATOMIC_RELAXED), n;
         size_t got = 0;
 
-        mb_assert_mutex_held(&c->conn_lock);
+        mb_assert_mutex_held(&c->session.conn_lock);
         /* Asked below the watermark: fill up even if frees raised it a
          * little since (a stock hovering there asks once, not again and
          * again). */
@@ -175,7 +175,7 @@ void stock_refill_run(mb_client *c) {
         _cleanup_(freep) void **buf = NULL;
 
         session_assert_unlocked(c);
-        __atomic_store_n(&c->refill_pending, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&c->refill.pending, 0, __ATOMIC_RELEASE);
         buf = malloc(2u * (size_t) c->batch_cap * sizeof(void *));
         for (unsigned cpu = 0; cpu < c->ncpus; cpu++) {
                 struct stock *s = &c->stocks[cpu];
@@ -186,9 +186,9 @@ void stock_refill_run(mb_client *c) {
                 /* The application talks to the daemon itself (its own
                  * charge, or a return): no charge ahead now; its stock
                  * asks again while it stays below the watermark. */
-                if (buf && pthread_mutex_trylock(&c->conn_lock) == 0) {
+                if (buf && pthread_mutex_trylock(&c->session.conn_lock) == 0) {
                         got = stock_refill_charge_locked(c, cpu, buf);
-                        pthread_mutex_unlock(&c->conn_lock);
+                        pthread_mutex_unlock(&c->session.conn_lock);
                         /* Faulted in without conn_lock, and stocked a
                          * chunk at a time as they are: an application that
                          * outruns the refill takes the first ones (or
@@ -222,7 +222,7 @@ int stock_adopt_batch_locked(mb_client *c, uint32_t batch) {
         _cleanup_(freep) void **back = NULL;
         size_t n = 0;
 
-        mb_assert_mutex_held(&c->conn_lock);
+        mb_assert_mutex_held(&c->session.conn_lock);
         batch = MB_MAX(1u, MB_MIN(batch, c->batch_cap));
         if (batch == c->charge_batch)
                 return 0;
@@ -230,8 +230,8 @@ int stock_adopt_batch_locked(mb_client *c, uint32_t batch) {
         if (!back)
                 return -ENOMEM; /* keep the old batch; the daemon does not tell again */
         __atomic_store_n(&c->charge_batch, batch, __ATOMIC_RELAXED);
-        if (c->refill_low > 0)
-                __atomic_store_n(&c->refill_low, MB_MAX(1u, batch), __ATOMIC_RELAXED);
+        if (c->refill.low > 0)
+                __atomic_store_n(&c->refill.low, MB_MAX(1u, batch), __ATOMIC_RELAXED);
         for (unsigned i = 0; i < c->ncpus; i++) {
                 struct stock *s = stock_lock_cpu(c, i);
 
@@ -252,7 +252,7 @@ int stock_adopt_batch_locked(mb_client *c, uint32_t batch) {
 
 
 uint64_t mb_client_stock_misses(const mb_client *c) {
-        return __atomic_load_n(&c->stock_misses, __ATOMIC_RELAXED);
+        return __atomic_load_n(&c->refill.misses, __ATOMIC_RELAXED);
 }
 
 bool mb_client_refill_idle(const mb_client *c) {
