@@ -106,14 +106,18 @@ struct reclaim_job {
         bool last_low_skipped; /* the last round skipped tenants below low */
         uint64_t last_got;
 
-        /* The round in flight. */
-        unsigned pending;
-        uint64_t round_got;
-        bool round_drain, round_low;
-        struct reclaim_req **owned;
-        size_t nowned, owned_alloc;
-        struct reclaim_req **subs;
-        size_t nsubs, subs_alloc;
+        /* The round in flight: requests pending, pages they got, whether
+         * it drains or passes below low, the requests it owns and those of
+         * other jobs it waits on. */
+        struct {
+                unsigned pending;
+                uint64_t got;
+                bool drain, low;
+                struct reclaim_req **owned;
+                size_t nowned, owned_alloc;
+                struct reclaim_req **subs;
+                size_t nsubs, subs_alloc;
+        } round;
 
         uint64_t start_usec;   /* CLOCK_MONOTONIC when the job began */
 
@@ -128,13 +132,15 @@ struct reclaim_job {
          * the level (0 = the leaf, 1 its parent ...), whether a round at it
          * just ended, what the pass got, whether it is a retry, and the
          * fruitless passes left (MAX_RECLAIM_RETRIES). */
-        struct tenant *leaf;
-        struct grant_waiter *waiters;
-        size_t nwaiters, waiters_alloc;
-        size_t level;
-        bool level_round, in_retry;
-        uint64_t pass_got;
-        unsigned high_retries;
+        struct {
+                struct tenant *leaf;
+                struct grant_waiter *waiters;
+                size_t nwaiters, waiters_alloc;
+                size_t level;
+                bool level_round, in_retry;
+                uint64_t pass_got;
+                unsigned retries;
+        } high;
 
         /* PROACTIVE, RIGHTSIZE */
         reclaim_done_cb cb;

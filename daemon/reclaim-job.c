@@ -157,7 +157,7 @@ static void round_arm_timer(struct reclaim_job *j) {
         struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
 
         j->state = JOB_ROUND;
-        if (j->pending == 0)
+        if (j->round.pending == 0)
                 reclaim_job_kick(j);
         else
                 event_add(j->timer, &tv);
@@ -187,7 +187,7 @@ static bool round_send(struct reclaim_job *j, struct reclaim_plan *p) {
                 if (reclaim_req_send(j, rc, p->drain ? 0 : (uint32_t) MB_MIN(tg->ask, (uint64_t) UINT32_MAX), p->drain) < 0)
                         log_error("reclaim: out of memory, client %" PRIu64 " is not asked", rc->client_id);
         }
-        return j->pending > 0;
+        return j->round.pending > 0;
 }
 
 /* Start a round that drains the stocks of @root's subtree
@@ -200,9 +200,9 @@ static bool job_start_drain(struct reclaim_job *j, struct tenant *root) {
                 plan_release(&p);
                 return false;
         }
-        j->round_drain = true;
-        j->round_low = false;
-        j->round_got = 0;
+        j->round.drain = true;
+        j->round.low = false;
+        j->round.got = 0;
         wait = round_send(j, &p);
         j->r->stats.skipped += p.nskipped;
         plan_release(&p);
@@ -247,10 +247,10 @@ static bool job_start_reclaim(struct reclaim_job *j, struct tenant *root, uint64
          * low visited below its low counts `low`, once per visit. */
         for (size_t i = 0; i < p.nlow_visited; i++)
                 reclaim_memory_event(j->r, p.low_visited[i], MB_EVENT_LOW);
-        j->round_drain = false;
-        j->round_low = p.low_pass;
+        j->round.drain = false;
+        j->round.low = p.low_pass;
         j->last_low_skipped = p.low_skipped;
-        j->round_got = 0;
+        j->round.got = 0;
         wait = round_send(j, &p);
         skipped = p.nskipped > 0;
         j->r->stats.skipped += p.nskipped;
@@ -275,8 +275,8 @@ static void round_finish(struct reclaim_job *j) {
 
         event_del(j->timer);
         /* Requests still unanswered: the clients are skipped this round. */
-        while (j->nowned > 0) {
-                struct reclaim_req *req = j->owned[--j->nowned];
+        while (j->round.nowned > 0) {
+                struct reclaim_req *req = j->round.owned[--j->round.nowned];
                 struct reclaim_client *rc = req->rc;
 
                 req->owner = NULL;
@@ -292,25 +292,25 @@ static void round_finish(struct reclaim_job *j) {
                 }
                 reclaim_req_release_waiters(req);
         }
-        while (j->nsubs > 0) {
-                struct reclaim_req *req = j->subs[--j->nsubs];
+        while (j->round.nsubs > 0) {
+                struct reclaim_req *req = j->round.subs[--j->round.nsubs];
 
                 (void) reclaim_ptr_remove((void **) req->waiters, &req->nwaiters, j);
         }
-        j->pending = 0;
+        j->round.pending = 0;
         j->state = JOB_IDLE;
         j->rounds++;
 
-        if (!j->round_drain) {
+        if (!j->round.drain) {
                 j->reclaim_rounds++;
-                j->reclaimed += j->round_got;
-                j->last_got = j->round_got;
+                j->reclaimed += j->round.got;
+                j->last_got = j->round.got;
                 /* Nothing that way: the next round may go below low. */
-                j->use_low = j->round_got == 0 && j->last_low_skipped && !j->round_low;
-                if (j->round_got == 0 && !j->use_low) {
+                j->use_low = j->round.got == 0 && j->last_low_skipped && !j->round.low;
+                if (j->round.got == 0 && !j->use_low) {
                         j->fruitless++;
                         j->fruitless_streak++;
-                } else if (j->round_got > 0)
+                } else if (j->round.got > 0)
                         j->fruitless_streak = 0;
         }
         job_continue(j);
@@ -401,8 +401,8 @@ static struct tenant *tenant_up(struct tenant *t, size_t depth) {
 
 /* Release every waiting charge of @j, each after its throttle (0: at once). */
 static void high_release(struct reclaim_job *j, bool throttle) {
-        for (size_t i = 0; i < j->nwaiters; i++) {
-                struct grant_waiter *gw = &j->waiters[i];
+        for (size_t i = 0; i < j->high.nwaiters; i++) {
+                struct grant_waiter *gw = &j->high.waiters[i];
                 uint64_t delay = 0;
 
                 if (atomic_load(&gw->rc->gone))
@@ -428,29 +428,29 @@ static bool step_high(struct reclaim_job *j) {
         struct tenant *leaf = tenant_lookup(r->b->tree, j->path);
         uint64_t sum = 0, delay;
 
-        for (size_t i = 0; i < j->nwaiters; i++)
-                if (!atomic_load(&j->waiters[i].rc->gone))
-                        sum += j->waiters[i].pages;
+        for (size_t i = 0; i < j->high.nwaiters; i++)
+                if (!atomic_load(&j->high.waiters[i].rc->gone))
+                        sum += j->high.waiters[i].pages;
         if (!leaf || sum == 0)
                 return false; /* the charges went with their clients */
 
         for (;;) {
                 struct tenant *x;
 
-                if (j->level_round) {
+                if (j->high.level_round) {
                         /* A round at this level ended; below low once more
                          * when it found nothing above low (use_low). */
-                        j->level_round = false;
-                        j->pass_got += j->last_got;
+                        j->high.level_round = false;
+                        j->high.pass_got += j->last_got;
                         if (!j->use_low)
-                                j->level++;
+                                j->high.level++;
                 }
-                x = tenant_up(leaf, j->level);
+                x = tenant_up(leaf, j->high.level);
                 if (x) {
                         unsigned long usage = page_counter_read(&x->memory), high = page_counter_get_high(&x->memory);
 
                         if (usage > high) {
-                                uint64_t goal = j->in_retry ? RECLAIM_CLUSTER_PAGES : sum;
+                                uint64_t goal = j->high.in_retry ? RECLAIM_CLUSTER_PAGES : sum;
 
                                 /* Above the right-sizing limit (not memory.high):
                                  * only the overage, never below the limit, which
@@ -460,12 +460,12 @@ static bool step_high(struct reclaim_job *j) {
 
                                 if (!j->use_low)
                                         reclaim_memory_event(r, x, MB_EVENT_HIGH);
-                                j->level_round = true;
+                                j->high.level_round = true;
                                 if (job_start_reclaim(j, x, goal, true))
                                         return true;
-                                j->level_round = false;
+                                j->high.level_round = false;
                         }
-                        j->level++;
+                        j->high.level++;
                         j->use_low = false; /* a pass below low was for that level */
                         continue;
                 }
@@ -473,19 +473,19 @@ static bool step_high(struct reclaim_job *j) {
                 /* The pass is over: the penalty of the largest charge
                  * waiting (they share the overage). */
                 delay = 0;
-                for (size_t i = 0; i < j->nwaiters; i++)
-                        if (!atomic_load(&j->waiters[i].rc->gone))
-                                delay = MB_MAX(delay, high_delay_throttle_usec(&j->waiters[i].rc->tenant->memory,
-                                                                               j->waiters[i].pages));
+                for (size_t i = 0; i < j->high.nwaiters; i++)
+                        if (!atomic_load(&j->high.waiters[i].rc->gone))
+                                delay = MB_MAX(delay, high_delay_throttle_usec(&j->high.waiters[i].rc->tenant->memory,
+                                                                               j->high.waiters[i].pages));
                 if (delay == 0) {
                         high_release(j, false);
                         return false;
                 }
-                if ((j->pass_got > 0 || (j->high_retries > 0 && j->high_retries--)) &&
+                if ((j->high.pass_got > 0 || (j->high.retries > 0 && j->high.retries--)) &&
                     reclaim_job_elapsed_usec(j) < RECLAIM_MAX_USEC) {
-                        j->in_retry = true;
-                        j->level = 0;
-                        j->pass_got = 0;
+                        j->high.in_retry = true;
+                        j->high.level = 0;
+                        j->high.pass_got = 0;
                         continue;
                 }
                 high_release(j, true);
@@ -602,33 +602,56 @@ static bool step_pressure(struct reclaim_job *j) {
         return job_start_reclaim(j, root, j->goal - j->reclaimed, false);
 }
 
+/* What ends a job of each kind, beside its requests and references. */
+static void finish_proactive(struct reclaim_job *j) {
+        if (j->cb)
+                j->cb(MB_MIN(j->reclaimed, j->goal) * j->r->b->page_size, j->userdata);
+}
+
+static void finish_rightsize(struct reclaim_job *j) {
+        if (j->step_cb)
+                j->step_cb(&(struct reclaim_step_outcome) { .reclaimed = MB_MIN(j->reclaimed, j->goal),
+                                                            .unanswered = j->unanswered },
+                           j->userdata);
+}
+
+static void finish_pressure(struct reclaim_job *j) {
+        j->r->pressure_running = false;
+}
+
+static void finish_limit(struct reclaim_job *j) {
+        if (j->path)
+                limit_finish(j);
+}
+
+/*
+ * A job by its kind, as the kernel's shrinkers and rstat ops reach their
+ * implementations through a table: step runs the next round (false when
+ * the job is done), finish (may be NULL) reports the outcome before the
+ * job is freed.
+ */
+struct job_ops {
+        bool (*step)(struct reclaim_job *j);
+        void (*finish)(struct reclaim_job *j);
+};
+
+static const struct job_ops job_ops[] = {
+        [JOB_CHARGE] = { step_charge, NULL },
+        [JOB_HIGH] = { step_high, NULL },
+        [JOB_PROACTIVE] = { step_proactive, finish_proactive },
+        [JOB_LIMIT] = { step_limit, finish_limit },
+        [JOB_PRESSURE] = { step_pressure, finish_pressure },
+        [JOB_RIGHTSIZE] = { step_rightsize, finish_rightsize },
+};
+
 /* Run the job's next step; free it when it is done. */
 static void job_continue(struct reclaim_job *j) {
-        bool more = false;
+        bool more;
 
         reclaim_assert_main_thread(j->r);
         if (j->r->shutting_down)
                 return;
-        switch (j->kind) {
-        case JOB_CHARGE:
-                more = step_charge(j);
-                break;
-        case JOB_HIGH:
-                more = step_high(j);
-                break;
-        case JOB_PROACTIVE:
-                more = step_proactive(j);
-                break;
-        case JOB_LIMIT:
-                more = step_limit(j);
-                break;
-        case JOB_PRESSURE:
-                more = step_pressure(j);
-                break;
-        case JOB_RIGHTSIZE:
-                more = step_rightsize(j);
-                break;
-        }
+        more = job_ops[j->kind].step(j);
         if (!more)
                 job_free(j);
 }
@@ -641,7 +664,7 @@ static void job_kick_cb(evutil_socket_t fd, short what, void *userdata) {
                 job_continue(j);
                 break;
         case JOB_ROUND:
-                if (j->pending == 0)
+                if (j->round.pending == 0)
                         round_finish(j);
                 break;
         case JOB_WAIT_VICTIM:
@@ -709,38 +732,30 @@ static void job_free(struct reclaim_job *j) {
         MB_LIST_REMOVE(r->jobs, j);
 
         /* Requests of a job that ends early stay with their clients. */
-        while (j->nowned > 0) {
-                struct reclaim_req *req = j->owned[--j->nowned];
+        while (j->round.nowned > 0) {
+                struct reclaim_req *req = j->round.owned[--j->round.nowned];
 
                 req->owner = NULL;
                 reclaim_req_release_waiters(req);
         }
-        while (j->nsubs > 0) {
-                struct reclaim_req *req = j->subs[--j->nsubs];
+        while (j->round.nsubs > 0) {
+                struct reclaim_req *req = j->round.subs[--j->round.nsubs];
 
                 (void) reclaim_ptr_remove((void **) req->waiters, &req->nwaiters, j);
         }
-        if (j->kind == JOB_PROACTIVE && j->cb)
-                j->cb(MB_MIN(j->reclaimed, j->goal) * r->b->page_size, j->userdata);
-        if (j->kind == JOB_RIGHTSIZE && j->step_cb)
-                j->step_cb(&(struct reclaim_step_outcome) { .reclaimed = MB_MIN(j->reclaimed, j->goal),
-                                                            .unanswered = j->unanswered },
-                           j->userdata);
-        if (j->kind == JOB_PRESSURE)
-                r->pressure_running = false;
-        if (j->kind == JOB_LIMIT && j->path)
-                limit_finish(j);
+        if (job_ops[j->kind].finish)
+                job_ops[j->kind].finish(j);
         free(j->lwaiters);
 
         event_free(j->timer);
         event_free(j->kick);
         reclaim_client_unref(j->charger);
         reclaim_client_unref(j->victim);
-        for (size_t i = 0; i < j->nwaiters; i++)
-                reclaim_client_unref(j->waiters[i].rc);
-        free(j->waiters);
-        free(j->owned);
-        free(j->subs);
+        for (size_t i = 0; i < j->high.nwaiters; i++)
+                reclaim_client_unref(j->high.waiters[i].rc);
+        free(j->high.waiters);
+        free(j->round.owned);
+        free(j->round.subs);
         free(j->path);
         free(j);
 }
@@ -775,7 +790,7 @@ void reclaim_job_over_high(struct reclaimer *r, struct reclaim_client *rc, uint3
         /* Charges of one tenant that go over high together wait for one
          * reclaim of the overage. */
         for (struct reclaim_job *x = r->jobs; x; x = x->next)
-                if (x->kind == JOB_HIGH && x->leaf == rc->tenant) {
+                if (x->kind == JOB_HIGH && x->high.leaf == rc->tenant) {
                         j = x;
                         break;
                 }
@@ -783,25 +798,25 @@ void reclaim_job_over_high(struct reclaimer *r, struct reclaim_client *rc, uint3
                 j = job_new(r, JOB_HIGH);
                 if (!j)
                         goto grant_now;
-                j->leaf = rc->tenant;
+                j->high.leaf = rc->tenant;
                 j->path = strdup(rc->tenant->path);
                 if (!j->path) {
                         job_free(j);
                         goto grant_now;
                 }
-                j->high_retries = MAX_RECLAIM_RETRIES;
+                j->high.retries = MAX_RECLAIM_RETRIES;
                 reclaim_job_kick(j);
         }
-        if (j->nwaiters == j->waiters_alloc) {
-                size_t a = MB_MAX(j->waiters_alloc * 2, (size_t) 4);
-                struct grant_waiter *v = realloc(j->waiters, a * sizeof(*v));
+        if (j->high.nwaiters == j->high.waiters_alloc) {
+                size_t a = MB_MAX(j->high.waiters_alloc * 2, (size_t) 4);
+                struct grant_waiter *v = realloc(j->high.waiters, a * sizeof(*v));
 
                 if (!v)
                         goto grant_now;
-                j->waiters = v;
-                j->waiters_alloc = a;
+                j->high.waiters = v;
+                j->high.waiters_alloc = a;
         }
-        gw = &j->waiters[j->nwaiters++];
+        gw = &j->high.waiters[j->high.nwaiters++];
         *gw = (struct grant_waiter) { .rc = reclaim_client_ref(rc), .seq = seq, .pages = pages };
         return;
 

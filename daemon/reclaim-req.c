@@ -77,8 +77,8 @@ void reclaim_req_release_waiters(struct reclaim_req *req) {
         for (size_t i = 0; i < req->nwaiters; i++) {
                 struct reclaim_job *w = req->waiters[i];
 
-                (void) reclaim_ptr_remove((void **) w->subs, &w->nsubs, req);
-                if (w->pending > 0 && --w->pending == 0)
+                (void) reclaim_ptr_remove((void **) w->round.subs, &w->round.nsubs, req);
+                if (w->round.pending > 0 && --w->round.pending == 0)
                         reclaim_job_kick(w);
         }
         req->nwaiters = 0;
@@ -100,15 +100,15 @@ void reclaim_req_resolve(struct reclaim_req *req, uint64_t pages) {
                 req->rc->timeout_logged = false;
         }
         if (j) {
-                (void) reclaim_ptr_remove((void **) j->owned, &j->nowned, req);
-                j->round_got += pages;
+                (void) reclaim_ptr_remove((void **) j->round.owned, &j->round.nowned, req);
+                j->round.got += pages;
                 /* Whatever it gave, it is asked again next round, as
                  * shrink_slab() calls every shrinker again on each pass of
                  * memory_reclaim()/try_charge_memcg(): a shrinker that
                  * freed nothing now may free later (an object unpinned, an
                  * LRU emptying slabs).  Unless it said "nothing left"
                  * (reclaim_job_answer()): no shrinker, an empty stock. */
-                if (j->pending > 0 && --j->pending == 0)
+                if (j->round.pending > 0 && --j->round.pending == 0)
                         reclaim_job_kick(j);
         }
         reclaim_req_release_waiters(req);
@@ -122,7 +122,7 @@ int reclaim_req_send(struct reclaim_job *j, struct reclaim_client *rc, uint32_t 
         req = calloc(1, sizeof(*req));
         if (!req)
                 return -ENOMEM;
-        if (reclaim_ptr_push((void ***) &j->owned, &j->nowned, &j->owned_alloc, req) < 0) {
+        if (reclaim_ptr_push((void ***) &j->round.owned, &j->round.nowned, &j->round.owned_alloc, req) < 0) {
                 free(req);
                 return -ENOMEM;
         }
@@ -136,7 +136,7 @@ int reclaim_req_send(struct reclaim_job *j, struct reclaim_client *rc, uint32_t 
         req->owner = j;
         MB_LIST_PREPEND(r->reqs, req);
         rc->outstanding = req;
-        j->pending++;
+        j->round.pending++;
         r->stats.requests++;
         reclaim_post_to_worker(r, drain ? RMSG_SEND_DRAIN : RMSG_SEND_RECLAIM, rc, req->seq, asked, 0, 0, NULL);
         return 0;
@@ -148,16 +148,16 @@ int reclaim_req_send(struct reclaim_job *j, struct reclaim_client *rc, uint32_t 
 bool reclaim_req_subscribe(struct reclaim_job *j, struct reclaim_req *req) {
         if (req->timed_out || req->owner == j)
                 return false;
-        for (size_t i = 0; i < j->nsubs; i++)
-                if (j->subs[i] == req)
+        for (size_t i = 0; i < j->round.nsubs; i++)
+                if (j->round.subs[i] == req)
                         return false;
         if (reclaim_ptr_push((void ***) &req->waiters, &req->nwaiters, &req->waiters_alloc, j) < 0)
                 return false;
-        if (reclaim_ptr_push((void ***) &j->subs, &j->nsubs, &j->subs_alloc, req) < 0) {
+        if (reclaim_ptr_push((void ***) &j->round.subs, &j->round.nsubs, &j->round.subs_alloc, req) < 0) {
                 req->nwaiters--;
                 return false;
         }
-        j->pending++;
+        j->round.pending++;
         return true;
 }
 
