@@ -9,8 +9,8 @@ tests_wire_client_LDADD = proto/libmbproto.la $(PROTOBUF_C_LIBS)
 # Unit test of the arena (free-index pool, owner table, hole punching).
 check_PROGRAMS += tests/test-arena
 TESTS += tests/test-arena
-tests_test_arena_SOURCES = tests/test-arena.c daemon/arena.c daemon/arena-tmpfs.c daemon/arena-hugetlb.c daemon/arena.h
-tests_test_arena_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/daemon
+tests_test_arena_SOURCES = tests/test-arena.c daemon/arena/arena.c daemon/arena/arena-tmpfs.c daemon/arena/arena-hugetlb.c daemon/arena/arena.h
+tests_test_arena_CPPFLAGS = $(AM_CPPFLAGS) $(DAEMON_CPPFLAGS)
 tests_test_arena_CFLAGS = $(TESTS_CFLAGS)
 tests_test_arena_LDADD = $(TESTS_LIBS)
 
@@ -19,7 +19,7 @@ tests_test_arena_LDADD = $(TESTS_LIBS)
 check_PROGRAMS += tests/test-mailbox
 TESTS += tests/test-mailbox
 tests_test_mailbox_SOURCES = tests/test-mailbox.c
-tests_test_mailbox_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/daemon
+tests_test_mailbox_CPPFLAGS = $(AM_CPPFLAGS) $(DAEMON_CPPFLAGS)
 tests_test_mailbox_CFLAGS = $(TESTS_CFLAGS) $(LIBEVENT_CFLAGS)
 tests_test_mailbox_LDADD = daemon/libmbbroker.la daemon/core/libmbcore.la proto/libmbproto.la \
 	$(LIBEVENT_LIBS) $(PROTOBUF_C_LIBS) $(CGROUP_LIBS) $(SYSTEMD_LIBS) $(INIH_LIBS) $(TESTS_LIBS)

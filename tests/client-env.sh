@@ -3,7 +3,7 @@
 # lib.sh).  ChargeBatch=8 so that stocks fill and overflow quickly.
 #   app     MemoryMax=64M (the capacity: never binding, but a limit, so that
 #           its batch is ChargeBatch=8 and not the 4x of a tenant with
-#           nothing limited, daemon/conn.c UNLIMITED_CHARGE_BATCH_FACTOR)
+#           nothing limited, daemon/conn/conn.c UNLIMITED_CHARGE_BATCH_FACTOR)
 #   small   MemoryMax=240K (60 pages: not a multiple of the batch)
 #   mid     MemoryMax=400K (100 pages: room for charges ahead, then a limit)
 #   grp     a parent of grp/leaf (clients attach to leaves only)

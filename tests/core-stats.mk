@@ -11,9 +11,9 @@ tests_test_tenant_SOURCES = %reldir%/test-tenant.c
 tests_test_tenant_CFLAGS = $(TESTS_CFLAGS)
 tests_test_tenant_LDADD = daemon/core/libmbcore.la $(TESTS_LIBS)
 
-tests_test_config_SOURCES = %reldir%/test-config.c daemon/config-files.c daemon/config-files.h daemon/log.c \
-	daemon/log.h
-tests_test_config_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/daemon
+tests_test_config_SOURCES = %reldir%/test-config.c daemon/manager/config-files.c daemon/manager/config-files.h daemon/base/log.c \
+	daemon/base/log.h
+tests_test_config_CPPFLAGS = $(AM_CPPFLAGS) $(DAEMON_CPPFLAGS)
 tests_test_config_CFLAGS = $(TESTS_CFLAGS) $(SYSTEMD_CFLAGS)
 tests_test_config_LDADD = daemon/core/libmbcore.la $(TESTS_LIBS) $(SYSTEMD_LIBS)
 

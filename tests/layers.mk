@@ -9,4 +9,4 @@ dist_check_SCRIPTS += %reldir%/test-layers.sh
 # two folders or holds more than six files.
 TESTS += %reldir%/test-client-layers.sh
 dist_check_SCRIPTS += %reldir%/test-client-layers.sh
-EXTRA_DIST += %reldir%/client-layers.py
+EXTRA_DIST += %reldir%/folder-layers.py

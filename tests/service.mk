@@ -8,8 +8,8 @@ tests_fake_systemd_CFLAGS = $(AM_CFLAGS)
 
 check_PROGRAMS += tests/test-state
 TESTS += tests/test-state
-tests_test_state_SOURCES = tests/test-state.c daemon/state.c daemon/state.h
-tests_test_state_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/daemon
+tests_test_state_SOURCES = tests/test-state.c daemon/service/state.c daemon/service/state.h
+tests_test_state_CPPFLAGS = $(AM_CPPFLAGS) $(DAEMON_CPPFLAGS)
 tests_test_state_CFLAGS = $(TESTS_CFLAGS)
 tests_test_state_LDADD = daemon/core/libmbcore.la $(TESTS_LIBS)
 
@@ -31,7 +31,7 @@ EXTRA_DIST += tests/service-lib.sh
 # The restart side of the arena: owner table in a memfd, restore, transfer.
 check_PROGRAMS += tests/test-arena-restore
 TESTS += tests/test-arena-restore
-tests_test_arena_restore_SOURCES = tests/test-arena-restore.c daemon/arena.c daemon/arena-tmpfs.c daemon/arena-hugetlb.c daemon/arena.h
-tests_test_arena_restore_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/daemon
+tests_test_arena_restore_SOURCES = tests/test-arena-restore.c daemon/arena/arena.c daemon/arena/arena-tmpfs.c daemon/arena/arena-hugetlb.c daemon/arena/arena.h
+tests_test_arena_restore_CPPFLAGS = $(AM_CPPFLAGS) $(DAEMON_CPPFLAGS)
 tests_test_arena_restore_CFLAGS = $(TESTS_CFLAGS)
 tests_test_arena_restore_LDADD = $(TESTS_LIBS)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests of the restart side of daemon/arena.c: an arena whose owner
+/* Unit tests of the restart side of daemon/arena/arena.c: an arena whose owner
  * table lives in a memfd (arena_new_shared()), rebuilt by a "next daemon"
  * from the two descriptors (arena_restore()), and pages moved to a
  * reconnected client (arena_transfer()). */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests of daemon/arena.c: the free-index pool, the owner table, hole
+/* Unit tests of daemon/arena/arena.c: the free-index pool, the owner table, hole
  * punching of a tenant's arena, the audit of pages backed beyond what is
  * held, zero pages at grant, and the tmpfs bound (arena-tmpfs.c). */
 #include <check.h>

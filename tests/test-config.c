@@ -17,7 +17,7 @@
 
 /* By path: "config.h" alone finds the build's autoconf header first. */
 #include "../daemon/core/config.h"
-#include "../daemon/config-files.h"
+#include "../daemon/manager/config-files.h"
 
 #define GIB (1ULL << 30)
 #define MIB (1ULL << 20)

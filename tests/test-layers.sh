@@ -11,16 +11,21 @@
 #     implements.  Macros, static inline functions, typedefs and function
 #     pointers (members of ops tables) are not prototypes.
 #
-# A module is a .c/.h pair of daemon/ or daemon/core/ (daemon/core/ is one
-# layer).
+# A module is a .c/.h pair in one of daemon/'s folders (daemon/core/ is one
+# layer).  Then, by tests/folder-layers.py, the folders themselves: every
+# include and call between two goes down their floors (core/ 0, base/ 1,
+# arena/ 2, service/ 3, reclaim/ 4, conn/ 5, manager/ 6, bus/ 7), no circle
+# of files spans two folders or holds more than six, and daemon/ keeps at
+# most three C files at its top.
 set -eu
 : "${top_srcdir:?run through make check}"
 cd "$top_srcdir/daemon"
 
 # layer_of MODULE : the layer number, or nothing for an unknown module
 layer_of() {
-        case $1 in
-        core/*|arena|arena-*|log) echo 0 ;;
+        case $1 in core/*) echo 0; return ;; esac
+        case ${1##*/} in
+        arena|arena-*|log) echo 0 ;;
         mailbox|state|auth|guard|service|tenant_state|broker) echo 1 ;;
         conn|conn-*|worker|session|client-events|reclaim|reclaim-*|restart|pressure|rightsizer|stats|audit|admission|listener) echo 2 ;;
         manager|manager-*|config-files) echo 3 ;;
@@ -50,7 +55,8 @@ fail=0
 edges=$(mktemp)
 defined=$(mktemp)
 trap 'rm -f "$edges" "$edges.err" "$defined"' EXIT
-modules=$( (ls ./*.c ./*.h core/*.c core/*.h 2>/dev/null) | sed 's|^\./||; s/\.[ch]$//' | sort -u)
+modules=$(find . -name '*.[ch]' | sed 's|^\./||; s/\.[ch]$//' | sort -u)
+folders=$(find . -mindepth 1 -maxdepth 1 -type d | sed 's|^\./||' | sort)
 
 # ---- 1 and 2: includes ----
 
@@ -64,11 +70,16 @@ for m in $modules; do
         for f in "$m.c" "$m.h"; do
                 [ -f "$f" ] || continue
                 for inc in $(sed -n 's/^#include "\([^"]*\)\.h".*/\1/p' "$f"); do
-                        # Resolve to a daemon module: core headers are included by bare name.
+                        # Resolve to a daemon module: headers are included by
+                        # their bare names, through the module folders.
+                        dep=
                         if [ -f "$inc.h" ]; then dep=$inc
-                        elif [ -f "core/$inc.h" ]; then dep=core/$inc
-                        else continue # common/, proto/, generated headers
+                        else
+                                for d in $folders; do
+                                        [ -f "$d/$inc.h" ] && { dep=$d/$inc; break; }
+                                done
                         fi
+                        [ -n "$dep" ] || continue # common/, proto/, generated headers
                         [ "$dep" = "$m" ] && continue
                         ld=$(layer_of "$dep")
                         if [ -n "$ld" ] && [ "$ld" -gt "$lm" ]; then
@@ -182,7 +193,7 @@ function_names() {
         }'
 }
 
-for h in ./*.h core/*.h; do
+for h in $(find . -name '*.h' | sort); do
         [ -f "$h" ] || continue
         h=${h#./}
         dir=$(dirname "$h")
@@ -201,11 +212,19 @@ for h in ./*.h core/*.h; do
         c_statements $srcs | function_names B | sort -u >"$defined"
         for f in $declared; do
                 grep -qx "$f" "$defined" && continue
-                where=$(grep -l "^[^ #].*\<$f *(" ./*.c core/*.c 2>/dev/null | sed 's|^\./||' | tr '\n' ' ')
+                where=$(find . -name '*.c' -exec grep -l "^[^ #].*\<$f *(" {} + 2>/dev/null | sed 's|^\./||' | tr '\n' ' ')
                 echo "FAIL: daemon/$h declares $f() but $dir$mod.c/$dir$mod-*.c do not define it${where:+ (found in: $where)}"
                 fail=1
         done
 done
+
+if command -v python3 >/dev/null; then
+        python3 "$top_srcdir/tests/folder-layers.py" "$top_srcdir/daemon" \
+                core=0 base=1 arena=2 service=3 reclaim=4 conn=5 manager=6 bus=7 || fail=1
+else
+        echo "FAIL: no python3 to check the folders' floors (scripts/install-deps installs it)"
+        fail=1
+fi
 
 [ $fail -eq 0 ] && echo "ok: $(echo "$modules" | wc -w) modules, every include goes down or sideways without a cycle, every header's functions are defined in its module"
 exit $fail

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test-mailbox.c - daemon/mailbox.c, linked from the daemon's convenience
+ * test-mailbox.c - daemon/base/mailbox.c, linked from the daemon's convenience
  * library: messages really cross threads (producers post while a receiver
  * thread runs its own event base), in order, on the receiver's thread;
  * handlers may post; closing disposes of what was never handled.

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test-state.c - the layers of tenant limits (daemon/state.c). */
+/* test-state.c - the layers of tenant limits (daemon/service/state.c). */
 #include <check.h>
 #include <fcntl.h>
 #include <stdio.h>

@@ -27,7 +27,7 @@
  * Pure: the text comes from memory buffers, the facts of the machine (RAM,
  * page size) and the user/group lookups from the caller's struct
  * mb_config_env; reading the files, walking tenants.d/ and NSS live in the
- * daemon (daemon/config-files.c).
+ * daemon (daemon/manager/config-files.c).
  */
 #include <ctype.h>
 #include <errno.h>

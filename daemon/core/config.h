@@ -7,7 +7,7 @@
  * configuration).  Pure: the parser reads memory buffers and asks its
  * caller (struct mb_config_env) for the machine's RAM and page size and for
  * user/group names; reading the files and NSS are the daemon's
- * (daemon/config-files.h).
+ * (daemon/manager/config-files.h).
  *
  * Syntax (systemd's, plus the trailing comments docs/design.md shows):
  *   - "[Section]" headers, "Key=Value" assignments, comment lines starting
@@ -83,7 +83,7 @@ struct mb_broker_config {
         enum mb_arena_backing arena_backing; /* ArenaBacking=, default auto */
         enum mb_huge_pages huge_pages; /* HugePages=, default no */
         unsigned restart_grace_sec;    /* RestartGraceSec=, default 30: how long pages kept across a
-                                        * restart wait for their client (daemon/restart.h) */
+                                        * restart wait for their client (daemon/service/restart.h) */
         unsigned max_connections_per_user; /* MaxConnectionsPerUser=, default 256, 0 = no cap; uid 0 exempt */
         unsigned frame_timeout_sec;    /* FrameTimeoutSec=, default 10: to send the Hello after connecting,
                                         * and to finish a frame once its first byte came */

@@ -133,7 +133,7 @@ int rightsize_target_parse(const char *s, struct rightsize_target *ret, const ch
 char *rightsize_target_format(const struct rightsize_target *t, char *buf, size_t size);
 
 /* The target as one number, for the layers of limits set over D-Bus
- * (daemon/state.h): 0 is off; never MB_LIMIT_UNSET.  Unpacking refuses
+ * (daemon/service/state.h): 0 is off; never MB_LIMIT_UNSET.  Unpacking refuses
  * what packing cannot give (-EINVAL). */
 uint64_t rightsize_target_pack(const struct rightsize_target *t);
 int rightsize_target_unpack(uint64_t v, struct rightsize_target *ret);

@@ -12,7 +12,7 @@
  *
  * A tenant the files no longer define goes at once when it has no client,
  * no child and no page; otherwise it drains, as a removed systemd unit that
- * is still active: it admits no new client (daemon/conn.c) and goes when its
+ * is still active: it admits no new client (daemon/conn/conn.c) and goes when its
  * last client leaves (manager_client_detached() wakes manager_drain()).
  * Back in the files before that, it is un-drained and takes the new
  * settings.
@@ -350,7 +350,7 @@ static int reload_apply(struct manager *m, struct mb_config *c, uint64_t read_us
         emit_removed(m, removed, nremoved, NULL);
         for (size_t i = 0; i < nchanged; i++) {
                 manager_report_limits_changed(m, changed[i]);
-                /* A lower max or high reclaims the excess (daemon/reclaim.c). */
+                /* A lower max or high reclaims the excess (daemon/reclaim/reclaim.c). */
                 reclaim_enforce_limits(m->b.reclaimer, changed[i]);
         }
         /* A lower Capacity= is the root's max lowered: it reclaims across

@@ -33,7 +33,7 @@
  *                               `low` when the first found nothing, amounts
  *                               proportional to usage above protection
  *                               (get_scan_count());
- *   PSI                         under host pressure (daemon/pressure.c),
+ *   PSI                         under host pressure (daemon/reclaim/pressure.c),
  *                               tenants above their effective low give part
  *                               of the excess back.
  *
@@ -42,7 +42,7 @@
  * charges on behalf of a client whose charge waits.  Workers own the
  * connections: they send the requests, receive the answers (uncharging the
  * pages at once), and reply to the clients.  The two sides talk through
- * mailboxes (daemon/mailbox.h), so a worker never waits for the main
+ * mailboxes (daemon/base/mailbox.h), so a worker never waits for the main
  * thread nor for a client: a charge that needs reclaim is parked on its
  * connection and completed by a later message.  A client that does not answer within ReclaimTimeoutMSec=
  * is skipped for that round, counted and logged; as long as that request is
@@ -258,7 +258,7 @@ struct reclaim_limits_outcome {
 typedef void (*reclaim_limits_cb)(const struct reclaim_limits_outcome *o, void *userdata);
 int reclaim_enforce_limits_wait(struct reclaimer *r, struct tenant *t, reclaim_limits_cb cb, void *userdata);
 
-/* Host memory pressure (daemon/pressure.c): one reclaim pass over the whole
+/* Host memory pressure (daemon/reclaim/pressure.c): one reclaim pass over the whole
  * tree, never below effective low.  Ignored while one is running. */
 void reclaim_pressure(struct reclaimer *r);
 

@@ -57,7 +57,7 @@ enum job_kind {
         JOB_PROACTIVE,  /* memory_reclaim() */
         JOB_LIMIT,      /* memory_max_write() / memory_high_write() */
         JOB_PRESSURE,   /* PSI */
-        JOB_RIGHTSIZE,  /* a step of MemoryPressureTarget= (daemon/rightsizer.h) */
+        JOB_RIGHTSIZE,  /* a step of MemoryPressureTarget= (daemon/reclaim/rightsizer.h) */
 };
 
 enum job_state {
@@ -178,7 +178,7 @@ struct reclaimer {
 #define RECLAIM_PRIORITY_SHIFT_MAX 12u
 
 /* Jobs, requests and rc->outstanding belong to the main thread: say so
- * where it matters (debug builds, daemon/broker.h). */
+ * where it matters (debug builds, daemon/service/broker.h). */
 #define reclaim_assert_main_thread(r) broker_assert_main_thread((r)->b)
 
 /* ---- reclaim.c ---- */

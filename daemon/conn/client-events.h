@@ -7,7 +7,7 @@
  * Event{event, count, tenant} frame, like a process polling
  * memory.events of a cgroup above it (cgroup_file_notify()).  The frames
  * are written by the connections' worker threads: this module hands them
- * over through one mailbox per worker (daemon/mailbox.h), of its own, and
+ * over through one mailbox per worker (daemon/base/mailbox.h), of its own, and
  * reaches the connections through struct reclaim_client_ops.send_event.
  */
 #pragma once

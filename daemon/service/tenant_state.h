@@ -36,7 +36,7 @@ struct tenant_state {
         unsigned ndaemon_slots;
         struct rstat_source *daemon_src;
 
-        /* The attached clients (daemon/reclaim.h), under `lock`: whom the
+        /* The attached clients (daemon/reclaim/reclaim.h), under `lock`: whom the
          * reclaimer asks to give pages back. */
         struct reclaim_client *clients;
 
@@ -49,13 +49,13 @@ struct tenant_state {
          * delivered: coalesces bursts of events into one signal. */
         _Atomic unsigned events_queued;
 
-        /* The arena audit (daemon/audit.c, main thread): memory backing the
+        /* The arena audit (daemon/reclaim/audit.c, main thread): memory backing the
          * arena beyond what is charged as of the last audit, and when an
          * overrun was last logged. */
         uint64_t unaccounted_bytes;
         bool unaccounted_logged;
 
-        /* MemoryPressureTarget= (daemon/rightsizer.h, main thread): the
+        /* MemoryPressureTarget= (daemon/reclaim/rightsizer.h, main thread): the
          * loop, the target generation it was started from, and whether
          * its step's reclaim runs. */
         struct rightsize rightsize;
@@ -64,7 +64,7 @@ struct tenant_state {
 
         /* The uid of its first client, and whether clients of a second uid
          * were admitted (logged once: they share the arena), under `lock`
-         * (daemon/session.h). */
+         * (daemon/conn/session.h). */
         uid_t first_uid;
         bool has_first_uid, multi_uid_logged;
         uint64_t overrun_logged_usec;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * bus-internal.h - what the modules of membrokerd's D-Bus API share
- * (daemon/bus.c, bus-manager.c, bus-tenant.c, bus-stat.c).  Not used
+ * (daemon/bus/bus.c, bus-manager.c, bus-tenant.c, bus-stat.c).  Not used
  * outside daemon/bus*.c.
  *
  * Threading: everything here runs on the manager's main thread, the only

@@ -5,11 +5,11 @@
  * workers), the client counters, and the hooks through which they reach
  * the manager.
  *
- * The manager (daemon/manager.h) embeds one and hands a pointer to every
+ * The manager (daemon/manager/manager.h) embeds one and hands a pointer to every
  * module it creates (connections, workers, the reclaimer, the audit, the
  * clients' events).  Those modules never see the manager itself: when they
  * must report upward (a tenant's event count moved, a client left) or use
- * what the manager owns (the fd store of daemon/restart.h), they call the
+ * what the manager owns (the fd store of daemon/service/restart.h), they call the
  * hooks of struct broker_ops, which the manager sets before any of them
  * runs, the way kernel/cgroup/rstat.c reaches a controller only through
  * css_rstat_flush.
@@ -61,7 +61,7 @@ struct broker_ops {
 
         /* The fd store, on the connections' side (restart_arena_new(),
          * restart_client_attach(), restart_client_detach(), restart_claim(),
-         * restart_preserving() in daemon/restart.h, with the same
+         * restart_preserving() in daemon/service/restart.h, with the same
          * contracts). */
         int (*arena_new)(struct broker *b, struct tenant_state *ts, uint64_t npages, struct arena **ret);
         uint64_t (*client_attach)(struct broker *b, struct arena *a, uint32_t owner, uint64_t token);
@@ -88,7 +88,7 @@ struct broker {
         /* Fixed for the daemon's life once started. */
         uint64_t page_size;   /* bytes */
         unsigned stats_slots; /* CPU slots in a client's stats region */
-        bool arena_tmpfs;     /* new arenas on a tmpfs instance each (daemon/audit.h) */
+        bool arena_tmpfs;     /* new arenas on a tmpfs instance each (daemon/reclaim/audit.h) */
         bool arena_hugetlb_bounded; /* HugePages=hugetlbfs: a bounded hugetlbfs instance per arena */
 
         struct tenant_tree *tree;
@@ -108,8 +108,8 @@ struct broker {
          * clients' mappings instead of hole-punching them. */
         _Atomic bool stopping;
 
-        struct guard *guard;         /* caps, timeouts, the fd reserve (daemon/guard.h) */
-        struct reclaimer *reclaimer; /* where the connections post reclaim (daemon/reclaim.h) */
+        struct guard *guard;         /* caps, timeouts, the fd reserve (daemon/service/guard.h) */
+        struct reclaimer *reclaimer; /* where the connections post reclaim (daemon/reclaim/reclaim.h) */
 };
 
 /* Set up the locks and the client ids, with @ops (static storage), and

@@ -27,7 +27,7 @@ struct mailbox;
 struct worker;
 
 /* What a worker does with its connections: the connection module's
- * (daemon/conn.h), given at creation.  Both run on the worker's thread, or
+ * (daemon/conn/conn.h), given at creation.  Both run on the worker's thread, or
  * after it ended. */
 struct worker_ops {
         /* Take over the accepted socket @fd (closed on failure). */
@@ -47,7 +47,7 @@ struct worker {
         bool started;
         struct event_base *base;
 
-        /* Accepted sockets to take over, then the stop (daemon/mailbox.h). */
+        /* Accepted sockets to take over, then the stop (daemon/base/mailbox.h). */
         struct mailbox *inbox;
         bool stopping; /* worker thread only */
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * manager-broker.c - the manager's side of struct broker (daemon/broker.h):
+ * manager-broker.c - the manager's side of struct broker (daemon/service/broker.h):
  * the hooks through which the modules below the manager report to it and
  * reach the fd store, without seeing the manager.
  */

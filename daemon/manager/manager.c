@@ -97,7 +97,7 @@ static int free_state_cb(struct tenant *t, void *userdata) {
         return 0;
 }
 
-/* ---- the observer: the layer above (daemon/bus.c) ---- */
+/* ---- the observer: the layer above (daemon/bus/bus.c) ---- */
 
 void manager_set_observer(struct manager *m, const struct manager_observer_ops *ops, void *userdata) {
         m->observer = ops;
@@ -497,7 +497,7 @@ int manager_tenant_remove(struct manager *m, struct tenant *t) {
         return 0;
 }
 
-/* ---- reclaim (daemon/reclaim.c) ---- */
+/* ---- reclaim (daemon/reclaim/reclaim.c) ---- */
 
 /* A proactive reclaim's caller, until its callback runs. */
 struct manager_reclaim_call {
@@ -656,7 +656,7 @@ listen:
         return 0;
 }
 
-/* ---- host memory pressure (daemon/pressure.h) ---- */
+/* ---- host memory pressure (daemon/reclaim/pressure.h) ---- */
 
 /* A PSI event: ask the tenants above their effective low for the excess. */
 static void manager_pressure_cb(void *userdata) {

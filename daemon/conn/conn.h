@@ -55,10 +55,10 @@ void conn_charge_grant_later(struct conn *c, uint32_t seq, uint64_t delay_usec);
 /* Send Event{event, count, tenant} unless the client's output is backed up. */
 void conn_send_event(struct conn *c, const char *event, uint64_t count, const char *tenant);
 
-/* The connections as struct reclaim_client_ops (daemon/reclaim.h) for the
+/* The connections as struct reclaim_client_ops (daemon/reclaim/reclaim.h) for the
  * reclaimer and the client event relay. */
 extern const struct reclaim_client_ops conn_reclaim_client_ops;
-/* The connections as struct worker_ops (daemon/worker.h), for the
+/* The connections as struct worker_ops (daemon/service/worker.h), for the
  * workers. */
 extern const struct worker_ops conn_worker_ops;
 

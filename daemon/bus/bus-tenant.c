@@ -351,7 +351,7 @@ int bus_tenant_method_revert_limits(sd_bus_message *msg, struct manager *m, stru
         if (r < 0)
                 return r;
         /* runtime=true drops the runtime layer's values only; false drops
-         * the persisted ones as well (daemon/state.h). */
+         * the persisted ones as well (daemon/service/state.h). */
         r = sd_bus_message_read(msg, "b", &runtime);
         if (r < 0)
                 return r;
@@ -479,7 +479,7 @@ int bus_tenant_method_set_limits(sd_bus_message *msg, struct manager *m, struct 
         if (r < 0)
                 return r;
         /* runtime=false persists the change under the state directory,
-         * runtime=true keeps it until the service stops (daemon/state.h). */
+         * runtime=true keeps it until the service stops (daemon/service/state.h). */
         r = sd_bus_message_read(msg, "b", &runtime);
         if (r < 0)
                 return r;
@@ -689,7 +689,7 @@ static int property_get_nclients(sd_bus *bus, const char *path, const char *inte
         return sd_bus_message_append(reply, "u", (uint32_t) atomic_load(&t->nclients));
 }
 
-/* MemoryPressureTarget= and the state of its loop (daemon/rightsizer.h). */
+/* MemoryPressureTarget= and the state of its loop (daemon/reclaim/rightsizer.h). */
 static int property_get_rightsize(sd_bus *bus, const char *path, const char *interface, const char *property,
                                   sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         struct manager *m = userdata;

@@ -75,7 +75,7 @@ struct conn {
         size_t stats_bytes;
         struct rstat_source *stats_src;
 
-        /* Pressure (daemon/reclaim.c).  A Charge that needs reclaim (at a
+        /* Pressure (daemon/reclaim/reclaim.c).  A Charge that needs reclaim (at a
          * max) or a throttle (over a high) is parked here and completed
          * later by the reclaimer, without blocking the worker; Charges that
          * come meanwhile wait behind it, in order. */

@@ -5,13 +5,13 @@
  * Owns the configuration, the tenant tree, the listening socket and the
  * worker threads.  The main thread runs `base`; workers each run their own
  * event base and serve client connections.  The layer above (the D-Bus
- * adapter, daemon/bus.c) calls down into the manager and hears from it only
+ * adapter, daemon/bus/bus.c) calls down into the manager and hears from it only
  * through the observer it registers (struct manager_observer_ops): the
  * manager includes no header of that layer.
  *
  * The tree, its locks (tree_lock, stats_lock) and what else the modules
  * below the manager share live in the embedded struct broker
- * (daemon/broker.h, m->b), which is all those modules see: they reach the
+ * (daemon/service/broker.h, m->b), which is all those modules see: they reach the
  * manager through the hooks of struct broker_ops set by manager_new().
  */
 #pragma once
@@ -52,7 +52,7 @@ enum manager_bus_kind {
 
 struct manager {
         /* What the modules below share: the tree and its locks, the
-         * configuration, the workers, the client counters (daemon/broker.h). */
+         * configuration, the workers, the client counters (daemon/service/broker.h). */
         struct broker b;
 
         /* How it was started (main.c), fixed for the daemon's life. */
@@ -77,7 +77,7 @@ struct manager {
         struct event *watchdog;    /* WATCHDOG=1 timer, NULL without a watchdog */
         unsigned status_tenants, status_clients; /* last STATUS= sent */
 
-        /* Cross-thread hand-offs to the main thread (daemon/mailbox.h). */
+        /* Cross-thread hand-offs to the main thread (daemon/base/mailbox.h). */
         struct mailbox *event_box; /* worker -> main: tenant memory events */
         struct mailbox *drain_box; /* worker -> main: the last client of some tenant left */
         _Atomic bool drain_queued; /* a message is in drain_box, not handled yet */
@@ -90,12 +90,12 @@ struct manager {
         struct state *state;       /* limits layered over the files */
         struct restart *restart;   /* the fd-store restart */
 
-        /* Configuration changes (daemon/manager-reload.c). */
+        /* Configuration changes (daemon/manager/manager-reload.c). */
         struct manager_reload *reload; /* the files read off the main thread */
         _Atomic unsigned ndraining;    /* tenants marked draining */
 
         /* The layer above, told of changes (manager_set_observer()): the
-         * bus adapter (daemon/bus.c), whose state is opaque here. */
+         * bus adapter (daemon/bus/bus.c), whose state is opaque here. */
         const struct manager_observer_ops *observer;
         void *observer_userdata;
         struct bus_state *bus;
@@ -115,7 +115,7 @@ int manager_tenant_remove(struct manager *m, struct tenant *t);
 int manager_tenant_set_limits(struct manager *m, struct tenant *t, const struct mb_limits *limits);
 /* SetTenantLimits(..., runtime): apply as manager_tenant_set_limits(), then
  * record the change in the runtime layer (@runtime) or the persisted layer
- * (written to STATE_DIR/limits.conf) of daemon/state.h.  A failure to
+ * (written to STATE_DIR/limits.conf) of daemon/service/state.h.  A failure to
  * write is returned (the change stays applied until the next reload). */
 int manager_tenant_set_limits_layer(struct manager *m, struct tenant *t, const struct mb_limits *limits,
                                     bool runtime);
@@ -129,7 +129,7 @@ int manager_tenant_set_limits_layer(struct manager *m, struct tenant *t, const s
 int manager_tenant_limits_wait(struct manager *m, struct tenant *t, reclaim_limits_cb cb, void *userdata);
 /* Reclaim(path, bytes) -> bytes reclaimed, never more than asked
  * (memory_reclaim(): @t's own protection does not shield it, its
- * descendants' does; see daemon/reclaim.h).  The callback runs on the main
+ * descendants' does; see daemon/reclaim/reclaim.h).  The callback runs on the main
  * thread when reclaim completes, after this returns.  -ENOMEM. */
 typedef void (*manager_reclaim_cb)(struct manager *m, uint64_t reclaimed_bytes, void *userdata);
 int manager_reclaim(struct manager *m, struct tenant *t, uint64_t bytes, manager_reclaim_cb cb, void *userdata);
@@ -169,14 +169,14 @@ static inline struct manager *manager_of_broker(struct broker *b) {
         return (struct manager *) ((char *) b - offsetof(struct manager, b));
 }
 
-/* The hooks of m->b (daemon/manager-broker.c). */
+/* The hooks of m->b (daemon/manager/manager-broker.c). */
 extern const struct broker_ops manager_broker_ops;
 /* The charge batch a client of @t attaching now is told
  * (tenant_effective_charge_batch() with the broker's ChargeBatch=).  Any
  * thread, no lock. */
 unsigned manager_tenant_charge_batch(struct manager *m, const struct tenant *t);
 
-/* Internals shared with daemon/manager-reload.c (main thread, tree lock
+/* Internals shared with daemon/manager/manager-reload.c (main thread, tree lock
  * held for writing): a tenant's state; remove a leaf without clients or
  * pages (-EBUSY, -EPERM for the root). */
 struct tenant_state *manager_tenant_state_new(struct tenant *t);
@@ -212,7 +212,7 @@ struct manager_observer_ops {
  * replacing any (NULL: none).  Main thread, after manager_start(). */
 void manager_set_observer(struct manager *m, const struct manager_observer_ops *ops, void *userdata);
 
-/* Observer reports shared with daemon/manager-reload.c.  Main thread. */
+/* Observer reports shared with daemon/manager/manager-reload.c.  Main thread. */
 void manager_report_tenant_removed(struct manager *m, const char *tenant_path);
 void manager_report_limits_changed(struct manager *m, struct tenant *t);
 

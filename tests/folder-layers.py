@@ -1,20 +1,22 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The library's layering (docs/architecture.md), read from its sources.
+"""The layering of a tree of module folders (docs/architecture.md), read
+from its sources: folder-layers.py ROOT FOLDER=FLOOR...
 
-client/ holds one folder per module.  The folders stand on floors:
+ROOT (client/, daemon/) holds one folder per module, and each folder stands
+on a floor, e.g. for the library:
 
     core 0 < session 1 < stock 2 < slab 3 < malloc 4 < api 5 < preload 6
 
-and every include and every call between two folders goes down: a file may
-include a header of its own folder or of a lower floor, and call a function
-defined in its own folder or on a lower floor.  A module hears from the
-ones above it only through callbacks they register (session.h's hooks, the
-shrinkers).  Besides:
+Every include and every call between two folders goes down: a file may
+include a header of its own folder or of a floor no higher, and call a
+function defined in its own folder or on a lower floor.  A module hears
+from the ones above it only through callbacks they register (the library's
+session hooks and shrinkers, the daemon's ops tables).  Besides:
 
   - no circle of files (a .c with its .h is one file here) that call or
     include each other spans two folders, and none holds more than six;
-  - client/ itself holds at most three C files, and at least four folders.
+  - ROOT itself holds at most three C files, and at least four folders.
 
 Calls are read from the code's indented lines (bodies), definitions from
 its column-0 lines, as the kernel's coding style writes them.  Prints every
@@ -25,11 +27,13 @@ import os
 import re
 import sys
 
-FLOORS = {"core": 0, "session": 1, "stock": 2, "slab": 3, "malloc": 4, "api": 5, "preload": 6}
 MAX_CIRCLE = 6
 MAX_TOP_C = 3
 
-top = sys.argv[1] if len(sys.argv) > 1 else "client"
+if len(sys.argv) < 3:
+    sys.exit("usage: folder-layers.py ROOT FOLDER=FLOOR...")
+top = sys.argv[1]
+FLOORS = {k: int(v) for k, v in (a.split("=", 1) for a in sys.argv[2:])}
 files = []
 for d, _, names in os.walk(top):
     files += [os.path.join(d, n) for n in sorted(names) if n.endswith((".c", ".h"))]
@@ -78,9 +82,13 @@ edges = collections.defaultdict(dict)  # room -> {room: why}
 for f in files:
     g = folder(f)
     for inc in re.findall(r'^\s*#\s*include\s+"([^"]+)"', open(f, encoding="utf-8").read(), flags=re.M):
-        target = os.path.join(top, inc)
+        target = os.path.normpath(os.path.join(top, inc))
         if target not in rel:
-            continue
+            # a bare name, found through the module folders
+            named = [x for x in files if os.path.basename(x) == inc]
+            if len(named) != 1:
+                continue
+            target = named[0]
         h = folder(target)
         if g and h and g != h and FLOORS.get(h, -1) > FLOORS.get(g, -1):
             breaches.append(f"{rel[f]} includes {inc}: {h}/ is above {g}/")
@@ -100,7 +108,7 @@ for f in files:
 
 for g in sorted({folder(f) for f in files if folder(f)}):
     if g not in FLOORS:
-        breaches.append(f"{g}/ is a folder without a floor (add it to FLOORS and docs/architecture.md)")
+        breaches.append(f"{g}/ is a folder without a floor (give it one in the test and docs/architecture.md)")
 
 # Circles: strongly connected rooms (Tarjan).
 index, low, stack, on, circles = {}, {}, [], set(), []
@@ -144,10 +152,10 @@ for comp in circles:
 
 top_c = [f for f in files if not folder(f) and f.endswith(".c")]
 if len(top_c) > MAX_TOP_C:
-    breaches.append(f"{len(top_c)} C files at the top of client/ (at most {MAX_TOP_C})")
+    breaches.append(f"{len(top_c)} C files at the top of {top} (at most {MAX_TOP_C})")
 nfolders = len({folder(f) for f in files if folder(f)})
 if nfolders < 4:
-    breaches.append(f"{nfolders} module folders in client/ (at least 4)")
+    breaches.append(f"{nfolders} module folders in {top} (at least 4)")
 
 for b in breaches:
     print("layering:", b)

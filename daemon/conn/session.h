@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * session.h - the parts of a Hello that need no connection state
- * (daemon/conn.c runs the Hello): the client's name as the logs show it,
+ * (daemon/conn/conn.c runs the Hello): the client's name as the logs show it,
  * the tenant "auto" picks, and the client's stats region.
  */
 #pragma once
