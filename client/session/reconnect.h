@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * reconnect.h - how a client survives a restart of membrokerd (docs/design.md,
- * daemon/restart.h).
+ * daemon/service/restart.h).
  *
  * The library remembers which pages of the arena are charged to it (granted
  * and not yet returned: the pages the application holds and those in the

@@ -3,7 +3,7 @@
  * wire_conn.h - the library's end of a membrokerd connection: a Unix stream
  * socket carrying membroker.proto frames (proto/wire.h), file descriptors
  * received with SCM_RIGHTS.  Pure transport: no knowledge of stocks or
- * sessions.  Named apart from the daemon's struct conn (daemon/conn.h), its
+ * sessions.  Named apart from the daemon's struct conn (daemon/conn/conn.h), its
  * other end.  Not thread-safe; the caller serialises (session.c sends under
  * send_lock and reads only as the session's single reader).
  */
