@@ -147,6 +147,8 @@ struct mb_client {
         struct client_pressure_trigger *pressure_triggers;
         uint32_t pressure_last_id;
         bool pressure_ok;
+        bool outside_ok;               /* the daemon takes charges outside the arena
+                                        * (Welcome.outside_charges) */
 
         /* shrinker_lock guards the shrinkers (read while they run). */
         pthread_rwlock_t shrinker_lock;
