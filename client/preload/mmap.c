@@ -36,7 +36,9 @@
  * become writable.  MADV_DONTNEED and MADV_FREE keep the charge until the
  * mapping goes, as the commit charge does.  In a fork() child (which
  * allocates from glibc, preload.c) the mappings are not charged: the child
- * that execs connects a session of its own.
+ * that execs connects a session of its own.  After a reconnection to a
+ * restarted daemon, which never had these charges, the next charge asks
+ * for all the mappings still there.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -65,6 +67,7 @@ static struct shim_map *mm_maps; /* sorted by start, disjoint */
 static size_t mm_nmaps, mm_alloc;
 static uint64_t mm_charged_bytes;  /* bytes of the charged entries */
 static uint64_t mm_charged_pages;  /* broker pages charged for them */
+static uint64_t mm_gen;            /* the connection they were charged on (c->conn_gen) */
 static size_t mm_sys_page = 4096;
 static size_t mm_broker_page = 4096;
 static bool mm_on;                 /* the daemon takes outside charges */
@@ -97,6 +100,7 @@ void shim_mmap_init(mb_client *c) {
         if (ps > 0)
                 mm_sys_page = (size_t) ps;
         mm_broker_page = mb_page_size(c);
+        mm_gen = c->conn_gen;
         /* MEMBROKER_PRELOAD_MMAP=0: the program's own mappings are left
          * alone (for measurements and as a way out). */
         mm_on = c->outside_ok && !(e && strcmp(e, "0") == 0);
@@ -236,6 +240,18 @@ static void mm_mark_charged(uintptr_t start, uintptr_t end) {
 
 /* ---- the charge (mm_lock held) ---- */
 
+/* After a reconnection to a restarted daemon: the new one never had our
+ * outside charges, so none are charged; the next charge asks for all the
+ * mappings again (mm_charge_to() charges the whole total). */
+static void mm_sync_gen(void) {
+        uint64_t g = __atomic_load_n(&shim_client->conn_gen, __ATOMIC_ACQUIRE);
+
+        if (g != mm_gen) {
+                mm_gen = g;
+                mm_charged_pages = 0;
+        }
+}
+
 static uint64_t mm_pages_for(uint64_t bytes) {
         return (bytes + mm_broker_page - 1) / mm_broker_page;
 }
@@ -248,6 +264,7 @@ static int mm_charge_to(uint64_t bytes) {
         uint64_t want = mm_pages_for(bytes);
         int r = 0;
 
+        mm_sync_gen();
         if (want <= mm_charged_pages)
                 return 0;
         shim_depth++;
@@ -269,6 +286,7 @@ static int mm_charge_to(uint64_t bytes) {
 static void mm_settle(void) {
         uint64_t want = mm_pages_for(mm_charged_bytes);
 
+        mm_sync_gen();
         if (mm_charged_pages <= want)
                 return;
         shim_depth++;
