@@ -6,7 +6,7 @@
 #   slab/     slab caches on broker pages
 #   malloc/   the mb_malloc() family: size classes over the slabs, runs
 #   api/      mb_connect()/mb_close(): the parts composed into one client
-#   preload/  libmembroker-preload.so, the malloc() shim of membroker-run
+#   preload/  libmembroker-preload.so, the malloc() and mmap() shim of membroker-run
 include_HEADERS += %reldir%/membroker.h
 
 MB_CORE_SOURCES = \
@@ -47,11 +47,13 @@ client_libmembroker_la_LDFLAGS = $(AM_LDFLAGS) -pthread -version-info 0:0:0 \
 # libmembroker-preload.so: the library's sources again (compiled for this
 # module) plus the malloc shim; exports the malloc family only.
 lib_LTLIBRARIES += client/libmembroker-preload.la
-client_libmembroker_preload_la_SOURCES = $(client_libmembroker_la_SOURCES) %reldir%/preload/preload.c
+client_libmembroker_preload_la_SOURCES = $(client_libmembroker_la_SOURCES) \
+	%reldir%/preload/preload.c %reldir%/preload/preload.h \
+	%reldir%/preload/mmap.c %reldir%/preload/report.c
 client_libmembroker_preload_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) -DMB_PRELOAD
-client_libmembroker_preload_la_LIBADD = proto/libmbproto.la $(PROTOBUF_C_LIBS) -ldl
+client_libmembroker_preload_la_LIBADD = proto/libmbproto.la common/libmbcommon.la $(PROTOBUF_C_LIBS) -ldl
 client_libmembroker_preload_la_LDFLAGS = $(AM_LDFLAGS) -pthread -module -avoid-version -shared \
-	-export-symbols-regex '^(malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size)$$'
+	-export-symbols-regex '^(malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|mmap|mmap64|munmap|mremap|mprotect)$$'
 
 pkgconfigdir = $(libdir)/pkgconfig
 pkgconfig_DATA = %reldir%/membroker.pc

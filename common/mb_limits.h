@@ -26,6 +26,11 @@
  * what a malloc() larger than a page asks for (mb_malloc()). */
 #define MB_CONTIG_MAX_PAGES 262144u
 
+/* Pages of one Charge of the client's own mappings (Charge.flags OUTSIDE):
+ * no extents travel, so the cap is only that of the counters (4 TiB of
+ * 4 KiB pages); a larger mapping is charged in several Charges. */
+#define MB_OUTSIDE_MAX_PAGES (1u << 30)
+
 /* Extents in one Grant or one Uncharge.  An extent packs to at most
  * MB_EXTENT_MAX_PACKED_BYTES, so this many always fit in a frame with room
  * for the message around them. */

@@ -36,6 +36,9 @@ const struct mb_stat_key_info mb_stat_keys[_MB_STAT_KEY_NR] = {
                                     "Pages reclaim got back from the clients."),
         [MB_STAT_KEY_THROTTLE_USEC] = KEY(throttle_usec, MB_STAT_UNIT_USEC, MB_STAT_THROTTLE_USEC, false,
                                           "Time charges were delayed over MemoryHigh=."),
+        [MB_STAT_KEY_ANON_MMAP] = KEY(anon_mmap, MB_STAT_UNIT_BYTES, MB_STAT_ANON_MMAP, true,
+                                      "Memory of the private anonymous mappings the applications made themselves, "
+                                      "charged when mapped."),
         [MB_STAT_KEY_UNACCOUNTED] = { .name = "unaccounted", .unit = MB_STAT_UNIT_BYTES, .item = MB_STAT_KEY_NO_ITEM,
                                       .help = "Memory backing the tenant's arena beyond what is charged to it." },
 };

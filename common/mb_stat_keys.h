@@ -37,6 +37,7 @@ enum mb_stat_key {
         MB_STAT_KEY_PGSCAN,
         MB_STAT_KEY_PGSTEAL,
         MB_STAT_KEY_THROTTLE_USEC,
+        MB_STAT_KEY_ANON_MMAP,
         MB_STAT_KEY_UNACCOUNTED,
         _MB_STAT_KEY_NR,
 };

@@ -80,6 +80,9 @@ enum mb_stat_item {
         MB_STAT_PGSCAN,                /* count (daemon side)                     */
         MB_STAT_PGSTEAL,               /* count (daemon side)                     */
         MB_STAT_THROTTLE_USEC,         /* usec  (daemon side)                     */
+        MB_STAT_ANON_MMAP,             /* pages charged outside the arena: the
+                                        * clients' own anonymous mappings
+                                        * (pages, daemon side)                    */
         _MB_STAT_NR,
 };
 

@@ -21,7 +21,10 @@
 /* Charge.flags: __GFP_NORETRY (one drain and one reclaim round at a max,
  * then ENOMEM without `oom` nor OOM kill). */
 #define WIRE_CHARGE_FLAG_NORETRY 0x1u
-#define WIRE_CHARGE_FLAGS_KNOWN WIRE_CHARGE_FLAG_NORETRY
+/* Charge.flags: pages of the client's own mappings, charged without arena
+ * pages (membroker.proto). */
+#define WIRE_CHARGE_FLAG_OUTSIDE 0x2u
+#define WIRE_CHARGE_FLAGS_KNOWN (WIRE_CHARGE_FLAG_NORETRY | WIRE_CHARGE_FLAG_OUTSIDE)
 
 /**
  * wire_frame_length - read the payload length of the frame starting at @buf

@@ -29,6 +29,7 @@ BROKER_TESTS = \
 	tests/test-broker-stop-keeps-data.sh \
 	tests/test-broker-badinput.sh \
 	tests/test-broker-contig.sh \
+	tests/test-broker-outside.sh \
 	tests/test-broker-isolation.sh \
 	tests/test-broker-deferred-punch.sh \
 	tests/test-broker-hugepages.sh \

@@ -61,7 +61,14 @@ PRELOAD_TESTS = \
 	%reldir%/test-preload-python.sh \
 	%reldir%/test-preload-programs.sh \
 	%reldir%/test-preload-badinput.sh \
-	%reldir%/test-preload-lost.sh
+	%reldir%/test-preload-lost.sh \
+	%reldir%/test-preload-mmap.sh \
+	%reldir%/test-preload-mmap-python.sh \
+	%reldir%/test-preload-buildtree.sh
 TESTS += $(PRELOAD_TESTS)
 dist_check_SCRIPTS += $(PRELOAD_TESTS)
 EXTRA_DIST += %reldir%/preload-lib.sh
+# A program that maps its own memory (not linked with libmembroker: it runs
+# under the shim).
+check_PROGRAMS += tests/mmap-client
+tests_mmap_client_SOURCES = %reldir%/mmap-client.c

@@ -22,7 +22,7 @@ pass "GetStatText is 'key value' lines"
 
 keys=$(printf '%s\n' "$text" | cut -d' ' -f1)
 for k in pages stock slab slab_reclaimable slab_unreclaimable pgalloc pgfree charge_requests \
-         uncharge_requests pgscan pgsteal throttle_usec; do
+         uncharge_requests pgscan pgsteal throttle_usec anon_mmap; do
         printf '%s\n' "$keys" | grep -qx "$k" || fail "GetStatText lacks $k"
         printf '%s\n' "$keys" | grep -qx "${k}_local" || fail "GetStatText lacks ${k}_local"
 done

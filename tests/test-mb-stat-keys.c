@@ -15,7 +15,7 @@
 START_TEST(test_stat_key_names) {
         static const char *const order[] = {
                 "pages", "stock", "slab", "slab_reclaimable", "slab_unreclaimable", "pgalloc", "pgfree",
-                "charge_requests", "uncharge_requests", "pgscan", "pgsteal", "throttle_usec", "unaccounted",
+                "charge_requests", "uncharge_requests", "pgscan", "pgsteal", "throttle_usec", "anon_mmap", "unaccounted",
         };
 
         ck_assert_uint_eq(sizeof(order) / sizeof(order[0]), _MB_STAT_KEY_NR);
@@ -45,6 +45,7 @@ START_TEST(test_stat_key_units) {
         /* Pages and stock are kept in pages and reported in bytes. */
         ck_assert(mb_stat_keys[MB_STAT_KEY_PAGES].pages);
         ck_assert(mb_stat_keys[MB_STAT_KEY_STOCK].pages);
+        ck_assert(mb_stat_keys[MB_STAT_KEY_ANON_MMAP].pages);
         ck_assert(!mb_stat_keys[MB_STAT_KEY_SLAB_RECLAIMABLE].pages);
 }
 END_TEST
@@ -77,6 +78,7 @@ START_TEST(test_stat_key_items) {
                 [MB_STAT_PGSCAN] = "pgscan",
                 [MB_STAT_PGSTEAL] = "pgsteal",
                 [MB_STAT_THROTTLE_USEC] = "throttle_usec",
+                [MB_STAT_ANON_MMAP] = "anon_mmap",
         };
         int with_item = 0;
 

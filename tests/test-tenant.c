@@ -465,7 +465,7 @@ START_TEST(test_names) {
         static const char *const events[] = { "low", "high", "max", "oom", "oom_kill", "overrun", "oom_group_kill" };
         static const char *const items[] = {
                 "pages", "stock", "slab_reclaimable", "slab_unreclaimable", "pgalloc", "pgfree",
-                "charge_requests", "uncharge_requests", "pgscan", "pgsteal", "throttle_usec",
+                "charge_requests", "uncharge_requests", "pgscan", "pgsteal", "throttle_usec", "anon_mmap",
         };
 
         ck_assert_uint_eq(sizeof(events) / sizeof(events[0]), _MB_EVENT_NR);

@@ -22,6 +22,8 @@
  *                           EINVAL, EPROTO, EMSGSIZE, ENOENT, EISDIR, ...)
  *   expect-close            the daemon closes the connection (EOF/reset)
  *   send-hex HEX            raw bytes
+ *   read-reply              the reply to raw bytes: "grant extents=N",
+ *                           "ack pages=N" or the Error
  *   send-garbage N          a frame header announcing N bytes + N random bytes
  *   send-header N           only a header announcing N bytes
  *   shutdown-wr             shutdown(SHUT_WR): end of input for the daemon
@@ -758,6 +760,19 @@ int main(int argc, char *argv[]) {
                         if (!handle_error(msg)) {
                                 printf("FAILED: expected an Error, got %s\n", wire_msg_name(msg));
                                 return 1;
+                        }
+                        mb__msg__free_unpacked(msg, NULL);
+                } else if (strcmp(s, "read-reply") == 0) {
+                        /* The reply to raw bytes sent before: printed. */
+                        Mb__Msg *msg = recv_reply();
+                        if (!handle_error(msg)) {
+                                last_error = 0;
+                                if (msg->body_case == MB__MSG__BODY_GRANT)
+                                        printf("grant extents=%zu\n", msg->grant->n_extents);
+                                else if (msg->body_case == MB__MSG__BODY_ACK)
+                                        printf("ack pages=%" PRIu64 "\n", msg->ack->pages);
+                                else
+                                        printf("reply %s\n", wire_msg_name(msg));
                         }
                         mb__msg__free_unpacked(msg, NULL);
                 } else if (strcmp(s, "send-hex") == 0) {

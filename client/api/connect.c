@@ -119,6 +119,7 @@ int connect_again(mb_client *c) {
                 c->session.conn_gen++;
                 c->client_id = msg->welcome->client_id;
                 c->session.pressure_ok = msg->welcome->has_pressure_triggers && msg->welcome->pressure_triggers;
+                c->session.outside_ok = msg->welcome->has_outside_charges && msg->welcome->outside_charges;
                 /* The new daemon knows none of our triggers: send them
                  * again (send_lock held; their Acks nobody waits for). */
                 session_pressure_resend_locked(c);
@@ -219,6 +220,7 @@ static int connect_welcome(mb_client *c, const Mb__Welcome *w) {
         c->client_id = w->client_id;
         c->unlimited = w->has_unlimited && w->unlimited;
         c->session.pressure_ok = w->has_pressure_triggers && w->pressure_triggers;
+        c->session.outside_ok = w->has_outside_charges && w->outside_charges;
 
         /* What a reconnection after a daemon restart needs (reconnect.h);
          * without a token the session ends with the connection. */

@@ -134,6 +134,8 @@ struct client_session {
         struct client_pressure_trigger *pressure_triggers;
         uint32_t pressure_last_id;
         bool pressure_ok;
+        bool outside_ok;               /* the daemon takes charges outside the arena
+                                        * (Welcome.outside_charges) */
 };
 
 /* The shrinkers (stock/reclaim.c); lock is held (read) while they run. */

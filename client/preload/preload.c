@@ -37,6 +37,9 @@
  * fork).  The child then allocates from glibc and ignores free() of the
  * inherited broker blocks (they are its private copy); a child that execs
  * loads the shim again and connects a session of its own.
+ *
+ * The program's own private anonymous mappings (mmap() and its siblings)
+ * are charged in mmap.c; what the tenant refused is said in report.c.
  */
 #include <errno.h>
 #include <dlfcn.h>
@@ -52,13 +55,13 @@
 #include <unistd.h>
 
 #include "core/client.h"
+#include "preload/preload.h"
 #include "session/session.h"
 #include "membroker.h"
 
 #define PRELOAD_TENANT_ENV "MEMBROKER_TENANT"
 #define PRELOAD_DEBUG_ENV "MEMBROKER_PRELOAD_DEBUG"
 #define PRELOAD_THREAD_ENV "MEMBROKER_PRELOAD_THREAD"
-#define EXPORT __attribute__((visibility("default")))
 
 /*
  * The entry points.  Their C names are shim_*, their symbols the C
@@ -86,35 +89,30 @@ extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
 extern void *__libc_memalign(size_t, size_t);
 
-static mb_client *shim_client;
+mb_client *shim_client;
 static uintptr_t shim_base, shim_bytes;  /* the arena mapping */
 static size_t shim_page_size = 4096;
-static bool shim_forked;                 /* a fork() child: broker blocks are a private copy */
-static bool shim_lost;                   /* the session is over */
+bool shim_forked;
+bool shim_lost;
 static int shim_fork_pipe[2] = { -1, -1 };
 static size_t (*glibc_usable_size)(void *);
-static __thread unsigned shim_depth __attribute__((tls_model("initial-exec")));
+__thread unsigned shim_depth __attribute__((tls_model("initial-exec")));
 
 static inline bool shim_ours(const void *p) {
         return (uintptr_t) p - shim_base < shim_bytes;
 }
 
-/* Whether this call may allocate from the broker. */
-static inline bool shim_active(void) {
-        return shim_client && !shim_depth && !shim_lost && !shim_forked && !mb_library_thread;
-}
-
 /* After a failure other than ENOMEM: is the session over? */
-static void shim_check_lost(void) {
+void shim_check_lost(void) {
         if (session_broken(shim_client) || shim_client->forked)
                 shim_lost = true;
 }
 
 /* Return what the allocation @call (an mb_* function) gave, with the
  * shim's depth raised around it, when it succeeded or the tenant refused
- * it (ENOMEM, errno kept); otherwise see whether the session is over and
- * fall through to glibc. */
-#define SHIM_TRY(call)                                          \
+ * it (ENOMEM, errno kept, the refusal of @bytes reported); otherwise see
+ * whether the session is over and fall through to glibc. */
+#define SHIM_TRY(call, bytes)                                   \
         do {                                                    \
                 void *p_;                                       \
                 int e_;                                         \
@@ -124,6 +122,8 @@ static void shim_check_lost(void) {
                 e_ = errno;                                     \
                 shim_depth--;                                   \
                 if (_likely_(p_ != NULL) || e_ == ENOMEM) {     \
+                        if (!p_)                                \
+                                shim_report_refused("malloc", (bytes)); \
                         errno = e_;                             \
                         return p_;                              \
                 }                                               \
@@ -131,7 +131,7 @@ static void shim_check_lost(void) {
         } while (0)
 
 static void *shim_alloc(size_t size) {
-        SHIM_TRY(mb_malloc(shim_client, size));
+        SHIM_TRY(mb_malloc(shim_client, size), size);
         return __libc_malloc(size);
 }
 
@@ -161,7 +161,7 @@ void shim_free(void *p) {
 
 void *shim_calloc(size_t nmemb, size_t size) {
         if (_likely_(shim_active()))
-                SHIM_TRY(mb_calloc(shim_client, nmemb, size));
+                SHIM_TRY(mb_calloc(shim_client, nmemb, size), nmemb * size);
         return __libc_calloc(nmemb, size);
 }
 
@@ -187,7 +187,7 @@ void *shim_realloc(void *p, size_t size) {
                 return NULL;
         }
         if (shim_active())
-                SHIM_TRY(mb_realloc(shim_client, p, size));
+                SHIM_TRY(mb_realloc(shim_client, p, size), size);
         /* A broker block where the broker cannot serve: move it to glibc. */
         old = shim_usable(p);
         n = __libc_malloc(size);
@@ -210,7 +210,7 @@ void *shim_reallocarray(void *p, size_t nmemb, size_t size) {
 
 static void *shim_aligned(size_t align, size_t size) {
         if (shim_active() && align <= shim_page_size)
-                SHIM_TRY(mb_aligned_alloc(shim_client, align, size));
+                SHIM_TRY(mb_aligned_alloc(shim_client, align, size), size);
         return __libc_memalign(align, size);
 }
 
@@ -369,6 +369,8 @@ __attribute__((constructor)) static void shim_init(void) {
         shim_base = (uintptr_t) c->base;
         shim_bytes = (uintptr_t) c->arena_bytes;
         (void) pthread_atfork(shim_atfork_prepare, shim_atfork_parent, shim_atfork_child);
+        shim_report_init();
+        shim_mmap_init(c);
         if (getenv(PRELOAD_DEBUG_ENV))
                 fprintf(stderr, "libmembroker-preload: pid %d attached to %s as client %llu\n", (int) getpid(),
                         mb_tenant_path(c), (unsigned long long) mb_client_id(c));

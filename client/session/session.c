@@ -744,6 +744,61 @@ int session_charge_contig_locked(mb_client *c, uint32_t n, unsigned flags, void 
         return 0;
 }
 
+int session_charge_outside_locked(mb_client *c, uint32_t n, unsigned flags) {
+        Mb__Charge ch = MB__CHARGE__INIT;
+        Mb__Msg msg = MB__MSG__INIT;
+        Mb__Msg *reply = NULL;
+        uint32_t batch;
+        int r;
+
+        if (!c->session.outside_ok || n < 1 || n > MB_OUTSIDE_MAX_PAGES)
+                return -EINVAL;
+        ch.seq = session_next_seq(c);
+        ch.pages = n;
+        ch.has_flags = true;
+        ch.flags = WIRE_CHARGE_FLAG_OUTSIDE | (flags & MB_ALLOC_NORETRY ? WIRE_CHARGE_FLAG_NORETRY : 0);
+        ch.has_waiting = true;
+        ch.waiting = true;
+        msg.body_case = MB__MSG__BODY_CHARGE;
+        msg.charge = &ch;
+        r = session_call_expect(c, &msg, ch.seq, MB__MSG__BODY_GRANT, "a Charge was not answered with a Grant", &reply);
+        if (r < 0)
+                return r;
+        if (reply->grant->n_extents != 0) {
+                mb__msg__free_unpacked(reply, NULL);
+                return session_protocol_error(c, "a Grant of pages outside the arena carries extents");
+        }
+        batch = reply->grant->has_charge_batch ? reply->grant->charge_batch : 0;
+        __atomic_store_n(&c->refill.headroom,
+                         reply->grant->has_headroom ? reply->grant->headroom : c->unlimited ? UINT64_MAX : 0,
+                         __ATOMIC_RELAXED);
+        mb__msg__free_unpacked(reply, NULL);
+        if (batch > 0)
+                (void) c->session.hooks->batch_changed_locked(c, batch);
+        return 0;
+}
+
+int session_uncharge_outside(mb_client *c, uint64_t n) {
+        Mb__Uncharge un = MB__UNCHARGE__INIT;
+        Mb__Msg msg = MB__MSG__INIT;
+        int r;
+
+        if (n == 0)
+                return 0;
+        un.seq = session_next_seq(c);
+        un.has_reason = true;
+        un.reason = MB__UNCHARGE_REASON__UNCHARGE_FREE;
+        un.has_outside_pages = true;
+        un.outside_pages = n;
+        msg.body_case = MB__MSG__BODY_UNCHARGE;
+        msg.uncharge = &un;
+        r = session_send(c, &msg);
+        /* Lost with a daemon that restarted: the next one never had them. */
+        if (r < 0 && !session_can_reconnect(c, r))
+                return session_break(c, r);
+        return 0;
+}
+
 int session_uncharge_extents(mb_client *c, const uint64_t *starts, const uint32_t *counts, size_t n) {
         Mb__Extent ext[SESSION_UNCHARGE_EXTENTS_MAX];
         Mb__Extent *extp[SESSION_UNCHARGE_EXTENTS_MAX];

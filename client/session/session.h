@@ -117,6 +117,21 @@ int session_charge_locked(mb_client *c, uint32_t n, uint32_t need, void **out, s
  */
 int session_charge_contig_locked(mb_client *c, uint32_t n, unsigned flags, void **ret);
 
+/**
+ * session_charge_outside_locked - Charge @n (1..MB_OUTSIDE_MAX_PAGES) pages
+ * of the application's own mapping (Charge.flags OUTSIDE: counted against
+ * the limits, no arena pages granted).  Only when the daemon takes them
+ * (c->outside_ok).  @flags: MB_ALLOC_NORETRY.  conn_lock held.  Returns 0,
+ * -ENOMEM at a limit (the session goes on), or the error that ended the
+ * session.
+ */
+int session_charge_outside_locked(mb_client *c, uint32_t n, unsigned flags);
+
+/* Give back @n pages charged with session_charge_outside_locked()
+ * (Uncharge.outside_pages), without waiting for the Ack.  Any thread.  0 or
+ * the error that ended the session. */
+int session_uncharge_outside(mb_client *c, uint64_t n);
+
 /* Return one extent right away (Uncharge without waiting for the Ack: the
  * daemon hole-punches it).  Any thread.  0 or the error that ended the
  * session. */

@@ -46,6 +46,43 @@ static void conn_psi_update(struct conn *c) {
         tenant_pressure_change(c->tenant, 0, stalled ? 1 : -1);
 }
 
+/* Tell the client the headroom left and a new batch, and send @grant. */
+static void conn_grant_send(struct conn *c, Mb__Grant *grant, uint32_t seq) {
+        Mb__Msg msg = MB__MSG__INIT;
+        unsigned long room = page_counter_headroom(&c->tenant->memory);
+        unsigned batch;
+
+        grant->has_headroom = true;
+        grant->headroom = room == ULONG_MAX ? UINT64_MAX : (uint64_t) room;
+        batch = conn_charge_batch(c->b, c->tenant, c->told_batch);
+        if (batch != c->told_batch) {
+                grant->has_charge_batch = true;
+                grant->charge_batch = batch;
+                c->told_batch = batch;
+        }
+        msg.body_case = MB__MSG__BODY_GRANT;
+        msg.grant = grant;
+        if (conn_send(c, &msg) < 0)
+                conn_fail(c, true, seq, ENOMEM, "cannot queue the Grant");
+}
+
+/* Grant @n charged pages of the client's own mapping (Charge.flags
+ * OUTSIDE): counted, no arena pages.  The kernel charges the anonymous
+ * pages a task faults wherever they are mapped (mem_cgroup_charge() from
+ * the fault path); the pages stay the client's until it says its mapping
+ * went (Uncharge.outside_pages) or the session ends. */
+static void conn_grant_outside(struct conn *c, uint32_t seq, uint32_t n, uint64_t throttle_usec) {
+        Mb__Grant grant = MB__GRANT__INIT;
+
+        c->outside += n;
+        reclaim_client_set_outside(c->rc, c->outside);
+        conn_daemon_stat(c, MB_STAT_ANON_MMAP, n);
+        grant.seq = seq;
+        grant.has_throttle_usec = throttle_usec > 0;
+        grant.throttle_usec = throttle_usec;
+        conn_grant_send(c, &grant, seq);
+}
+
 /* How often a grant that finds its arena full waits for the punches other
  * workers have pending (one sched_yield() each). */
 #define CONN_PUNCH_WAIT_TRIES 1000u
@@ -54,12 +91,11 @@ static void conn_psi_update(struct conn *c) {
 static void conn_grant(struct conn *c, uint32_t seq, uint32_t n, uint64_t throttle_usec) {
         struct tenant *t = c->tenant;
         struct worker *w = c->w;
-        Mb__Msg msg = MB__MSG__INIT;
         Mb__Grant grant = MB__GRANT__INIT;
-        unsigned long room;
-        unsigned batch;
         int nextents, max_extents, r;
 
+        if (c->charge_outside)
+                return conn_grant_outside(c, seq, n, throttle_usec);
         /* A contiguous charge (alloc_pages(order)): one extent or nothing. */
         max_extents = c->charge_contig ? 1 : MB_FRAME_MAX_EXTENTS;
         nextents = arena_alloc(c->arena, c->owner, n, w->extents, max_extents);
@@ -118,19 +154,7 @@ static void conn_grant(struct conn *c, uint32_t seq, uint32_t n, uint64_t thrott
         grant.extents = w->pb_extent_ptrs;
         grant.has_throttle_usec = throttle_usec > 0;
         grant.throttle_usec = throttle_usec;
-        room = page_counter_headroom(&t->memory);
-        grant.has_headroom = true;
-        grant.headroom = room == ULONG_MAX ? UINT64_MAX : (uint64_t) room;
-        batch = conn_charge_batch(c->b, t, c->told_batch);
-        if (batch != c->told_batch) {
-                grant.has_charge_batch = true;
-                grant.charge_batch = batch;
-                c->told_batch = batch;
-        }
-        msg.body_case = MB__MSG__BODY_GRANT;
-        msg.grant = &grant;
-        if (conn_send(c, &msg) < 0)
-                conn_fail(c, true, seq, ENOMEM, "cannot queue the Grant");
+        conn_grant_send(c, &grant, seq);
 }
 
 static void conn_park(struct conn *c, uint32_t seq, uint32_t n, bool charged) {
@@ -194,6 +218,7 @@ static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t
         /* One charge at a time is in progress (the others queue behind a
          * parked one), so the flag stays with it until its reply. */
         c->charge_contig = contig;
+        c->charge_outside = flags & WIRE_CHARGE_FLAG_OUTSIDE;
         conn_daemon_stat(c, MB_STAT_CHARGE_REQUESTS, 1);
         if (!tenant_try_charge(c->tenant, n, need, 0, &res)) {
                 /* `max` counted; the reclaimer drains the stocks of the
@@ -215,7 +240,13 @@ void conn_charge(struct conn *c, const Mb__Charge *charge) {
         uint32_t flags = charge->has_flags ? charge->flags : 0;
         bool waiting = charge->has_waiting && charge->waiting;
         bool contig = charge->has_contig_pages;
+        bool outside = flags & WIRE_CHARGE_FLAG_OUTSIDE;
 
+        if (outside && (contig || need != n || n < 1 || n > MB_OUTSIDE_MAX_PAGES))
+                return conn_fail(c, true, charge->seq, EINVAL,
+                                 "charge of %u pages outside the arena with need=%u%s (need must equal pages, "
+                                 "in 1..%u, not contiguous)",
+                                 n, need, contig ? ", contiguous" : "", MB_OUTSIDE_MAX_PAGES);
         if (contig && (charge->contig_pages < 1 || charge->contig_pages > MB_CONTIG_MAX_PAGES))
                 return conn_fail(c, true, charge->seq, EINVAL, "contiguous charge of %u pages is outside 1..%u",
                                  charge->contig_pages, MB_CONTIG_MAX_PAGES);
@@ -223,7 +254,7 @@ void conn_charge(struct conn *c, const Mb__Charge *charge) {
                 return conn_fail(c, true, charge->seq, EINVAL,
                                  "contiguous charge of %u pages with pages=%u need=%u (all three must agree)",
                                  charge->contig_pages, n, need);
-        if (n < 1 || (!contig && n > MB_CHARGE_MAX_PAGES))
+        if (n < 1 || (!contig && !outside && n > MB_CHARGE_MAX_PAGES))
                 return conn_fail(c, true, charge->seq, EINVAL, "charge of %u pages is outside 1..%u", n,
                                  MB_CHARGE_MAX_PAGES);
         if (need < 1 || need > n)
@@ -420,6 +451,10 @@ void conn_uncharge(struct conn *c, const Mb__Uncharge *u) {
 
         if (u->n_extents > WORKER_MAX_UNCHARGE_EXTENTS)
                 return conn_fail(c, true, u->seq, EINVAL, "too many extents");
+        if (u->has_outside_pages && u->outside_pages > c->outside)
+                return conn_fail(c, true, u->seq, EINVAL,
+                                 "uncharge of %" PRIu64 " pages outside the arena, but %" PRIu64 " are charged",
+                                 u->outside_pages, c->outside);
         for (size_t i = 0; i < u->n_extents; i++) {
                 w->extents[i].start = u->extents[i]->start;
                 w->extents[i].count = u->extents[i]->count;
@@ -458,6 +493,14 @@ void conn_uncharge(struct conn *c, const Mb__Uncharge *u) {
                 page_counter_uncharge(&c->tenant->memory, released);
         }
 
+        if (u->has_outside_pages && u->outside_pages > 0) {
+                /* Its mapping is gone: uncharged at once (no punch). */
+                c->outside -= u->outside_pages;
+                reclaim_client_set_outside(c->rc, c->outside);
+                conn_daemon_stat(c, MB_STAT_ANON_MMAP, -(int64_t) u->outside_pages);
+                page_counter_uncharge(&c->tenant->memory, u->outside_pages);
+        }
+
         /* The answer to a Reclaim (pgsteal: pages got back) or a Drain.
          * "Nothing left" only spares the client later rounds of the job
          * that asked: a client that says so falsely keeps its pages
@@ -469,7 +512,7 @@ void conn_uncharge(struct conn *c, const Mb__Uncharge *u) {
         }
 
         ack.seq = u->seq;
-        ack.pages = released;
+        ack.pages = released + (u->has_outside_pages ? u->outside_pages : 0);
         msg.body_case = MB__MSG__BODY_ACK;
         msg.ack = &ack;
         if (conn_send(c, &msg) < 0)

@@ -357,6 +357,8 @@ void conn_hello(struct conn *c, const Mb__Hello *hello) {
         welcome.charge_batch_max = batch_max;
         welcome.has_pressure_triggers = true;
         welcome.pressure_triggers = true;
+        welcome.has_outside_charges = true;
+        welcome.outside_charges = true;
         welcome.has_client_token = true;
         welcome.client_token = c->token;
         msg.body_case = MB__MSG__BODY_WELCOME;

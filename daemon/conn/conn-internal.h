@@ -67,6 +67,7 @@ struct conn {
         struct arena *arena;
         uint32_t owner;   /* arena-local id */
         uint64_t held;    /* pages this client holds */
+        uint64_t outside; /* pages charged for its own mappings (Charge.flags OUTSIDE), no arena pages */
         uint64_t token;   /* identity across a daemon restart (restart.h) */
         bool claiming;    /* re-claiming after a restart: Claim messages follow */
         unsigned told_batch; /* the charge batch the client was last told */
@@ -84,6 +85,7 @@ struct conn {
         bool parked_charged;  /* its pages are charged (the high path) */
         uint32_t parked_seq, parked_pages;
         bool charge_contig;   /* the charge in progress wants one extent */
+        bool charge_outside;  /* the charge in progress is for the client's own mapping */
         uint64_t parked_throttle_usec;
         struct event *throttle_timer;
         struct conn_queued_charge {

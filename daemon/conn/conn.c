@@ -394,6 +394,13 @@ void conn_free(struct conn *c) {
                         page_counter_uncharge(&t->memory, c->parked_pages);
                 c->charge_parked = false;
 
+                /* Its own mappings went with it (or will, with its process). */
+                if (c->outside > 0) {
+                        conn_daemon_stat(c, MB_STAT_ANON_MMAP, -(int64_t) c->outside);
+                        page_counter_uncharge(&t->memory, c->outside);
+                        c->outside = 0;
+                }
+
                 /* Everything the client held goes back at once: hole-punched,
                  * freed and uncharged -- unless the daemon stops with its
                  * memory in the fd store: then the pages wait for the next

@@ -243,12 +243,12 @@ static uint64_t stat_nonneg(int64_t v) {
 size_t manager_tenant_stat_fill(struct manager *m, struct tenant *t, struct mb_stat_kv kv[MANAGER_STAT_NKEYS]) {
         static const char *const keys[] = {
                 "pages", "stock", "slab", "slab_reclaimable", "slab_unreclaimable", "pgalloc", "pgfree",
-                "charge_requests", "uncharge_requests", "pgscan", "pgsteal", "throttle_usec",
+                "charge_requests", "uncharge_requests", "pgscan", "pgsteal", "throttle_usec", "anon_mmap",
         };
         static const char *const local_keys[] = {
                 "pages_local", "stock_local", "slab_local", "slab_reclaimable_local", "slab_unreclaimable_local",
                 "pgalloc_local", "pgfree_local", "charge_requests_local", "uncharge_requests_local",
-                "pgscan_local", "pgsteal_local", "throttle_usec_local",
+                "pgscan_local", "pgsteal_local", "throttle_usec_local", "anon_mmap_local",
         };
         const size_t nkeys = ELEMENTSOF(keys);
         size_t n = 0;
@@ -275,6 +275,7 @@ size_t manager_tenant_stat_fill(struct manager *m, struct tenant *t, struct mb_s
                         stat_nonneg(v[MB_STAT_PGSCAN]),
                         stat_nonneg(v[MB_STAT_PGSTEAL]),
                         stat_nonneg(v[MB_STAT_THROTTLE_USEC]),
+                        stat_nonneg(v[MB_STAT_ANON_MMAP]) * m->b.page_size,
                 };
                 _Static_assert(ELEMENTSOF(values) == ELEMENTSOF(keys), "stat values");
 

@@ -246,7 +246,7 @@ int manager_tenant_stat(struct manager *m, struct tenant *t, struct mb_stat_kv *
 
 /* The number of pairs manager_tenant_stat() reports: 12 keys, their 12
  * _local forms and unaccounted. */
-#define MANAGER_STAT_NKEYS 25
+#define MANAGER_STAT_NKEYS 27
 
 /**
  * manager_tenant_stat_fill - manager_tenant_stat() into @kv, the caller's

@@ -51,7 +51,8 @@ static int victim_cb(struct tenant *t, void *userdata) {
                 return 0;
         pthread_mutex_lock(&ts->lock);
         for (struct reclaim_client *rc = ts->clients; rc; rc = rc->next) {
-                uint64_t held = atomic_load_explicit(&rc->held, memory_order_relaxed);
+                uint64_t held = atomic_load_explicit(&rc->held, memory_order_relaxed) +
+                                atomic_load_explicit(&rc->outside, memory_order_relaxed);
 
                 if (atomic_load(&rc->gone))
                         continue;

@@ -155,6 +155,7 @@ void reclaim_client_detach(struct reclaim_client *rc) {
 
         rc->conn = NULL;
         atomic_store(&rc->held, 0);
+        atomic_store(&rc->outside, 0);
         atomic_store(&rc->gone, true);
         if (rc->r)
                 post_to_reclaimer(rc->r, RMSG_GONE, rc, 0, 0, 0);

@@ -95,6 +95,10 @@ struct reclaim_client {
         pid_t pid;
         int pidfd;              /* -1 without one */
         _Atomic uint64_t held;  /* pages the client holds (written by the worker) */
+        /* Pages charged for its own mappings (Charge.flags OUTSIDE): not
+         * reclaimable (anon without swap), but its size for the OOM
+         * killer, as oom_badness() counts a task's anon RSS. */
+        _Atomic uint64_t outside;
         _Atomic bool gone;      /* detached */
         /* The seq of its last answer that said it has nothing left to give
          * (Uncharge.nothing_left); 0 after any other answer, and after each
@@ -184,6 +188,10 @@ int reclaimer_kill_client(struct reclaimer *r, struct reclaim_client *rc);
 
 static inline void reclaim_client_set_held(struct reclaim_client *rc, uint64_t held) {
         atomic_store_explicit(&rc->held, held, memory_order_relaxed);
+}
+
+static inline void reclaim_client_set_outside(struct reclaim_client *rc, uint64_t outside) {
+        atomic_store_explicit(&rc->outside, outside, memory_order_relaxed);
 }
 
 /* A Charge of @pages (seq @seq, WIRE_CHARGE_FLAG_* @flags) failed at a
