@@ -421,6 +421,9 @@ void conn_uncharge(struct conn *c, const Mb__Uncharge *u) {
         if (u->n_extents > WORKER_MAX_UNCHARGE_EXTENTS)
                 return conn_fail(c, true, u->seq, EINVAL, "too many extents");
         for (size_t i = 0; i < u->n_extents; i++) {
+                if (u->extents[i]->count == 0)
+                        return conn_fail(c, true, u->seq, EINVAL, "extent at page %" PRIu64 " of 0 pages",
+                                         u->extents[i]->start);
                 w->extents[i].start = u->extents[i]->start;
                 w->extents[i].count = u->extents[i]->count;
         }

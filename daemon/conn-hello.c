@@ -133,8 +133,13 @@ static bool conn_claim(struct conn *c, Mb__Extent *const *extents, size_t n, boo
                 conn_fail(c, false, 0, EINVAL, "too many extents");
                 return false;
         }
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
+                if (extents[i]->count == 0) {
+                        conn_fail(c, false, 0, EINVAL, "extent at page %" PRIu64 " of 0 pages", extents[i]->start);
+                        return false;
+                }
                 e[i] = (struct arena_extent) { .start = extents[i]->start, .count = extents[i]->count };
+        }
         r = c->b->ops->claim(c->b, c->ts, c->token, c->owner, e, n, more, ret_pages, &bad);
         if (r == -ESTALE) {
                 conn_fail(c, false, 0, ESTALE,

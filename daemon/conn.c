@@ -205,6 +205,9 @@ void conn_process_input(struct conn *c) {
                         return conn_fail(c, false, 0, ENOMEM, "out of memory");
                 r = wire_frame_parse(buf, WIRE_HEADER_BYTES + payload, &consumed, &msg);
                 evbuffer_drain(in, WIRE_HEADER_BYTES + payload);
+                if (r == -ERANGE)
+                        return conn_fail(c, false, 0, EINVAL,
+                                         "frame of %u bytes holds a value too large for its 32-bit field", payload);
                 if (r < 0)
                         return conn_fail(c, false, 0, EPROTO, "undecodable frame of %u bytes", payload);
                 conn_dispatch(c, msg);
