@@ -244,6 +244,12 @@ static bool conn_attach(struct conn *c, const char *path, const char *cgroup, un
         atomic_fetch_add(&t->nclients, 1);
         atomic_fetch_add(&b->nclients, 1);
         c->attached = true;
+        /* Through its Hello: out of the bound on incomplete connections
+         * (it stays in its user's cap). */
+        if (c->incomplete) {
+                guard_hello_done(b->guard);
+                c->incomplete = false;
+        }
         c->tenant = t;
         c->ts = ts;
         c->arena = ts->arena;

@@ -52,7 +52,9 @@ struct conn {
         int fd;
         enum conn_state state;
         bool reading_paused;
-        bool user_counted;       /* in MaxConnectionsPerUser= (guard.h) */
+        bool user_counted;       /* admitted by guard_admit() for admitted_uid */
+        bool incomplete;         /* ...and not through its Hello yet */
+        uid_t admitted_uid;
         struct event *peer_exit; /* the opener's pidfd: readable once it exited */
         struct event *deadline;  /* the Hello's, then the frame's (FrameTimeoutSec=) */
 

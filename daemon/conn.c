@@ -324,7 +324,7 @@ const struct worker_ops conn_worker_ops = {
         .disconnect_all = conn_free_all,
 };
 
-int conn_new(struct worker *w, int fd) {
+int conn_new(struct worker *w, int fd, uid_t uid) {
         struct broker *b = w->b;
         struct timeval tv = { .tv_sec = guard_frame_timeout_sec(b->guard) };
         unsigned max = 0;
@@ -334,6 +334,7 @@ int conn_new(struct worker *w, int fd) {
         c = calloc(1, sizeof(*c));
         if (!c) {
                 close(fd);
+                guard_release(b->guard, uid, true);
                 return -ENOMEM;
         }
         c->w = w;
@@ -344,17 +345,19 @@ int conn_new(struct worker *w, int fd) {
         c->client_id = atomic_fetch_add(&b->next_client_id, 1);
         snprintf(c->name, sizeof(c->name), "unnamed");
 
-        /* Who connected (the process as a pidfd), counted per uid. */
+        /* Who connected (the process as a pidfd); counted for its uid
+         * since the accept (guard_admit()). */
         r = auth_peer_from_socket(fd, &c->peer);
-        if (r >= 0)
-                r = guard_user_get(b->guard, c->peer.uid, &max);
         if (r < 0) {
-                guard_refuse_peer(b->guard, fd, r, c->peer.pid, c->peer.uid, max);
+                guard_refuse_peer(b->guard, fd, r, c->peer.pid, uid, max);
+                guard_release(b->guard, uid, true);
                 auth_peer_done(&c->peer);
                 free(c);
                 return r;
         }
+        c->admitted_uid = uid;
         c->user_counted = true;
+        c->incomplete = true;
 
         MB_LIST_PREPEND(w->conns, c);
         w->nconns++;
@@ -453,7 +456,7 @@ void conn_free(struct conn *c) {
         if (c->deadline)
                 event_free(c->deadline);
         if (c->user_counted)
-                guard_user_put(b->guard, c->peer.uid);
+                guard_release(b->guard, c->admitted_uid, c->incomplete);
         auth_peer_done(&c->peer);
         if (c->bev)
                 bufferevent_free(c->bev);

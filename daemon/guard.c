@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -49,6 +50,8 @@ struct guard_ratelimit {
 struct guard {
         _Atomic unsigned max_per_user;      /* 0: no cap */
         _Atomic unsigned frame_timeout_sec;
+        _Atomic unsigned max_incomplete;    /* connections before their Hello, all users */
+        _Atomic unsigned incomplete;
 
         pthread_mutex_t lock; /* users[], limits[] */
         struct guard_user *users;
@@ -70,6 +73,8 @@ static const char *const event_kind[_GUARD_EVENT_MAX] = {
         [GUARD_ACCEPT_ERROR] = "accept() errors",
         [GUARD_HELLO_TIMEOUT] = "Hello timeouts",
         [GUARD_FRAME_TIMEOUT] = "unfinished frame timeouts",
+        [GUARD_REFUSED_INCOMPLETE] = "connections refused with too many before their Hello",
+        [GUARD_OUTPUT_STALL] = "sessions cut for not reading their replies",
 };
 
 static uint64_t now_usec(void) {
@@ -78,6 +83,8 @@ static uint64_t now_usec(void) {
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 }
+
+static unsigned incomplete_bound(void);
 
 static int spare_open(void) {
         return open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -92,6 +99,8 @@ int guard_new(struct guard **ret) {
         pthread_mutex_init(&g->lock, NULL);
         atomic_init(&g->max_per_user, MB_DEFAULT_MAX_CONNECTIONS_PER_USER);
         atomic_init(&g->frame_timeout_sec, MB_DEFAULT_FRAME_TIMEOUT_SEC);
+        atomic_init(&g->max_incomplete, incomplete_bound());
+        atomic_init(&g->incomplete, 0);
         e = getenv("MEMBROKERD_NO_PEERPIDFD");
         no_peerpidfd = e && strcmp(e, "1") == 0;
         g->spare_fd = spare_open();
@@ -111,9 +120,30 @@ void guard_free(struct guard *g) {
         free(g);
 }
 
+/* GUARD_INCOMPLETE_MAX, or a quarter of the descriptors the daemon may
+ * open, whichever is less (at least GUARD_INCOMPLETE_MIN). */
+static unsigned incomplete_bound(void) {
+        struct rlimit rl;
+        uint64_t quarter;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+                return GUARD_INCOMPLETE_MAX;
+        quarter = (uint64_t) rl.rlim_cur / 4;
+        return (unsigned) MB_MAX(MB_MIN(quarter, (uint64_t) GUARD_INCOMPLETE_MAX), (uint64_t) GUARD_INCOMPLETE_MIN);
+}
+
 void guard_configure(struct guard *g, const struct mb_broker_config *b) {
         atomic_store(&g->max_per_user, b->max_connections_per_user);
         atomic_store(&g->frame_timeout_sec, MB_MAX(b->frame_timeout_sec, 1u));
+        atomic_store(&g->max_incomplete, incomplete_bound());
+}
+
+unsigned guard_max_incomplete(const struct guard *g) {
+        return atomic_load(&g->max_incomplete);
+}
+
+unsigned guard_incomplete(const struct guard *g) {
+        return atomic_load(&g->incomplete);
 }
 
 unsigned guard_frame_timeout_sec(const struct guard *g) {
@@ -279,6 +309,47 @@ void guard_user_put(struct guard *g, uid_t uid) {
         pthread_mutex_unlock(&g->lock);
 }
 
+/* ---- admission at accept() ---- */
+
+int guard_admit(struct guard *g, int fd, pid_t *ret_pid, uid_t *ret_uid, unsigned *ret_max) {
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+        unsigned n;
+        int r;
+
+        *ret_pid = 0;
+        *ret_uid = (uid_t) -1;
+        *ret_max = 0;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+                return -errno;
+        *ret_pid = cred.pid;
+        *ret_uid = cred.uid;
+        /* The global bound first: a connection over it is never counted
+         * for its user.  uid 0 is exempt, as from the per-user cap. */
+        n = atomic_fetch_add(&g->incomplete, 1);
+        if (cred.uid != 0 && n >= atomic_load(&g->max_incomplete)) {
+                atomic_fetch_sub(&g->incomplete, 1);
+                *ret_max = atomic_load(&g->max_incomplete);
+                return -EAGAIN;
+        }
+        r = guard_user_get(g, cred.uid, ret_max);
+        if (r < 0) {
+                atomic_fetch_sub(&g->incomplete, 1);
+                return r;
+        }
+        return 0;
+}
+
+void guard_hello_done(struct guard *g) {
+        atomic_fetch_sub(&g->incomplete, 1);
+}
+
+void guard_release(struct guard *g, uid_t uid, bool incomplete) {
+        if (incomplete)
+                guard_hello_done(g);
+        guard_user_put(g, uid);
+}
+
 /* ---- rate-limited log lines ---- */
 
 static void guard_logv(struct guard *g, enum guard_event ev, uint64_t count, const char *fmt, va_list ap) _printf_(4, 0);
@@ -327,6 +398,12 @@ void guard_refuse_peer(struct guard *g, int fd, int error, pid_t pid, uid_t uid,
                 ev = GUARD_REFUSED_USER_CAP;
                 snprintf(reason, sizeof(reason), "uid %u has %u connections already (MaxConnectionsPerUser=%u)",
                          (unsigned) uid, max, max);
+        } else if (error == -EAGAIN) {
+                ev = GUARD_REFUSED_INCOMPLETE;
+                snprintf(reason, sizeof(reason),
+                         "%u connections have not finished their Hello yet, the most membrokerd keeps; connect "
+                         "again later",
+                         max);
         } else if (error == -ESRCH) {
                 ev = GUARD_REFUSED_DEAD;
                 snprintf(reason, sizeof(reason), "the process that connected (pid %d) has exited", (int) pid);

@@ -45,6 +45,7 @@ BROKER_TESTS = \
 	tests/test-attack-socket-handoff.sh \
 	tests/test-attack-conn-flood.sh \
 	tests/test-attack-half-frame.sh \
+	tests/test-attack-half-open.sh \
 	tests/test-attack-dead-peer.sh
 TESTS += $(BROKER_TESTS)
 dist_check_SCRIPTS += $(BROKER_TESTS)

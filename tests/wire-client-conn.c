@@ -3,7 +3,8 @@
  * wire-client-conn.c - the steps of tests/wire-client that work on
  * connections rather than on frames of the session: handing the session to
  * another process, a frame trickled byte by byte, and floods of
- * connections (see wire-client.c for what each step prints).
+ * connections, idle, half a frame each, or each with a Hello (see
+ * wire-client.c for what each step prints).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -98,6 +99,14 @@ void step_flood_hello(const char *tenant) {
         for (size_t i = 0; i < nflood; i++)
                 (void) send(flood[i], buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
         free(buf);
+}
+
+void step_flood_partial(void) {
+        /* A frame that announces 100 bytes and brings 2 of them. */
+        static const uint8_t part[] = { 0, 0, 0, 100, 0x0a, 0x0b };
+
+        for (size_t i = 0; i < nflood; i++)
+                (void) send(flood[i], part, sizeof(part), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 static size_t flood_closed(void) {

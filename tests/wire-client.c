@@ -57,6 +57,7 @@
  *                           "flood opened=N failed=F"
  *   flood-hello TENANT      send a Hello on every flood connection (the
  *                           replies are not read)
+ *   flood-partial           send half a frame on every flood connection
  *   flood-count MAX         "flood open=X closed=Y": how many flood
  *                           connections the daemon has closed, once it
  *                           is done (at most MAX open, or 10 s settled)
@@ -907,6 +908,8 @@ int main(int argc, char *argv[]) {
                 } else if (strcmp(s, "flood-hello") == 0) {
                         need(argc, i, 1, s);
                         step_flood_hello(argv[++i]);
+                } else if (strcmp(s, "flood-partial") == 0) {
+                        step_flood_partial();
                 } else if (strcmp(s, "flood-count") == 0) {
                         need(argc, i, 1, s);
                         step_flood_count(strtoul(argv[++i], NULL, 10));
