@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -52,6 +53,8 @@ struct guard {
         _Atomic unsigned frame_timeout_sec;
         _Atomic unsigned max_incomplete;    /* connections before their Hello, all users */
         _Atomic unsigned incomplete;
+        _Atomic uint64_t output_bytes;      /* replies queued, all sessions */
+        _Atomic uint64_t untrimmed_bytes;   /* output freed since the last malloc_trim() */
 
         pthread_mutex_t lock; /* users[], limits[] */
         struct guard_user *users;
@@ -348,6 +351,37 @@ void guard_release(struct guard *g, uid_t uid, bool incomplete) {
         if (incomplete)
                 guard_hello_done(g);
         guard_user_put(g, uid);
+}
+
+/* ---- output queued for peers ---- */
+
+void guard_output_add(struct guard *g, int64_t delta) {
+        if (delta >= 0)
+                atomic_fetch_add(&g->output_bytes, (uint64_t) delta);
+        else
+                atomic_fetch_sub(&g->output_bytes, (uint64_t) -delta);
+}
+
+uint64_t guard_output_bytes(const struct guard *g) {
+        return atomic_load(&g->output_bytes);
+}
+
+void guard_output_freed(struct guard *g, uint64_t peak_bytes) {
+        uint64_t n;
+
+        if (peak_bytes < GUARD_TRIM_PEAK_BYTES)
+                return;
+        n = atomic_fetch_add(&g->untrimmed_bytes, peak_bytes) + peak_bytes;
+        if (n < GUARD_TRIM_AFTER_BYTES)
+                return;
+        /* One thread trims; the others go on.  glibc keeps what a flood's
+         * buffers took in the arenas of the threads that freed it:
+         * malloc_trim() gives the free pages of every arena back. */
+        if (!atomic_compare_exchange_strong(&g->untrimmed_bytes, &n, 0))
+                return;
+#ifdef __GLIBC__
+        (void) malloc_trim(0);
+#endif
 }
 
 /* ---- rate-limited log lines ---- */

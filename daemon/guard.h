@@ -122,6 +122,32 @@ void guard_hello_done(struct guard *g);
  * guard_hello_done(). */
 void guard_release(struct guard *g, uid_t uid, bool incomplete);
 
+/*
+ * What the daemon holds for its peers in replies they have not read yet
+ * (dbus-daemon's max_outgoing_bytes, per session and in total): a session
+ * stops being read while its own output is over GUARD_OUTPUT_SESSION_BYTES,
+ * or over GUARD_OUTPUT_SHARE_BYTES while the output of all of them is over
+ * GUARD_OUTPUT_TOTAL_BYTES; one whose output stays over the bound for
+ * GUARD_OUTPUT_STALL_SEC is cut, its pages returned, in a log line that
+ * says why.  The memory of a flood goes back to the system once its
+ * sessions are gone (guard_output_freed()).
+ */
+#define GUARD_OUTPUT_SESSION_BYTES (128u * 1024u)
+#define GUARD_OUTPUT_SHARE_BYTES (16u * 1024u)
+#define GUARD_OUTPUT_TOTAL_BYTES (32u * 1024u * 1024u)
+#define GUARD_OUTPUT_STALL_SEC 5u
+/* Sessions whose output peaked over GUARD_TRIM_PEAK_BYTES are summed when
+ * freed; past GUARD_TRIM_AFTER_BYTES, malloc_trim(). */
+#define GUARD_TRIM_PEAK_BYTES (16u * 1024u)
+#define GUARD_TRIM_AFTER_BYTES (4u * 1024u * 1024u)
+
+/* @delta bytes more (or fewer) queued for some peer; any thread. */
+void guard_output_add(struct guard *g, int64_t delta);
+uint64_t guard_output_bytes(const struct guard *g);
+/* A session whose output peaked at @peak_bytes was freed: give the memory
+ * of floods back to the system (malloc_trim() once enough was freed). */
+void guard_output_freed(struct guard *g, uint64_t peak_bytes);
+
 /**
  * guard_refuse - tell the peer of the fresh connection @fd why it is
  * refused (Error{@code, @reason}, one non-blocking send) and close @fd.
