@@ -8,6 +8,8 @@
 # than the cap of that user's sockets: its descriptors, sampled throughout,
 # stay under half its RLIMIT_NOFILE (4096 here).  An honest client of
 # another uid and tenant attaches and charges again and again meanwhile.
+# Then the global bound on connections before their Hello (a quarter of
+# RLIMIT_NOFILE at most): EAGAIN over it, uid 0 exempt.
 # No timed assertion: the honest client's slowest attach is printed (the
 # figure on a quiet host is bench-hostile's).
 . "$top_srcdir/tests/lib.sh"
@@ -92,4 +94,30 @@ pass "$want half-open connections: at most $maxfd of $NOFILE descriptors, the ho
 mb_daemon_alive
 kill -TERM "$flood"
 wait "$flood" || true
+mb_stop_clean
+
+# The global bound on connections before their Hello, whatever their users:
+# without a per-user cap and with 128 descriptors, a quarter of them (32,
+# taken at the reload that follows the new limit).  Over it, EAGAIN; uid 0
+# is exempt.
+mb_write_broker_conf "Capacity=64M" "FrameTimeoutSec=3600" "MaxConnectionsPerUser=0"
+mb_start_daemon
+prlimit --pid "$MB_DAEMON_PID" --nofile=128:128
+before=$(grep -c 'configuration reloaded' "$MB_TMP/daemon.log" || true)
+kill -HUP "$MB_DAEMON_PID"
+wait_for 20 eval '[ "$(grep -c "configuration reloaded" "$MB_TMP/daemon.log")" -gt "$before" ]' ||
+        fail "the reload did not finish"
+as_nobody_bg "$W/incomplete.out" flood 100 flood-count 32 hold
+wait_for 120 grep -q '^ready' "$W/incomplete.out" || { cat "$W/incomplete.out"; fail "the idle flood did not finish"; }
+cat "$W/incomplete.out"
+open=$(sed -n 's/^flood open=\([0-9]*\) .*/\1/p' "$W/incomplete.out")
+# The wire client's own first connection is one of the 32.
+[ "$open" -le 32 ] || fail "the daemon keeps $open connections before their Hello, over the bound of 32"
+out=$(as_nobody read-error expect-error EAGAIN expect-close) || { echo "$out"; fail "no EAGAIN over the bound"; }
+echo "$out"
+grep -q 'reason=32 connections have not finished their Hello' <<<"$out" || fail "the reason does not name the bound"
+out=$(wire --name root hello honest charge 1 expect-ok) || { echo "$out"; fail "uid 0 was refused"; }
+pass "connections before their Hello: at most 32 with 128 descriptors, EAGAIN over it, uid 0 exempt"
+kill -TERM "$MB_BG_PID"
+wait "$MB_BG_PID" || true
 mb_stop_clean

@@ -125,7 +125,7 @@ static const struct {
         { "ENOMEM", ENOMEM }, { "EACCES", EACCES }, { "EINVAL", EINVAL }, { "EPROTO", EPROTO },
         { "EMSGSIZE", EMSGSIZE }, { "ENOENT", ENOENT }, { "EISDIR", EISDIR }, { "EBADMSG", EBADMSG },
         { "EOPNOTSUPP", EOPNOTSUPP }, { "EPERM", EPERM }, { "ETIMEDOUT", ETIMEDOUT },
-        { "ESRCH", ESRCH }, { "EUSERS", EUSERS }, { "EMFILE", EMFILE },
+        { "ESRCH", ESRCH }, { "EUSERS", EUSERS }, { "EMFILE", EMFILE }, { "EAGAIN", EAGAIN },
 };
 
 static const char *code_name(int code) {
