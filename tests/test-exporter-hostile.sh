@@ -46,6 +46,7 @@ honest_scrapes() {
                 sleep 0.2
         done
         echo "$what: $ok of $n honest scrapes answered with membroker_up 1 (slowest $worst ms)"
+        [ "$ok" = "$n" ] || tail -20 "$MB_TMP/exporter.log"
         assert_eq "$n" "$ok" "honest scrapes answered ($what)"
 }
 

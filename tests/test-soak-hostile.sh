@@ -127,7 +127,7 @@ sed 's/[0-9][0-9]*/N/g' "$MB_TMP/daemon.log" | sort | uniq -c | sort -rn | head 
 # Back to where it started once the peers are gone.
 t_end=$(date +%s%N)
 back() { [ $(( $(rss_kib) - rss0 )) -le $((16 * 1024)) ]; }
-wait_for 60 back || true
+[ "${MB_SANITIZED:-no}" = yes ] || wait_for 60 back || true
 rss1=$(rss_kib)
 echo "the daemon's RSS: $((rss0 / 1024)) MiB at the start, at most $((maxr / 1024)) MiB (+$(( (maxr - rss0) / 1024 )) MiB)" \
         "under the peers, $((rss1 / 1024)) MiB $(( ($(date +%s%N) - t_end) / 1000000 )) ms after they ended"
@@ -140,8 +140,14 @@ cut=$(sed -n 's/^noread .*closed=\([0-9]*\)$/\1/p' "$W/noread.out")
 for name in attach bus scrape; do
         [ ! -s "$W/$name.fail" ] || { head -40 "$W/$name.fail"; fail "an honest $name failed"; }
 done
-[ $((maxr - rss0)) -le $((64 * 1024)) ] || fail "the daemon's RSS grew by $(( (maxr - rss0) / 1024 )) MiB under the peers"
-back || fail "the daemon's RSS stays $(( (rss1 - rss0) / 1024 )) MiB over its start after the peers are gone"
+if [ "${MB_SANITIZED:-no}" = yes ]; then
+        # ASan keeps freed memory in its quarantine and never gives its
+        # heap back: the RSS says nothing about the daemon's own bounds.
+        echo "RSS bounds not checked: a sanitizer build (AddressSanitizer's allocator keeps what was freed)"
+else
+        [ $((maxr - rss0)) -le $((64 * 1024)) ] || fail "the daemon's RSS grew by $(( (maxr - rss0) / 1024 )) MiB under the peers"
+        back || fail "the daemon's RSS stays $(( (rss1 - rss0) / 1024 )) MiB over its start after the peers are gone"
+fi
 [ "$maxf" -lt $((NOFILE / 2)) ] || fail "the daemon held $maxf descriptors, not under half its $NOFILE"
 [ "${cut:-0}" -ge 1 ] || fail "no never-reading session was cut"
 pass "soak of $SEC s: bounded RSS and descriptors, never-reading sessions cut ($cut), every honest request served"

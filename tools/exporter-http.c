@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -232,6 +233,15 @@ static void *guard_main(void *userdata) {
         }
         pthread_mutex_unlock(&guard.lock);
         return NULL;
+}
+
+void exporter_http_raise_nofile(void) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                (void) setrlimit(RLIMIT_NOFILE, &rl);
+        }
 }
 
 int exporter_http_guard_start(void) {

@@ -24,12 +24,20 @@
 
 #include <microhttpd.h>
 
-#define EXPORTER_HTTP_SLOTS 256u
-#define EXPORTER_HTTP_SLOTS_PER_ADDRESS 64u
+#define EXPORTER_HTTP_SLOTS 512u
+/* Half of them: one address cannot take every slot, and under a storm of
+ * its reconnecting connections a newcomer from it that is slow to send
+ * its request waits that many accepts before it is the oldest one. */
+#define EXPORTER_HTTP_SLOTS_PER_ADDRESS 256u
 #define EXPORTER_HTTP_REQUEST_DEADLINE_SEC 10u
 /* libmicrohttpd's own limit: the slots plus the connections cut and not
  * closed yet. */
 #define EXPORTER_HTTP_CONNECTION_LIMIT (2u * EXPORTER_HTTP_SLOTS)
+
+/* Raise the soft RLIMIT_NOFILE to the hard one (the slots are
+ * descriptors; libmicrohttpd polls with epoll), as systemd does for its
+ * services. */
+void exporter_http_raise_nofile(void);
 
 /* Start the deadline thread.  0 or a negative errno. */
 int exporter_http_guard_start(void);

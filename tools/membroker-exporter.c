@@ -318,6 +318,7 @@ int main(int argc, char **argv) {
                         return EXIT_FAILURE;
         }
 
+        exporter_http_raise_nofile();
         r = exporter_http_guard_start();
         if (r < 0) {
                 ctl_log_error("cannot start the HTTP deadline thread: %s", strerror(-r));
