@@ -716,7 +716,7 @@ t_flood() {
                 ulimit -Hn $((n + 64)) 2>/dev/null || n=$(( $(ulimit -Hn) - 64 ))
         fi
         mb_config "$conf" 256M
-        mb_tenant "$conf" mob "Path=mob" "AllowUsers=nobody"
+        mb_tenant "$conf" mob "Path=mob" "AllowUsers=nobody" "MemoryMax=64M"
         mb_tenant "$conf" honest "Path=honest" "AllowUsers=daemon"
         mb_start_daemon "$conf" || { missing "$title" "membrokerd did not start"; return 1; }
         printf '\n## %s\n\n' "$title"
