@@ -716,11 +716,11 @@ t_flood() {
                 ulimit -Hn $((n + 64)) 2>/dev/null || n=$(( $(ulimit -Hn) - 64 ))
         fi
         mb_config "$conf" 256M
-        mb_tenant "$conf" mob "Path=mob" "AllowUsers=nobody"
+        mb_tenant "$conf" mob "Path=mob" "AllowUsers=nobody" "MemoryMax=64M"
         mb_tenant "$conf" honest "Path=honest" "AllowUsers=daemon"
         mb_start_daemon "$conf" || { missing "$title" "membrokerd did not start"; return 1; }
         printf '\n## %s\n\n' "$title"
-        printf 'One process of uid nobody opens %s connections as fast as it can (MaxConnectionsPerUser=256 keeps 256, refuses the rest); meanwhile a client of uid daemon in another tenant attaches (Hello, Welcome with its two fds, one page charged), %s times per row; wall time per attach, milliseconds.\n\n' "$n" "$REPS"
+        printf 'One process of uid nobody opens %s connections as fast as it can (MaxConnectionsPerUser=256 keeps 256, refuses the rest), then 100,000 half-open ones (half a frame each; fewer where the hard RLIMIT_NOFILE is lower), then runs 240 sessions that never read their replies; meanwhile a client of uid daemon in another tenant attaches (Hello, Welcome with its two fds, one page charged), %s times per row; wall time per attach, milliseconds.\n\n' "$n" "$REPS"
         echo "| when | ms per attach (median) | min–max | ratio to no flood |"
         echo "| --- | ---: | ---: | ---: |"
         rows=$(flood_row "no flood") || { echo "$rows"; mb_stop_daemon; return 1; }
@@ -732,9 +732,30 @@ t_flood() {
         flood_row "while the flood opens its connections" || { kill "$fpid"; mb_stop_daemon; return 1; }
         wait_for 900 grep -q '^ready' "$MB_TMP/flood.out" || { kill "$fpid"; mb_stop_daemon; return 1; }
         flood_row "while the flood holds its connections" || { kill "$fpid"; mb_stop_daemon; return 1; }
-        echo
-        echo "Flood: $(grep '^flood' "$MB_TMP/flood.out" | tr '\n' ' ')"
         kill -TERM "$fpid"; wait "$fpid" 2>/dev/null
+        # Half-open: each connection sends half a frame and holds; the
+        # cap counts them from accept() on.
+        local nh=$(q 100000 1000)
+        if [ "$(ulimit -Hn)" != unlimited ] && [ "$(ulimit -Hn)" -lt $((nh + 64)) ]; then
+                ulimit -Hn $((nh + 64)) 2>/dev/null || nh=$(( $(ulimit -Hn) - 64 ))
+        fi
+        ( ulimit -n $((nh + 32)) && exec setpriv --reuid=65534 --regid=65534 --clear-groups \
+                "$WIRE" --socket "$MB_SOCK" --name half flood "$nh" flood-partial flood-count 256 hold ) \
+                >"$MB_TMP/half.out" 2>&1 &
+        fpid=$!
+        flood_row "while $nh half-open connections are opened" || { kill "$fpid"; mb_stop_daemon; return 1; }
+        wait_for 900 grep -q '^ready' "$MB_TMP/half.out" || { kill "$fpid"; mb_stop_daemon; return 1; }
+        kill -TERM "$fpid"; wait "$fpid" 2>/dev/null
+        # Sessions that never read their replies (cut after 5 s over the
+        # bound on unread output, opened again at once).
+        setpriv --reuid=65534 --regid=65534 --clear-groups \
+                "$WIRE" --socket "$MB_SOCK" --name noread noread 240 mob "$(q 12 3)" >"$MB_TMP/noread.out" 2>&1 &
+        fpid=$!
+        sleep 1
+        flood_row "while 240 sessions never read their replies" || { kill "$fpid"; mb_stop_daemon; return 1; }
+        wait "$fpid" 2>/dev/null
+        echo
+        echo "Flood: $(grep '^flood' "$MB_TMP/flood.out" | tr '\n' ' '); half-open: $(grep '^flood' "$MB_TMP/half.out" | tr '\n' ' '); $(grep '^noread s' "$MB_TMP/noread.out")"
         FLOOD_BASE=
         mb_stop_daemon
 }

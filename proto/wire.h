@@ -37,8 +37,10 @@ int wire_frame_length(const uint8_t *buf, size_t len, uint32_t *ret_payload);
 /**
  * wire_frame_parse - parse one frame from @buf.  Returns -EAGAIN when the
  * frame is incomplete, -EMSGSIZE over the cap, -EBADMSG when the payload is
- * not a valid Mb__Msg or has no body; else 0, *@ret_consumed bytes used and
- * *@ret_msg (free with mb__msg__free_unpacked(msg, NULL)).
+ * not a valid Mb__Msg or has no body, -ERANGE when a varint does not fit
+ * its 32-bit field (which protobuf-c alone would truncate); else 0,
+ * *@ret_consumed bytes used and *@ret_msg (free with
+ * mb__msg__free_unpacked(msg, NULL)).
  */
 int wire_frame_parse(const uint8_t *buf, size_t len, size_t *ret_consumed, Mb__Msg **ret_msg);
 

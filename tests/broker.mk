@@ -46,6 +46,8 @@ BROKER_TESTS = \
 	tests/test-attack-socket-handoff.sh \
 	tests/test-attack-conn-flood.sh \
 	tests/test-attack-half-frame.sh \
+	tests/test-attack-half-open.sh \
+	tests/test-soak-hostile.sh \
 	tests/test-attack-dead-peer.sh
 TESTS += $(BROKER_TESTS)
 dist_check_SCRIPTS += $(BROKER_TESTS)
@@ -68,8 +70,12 @@ TESTS += tests/test-fuzz-wire.sh
 endif
 EXTRA_DIST += tests/fuzz-wire.c tests/fuzz-wire-seeds.c tests/test-fuzz-wire.sh
 
-# The chaos test's long form: 1,000 random kill -9 of churning clients.
+# The long forms: the chaos test's 1,000 random kill -9 of churning
+# clients, and hostile peers for 5 minutes with 100,000 half-open
+# connections.
 soak: all $(check_PROGRAMS)
 	top_builddir='$(abs_top_builddir)' top_srcdir='$(abs_top_srcdir)' MB_CHAOS_KILLS=1000 \
 		MB_CHAOS_CHECK_EVERY=50 $(SHELL) $(abs_top_srcdir)/tests/test-broker-chaos.sh
+	top_builddir='$(abs_top_builddir)' top_srcdir='$(abs_top_srcdir)' MB_SOAK_SEC=300 \
+		MB_SOAK_FLOOD=100000 $(SHELL) $(abs_top_srcdir)/tests/test-soak-hostile.sh
 .PHONY: soak

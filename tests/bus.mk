@@ -30,6 +30,7 @@ bus_tests = \
 	tests/test-ctl-prometheus.sh \
 	tests/test-exporter.sh \
 	tests/test-exporter-prometheus.sh \
+	tests/test-exporter-hostile.sh \
 	tests/test-ctl-events.sh \
 	tests/test-ctl-set.sh \
 	tests/test-ctl-set-wait.sh \
@@ -41,7 +42,7 @@ bus_tests = \
 	tests/test-ctl-completion.sh
 TESTS += $(bus_tests)
 dist_check_SCRIPTS += $(bus_tests)
-EXTRA_DIST += tests/bus-lib.sh
+EXTRA_DIST += tests/bus-lib.sh tests/http-trickle.py
 
 # membrokerctl's pure helpers.
 check_PROGRAMS += tests/test-ctl-util

@@ -20,6 +20,7 @@ SERVICE_TESTS = \
 	tests/test-service-syscalls.sh \
 	tests/test-service-notify.sh \
 	tests/test-service-persist.sh \
+	tests/test-service-state-odd.sh \
 	tests/test-service-restart-term.sh \
 	tests/test-service-restart-kill.sh \
 	tests/test-service-restart-hugetlb.sh \

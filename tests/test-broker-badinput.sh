@@ -3,8 +3,9 @@
 # the daemon and another connected client carry on untouched: random bytes,
 # a length over the cap, an empty frame, a frame truncated at end of input,
 # messages out of order, a second Hello, an unknown tenant, an internal
-# tenant, a bad protocol version, a Charge outside 1..16384, and returning
-# pages the client does not hold.
+# tenant, a bad protocol version, a Charge outside 1..16384, returning
+# pages the client does not hold, and an extent whose count is 0 or does
+# not fit its 32 bits.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/broker-lib.sh"
 
@@ -53,6 +54,14 @@ bad not-held EINVAL hello app charge 4 uncharge 1000 1
 bad held-by-other EINVAL hello app uncharge 0 1
 bad beyond-arena EINVAL hello app charge 1 uncharge 18446744073709551615 1
 bad named-twice EINVAL hello app charge 2 uncharge-twice
+# Extent.count is a uint32: a varint past 2^32 - 1 is not a count (protobuf-c
+# would keep its low 32 bits: 2^63 and 2^32 as 0 pages, 2^32 + 1 as one
+# page), and an extent of 0 pages names nothing.  Raw Uncharge frames of
+# page 0: count 2^63, 2^32, 2^32 + 1 and 0.
+bad count-2e63 EINVAL hello app charge 1 send-hex 000000132a110801120d08001080808080808080808001 read-error
+bad count-2e32 EINVAL hello app charge 1 send-hex 0000000e2a0c080112080800108080808010 read-error
+bad count-2e32-plus-1 EINVAL hello app charge 1 send-hex 0000000e2a0c080112080800108180808010 read-error
+bad count-zero EINVAL hello app charge 1 send-hex 0000000a2a080801120408001000 read-error
 
 # The reason names the page.
 out=$(wire hello app uncharge 3 1 || true)

@@ -59,6 +59,12 @@
  *                           "flood opened=N failed=F"
  *   flood-hello TENANT      send a Hello on every flood connection (the
  *                           replies are not read)
+ *   flood-partial           send half a frame on every flood connection
+ *   noread N TENANT SEC     N more sessions of TENANT that send Charge and
+ *                           empty Uncharge requests for SEC seconds and
+ *                           never read, each cut one opened again
+ *                           ("noread sessions=S sent=B closed=K": S
+ *                           opened in all, K cut by the daemon)
  *   flood-count MAX         "flood open=X closed=Y": how many flood
  *                           connections the daemon has closed, once it
  *                           is done (at most MAX open, or 10 s settled)
@@ -121,7 +127,7 @@ static const struct {
         { "ENOMEM", ENOMEM }, { "EACCES", EACCES }, { "EINVAL", EINVAL }, { "EPROTO", EPROTO },
         { "EMSGSIZE", EMSGSIZE }, { "ENOENT", ENOENT }, { "EISDIR", EISDIR }, { "EBADMSG", EBADMSG },
         { "EOPNOTSUPP", EOPNOTSUPP }, { "EPERM", EPERM }, { "ETIMEDOUT", ETIMEDOUT },
-        { "ESRCH", ESRCH }, { "EUSERS", EUSERS }, { "EMFILE", EMFILE },
+        { "ESRCH", ESRCH }, { "EUSERS", EUSERS }, { "EMFILE", EMFILE }, { "EAGAIN", EAGAIN },
 };
 
 static const char *code_name(int code) {
@@ -922,6 +928,13 @@ int main(int argc, char *argv[]) {
                 } else if (strcmp(s, "flood-hello") == 0) {
                         need(argc, i, 1, s);
                         step_flood_hello(argv[++i]);
+                } else if (strcmp(s, "noread") == 0) {
+                        need(argc, i, 3, s);
+                        step_noread((unsigned) strtoul(argv[i + 1], NULL, 10), argv[i + 2],
+                                    (unsigned) strtoul(argv[i + 3], NULL, 10));
+                        i += 3;
+                } else if (strcmp(s, "flood-partial") == 0) {
+                        step_flood_partial();
                 } else if (strcmp(s, "flood-count") == 0) {
                         need(argc, i, 1, s);
                         step_flood_count(strtoul(argv[++i], NULL, 10));

@@ -19,9 +19,12 @@ _Noreturn void die(const char *what);
 /* Write all @n bytes of @buf on the session's connection, or die. */
 void write_all(const void *buf, size_t n);
 
-/* The steps handoff, trickle, flood, flood-hello and flood-count. */
+/* The steps handoff, trickle, flood, flood-hello, flood-partial,
+ * flood-count and noread. */
 void step_handoff(const char *pidfile);
 void step_trickle(uint32_t n, unsigned ms);
 void step_flood(unsigned n);
 void step_flood_hello(const char *tenant);
+void step_flood_partial(void);
+void step_noread(unsigned n, const char *tenant, unsigned seconds);
 void step_flood_count(size_t max);

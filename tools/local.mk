@@ -20,6 +20,7 @@ dist_man1_MANS = %reldir%/membrokerctl.1 %reldir%/membroker-exporter.1
 bin_PROGRAMS += tools/membroker-exporter
 tools_membroker_exporter_SOURCES = \
 	%reldir%/membroker-exporter.c %reldir%/ctl.h \
+	%reldir%/exporter-http.c %reldir%/exporter-http.h \
 	%reldir%/ctl-bus.c %reldir%/ctl-bus.h \
 	%reldir%/ctl-openmetrics.c %reldir%/ctl-openmetrics.h \
 	%reldir%/ctl-util.c %reldir%/ctl-util.h

@@ -9,7 +9,8 @@
  * It listens on 127.0.0.1:9877 unless told otherwise (--listen), or on the
  * socket systemd passes (membroker-exporter.socket, sd_listen_fds()).
  * libmicrohttpd runs the HTTP side in one thread of its own, so scrapes are
- * answered one at a time and the bus is only ever used from that thread.
+ * answered one at a time and the bus is only ever used from that thread;
+ * exporter-http.c bounds what a hostile client can hold of it.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -30,11 +31,13 @@
 #include "ctl-bus.h"
 #include "ctl-openmetrics.h"
 #include "ctl.h"
+#include "exporter-http.h"
 
 #define EXIT_USAGE 2
 #define EXPORTER_DEFAULT_LISTEN "127.0.0.1:9877"
-#define EXPORTER_LISTEN_BACKLOG 16
-#define EXPORTER_CONNECTION_LIMIT 16
+#define EXPORTER_LISTEN_BACKLOG 128
+/* Idle time allowed on a connection; a whole request has its own deadline
+ * (exporter-http.h). */
 #define EXPORTER_CONNECTION_TIMEOUT_SEC 10
 #define PROMETHEUS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
@@ -134,15 +137,25 @@ static enum MHD_Result handle_request(void *cls, struct MHD_Connection *connecti
         (void) cls;
         (void) version;
         (void) upload_data;
+        /* Any method but GET and HEAD is answered at its headers, before a
+         * body it may carry (libmicrohttpd closes the connection after the
+         * answer instead of reading the rest). */
+        if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
+                exporter_http_request_answered(connection);
+                return respond_text(connection, MHD_HTTP_METHOD_NOT_ALLOWED, "Only GET and HEAD.\n");
+        }
         /* First call: the headers only. */
         if (!*req_cls) {
                 *req_cls = &seen_headers;
                 return MHD_YES;
         }
-        if (*upload_data_size != 0)
-                return MHD_NO; /* a body on GET: drop the connection */
-        if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
-                return respond_text(connection, MHD_HTTP_METHOD_NOT_ALLOWED, "Only GET and HEAD.\n");
+        if (*upload_data_size != 0) {
+                /* A body on GET means nothing: dropped as it comes, within
+                 * the request's deadline (exporter-http.h). */
+                *upload_data_size = 0;
+                return MHD_YES;
+        }
+        exporter_http_request_answered(connection);
         if (strcmp(url, "/") == 0)
                 return respond_text(connection, MHD_HTTP_OK,
                                     "membroker-exporter: the broker's metrics are at /metrics\n");
@@ -305,10 +318,19 @@ int main(int argc, char **argv) {
                         return EXIT_FAILURE;
         }
 
-        d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, handle_request,
-                             NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
-                             (unsigned) EXPORTER_CONNECTION_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT,
-                             (unsigned) EXPORTER_CONNECTION_TIMEOUT_SEC, MHD_OPTION_END);
+        exporter_http_raise_nofile();
+        r = exporter_http_guard_start();
+        if (r < 0) {
+                ctl_log_error("cannot start the HTTP deadline thread: %s", strerror(-r));
+                return EXIT_FAILURE;
+        }
+        /* MHD_USE_AUTO: epoll, so that descriptors past FD_SETSIZE work. */
+        d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+                             handle_request, NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
+                             (unsigned) EXPORTER_HTTP_CONNECTION_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT,
+                             (unsigned) EXPORTER_CONNECTION_TIMEOUT_SEC, MHD_OPTION_NOTIFY_CONNECTION,
+                             exporter_http_notify_connection, NULL, MHD_OPTION_NOTIFY_COMPLETED,
+                             exporter_http_notify_completed, NULL, MHD_OPTION_END);
         if (!d) {
                 ctl_log_error("cannot start the HTTP server");
                 return EXIT_FAILURE;
@@ -321,5 +343,6 @@ int main(int argc, char **argv) {
                 ;
         (void) sd_notify(false, "STOPPING=1");
         MHD_stop_daemon(d);
+        exporter_http_guard_stop();
         return EXIT_SUCCESS;
 }

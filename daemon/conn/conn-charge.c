@@ -456,6 +456,9 @@ void conn_uncharge(struct conn *c, const Mb__Uncharge *u) {
                                  "uncharge of %" PRIu64 " pages outside the arena, but %" PRIu64 " are charged",
                                  u->outside_pages, c->outside);
         for (size_t i = 0; i < u->n_extents; i++) {
+                if (u->extents[i]->count == 0)
+                        return conn_fail(c, true, u->seq, EINVAL, "extent at page %" PRIu64 " of 0 pages",
+                                         u->extents[i]->start);
                 w->extents[i].start = u->extents[i]->start;
                 w->extents[i].count = u->extents[i]->count;
         }

@@ -133,8 +133,13 @@ static bool conn_claim(struct conn *c, Mb__Extent *const *extents, size_t n, boo
                 conn_fail(c, false, 0, EINVAL, "too many extents");
                 return false;
         }
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
+                if (extents[i]->count == 0) {
+                        conn_fail(c, false, 0, EINVAL, "extent at page %" PRIu64 " of 0 pages", extents[i]->start);
+                        return false;
+                }
                 e[i] = (struct arena_extent) { .start = extents[i]->start, .count = extents[i]->count };
+        }
         r = c->b->ops->claim(c->b, c->ts, c->token, c->owner, e, n, more, ret_pages, &bad);
         if (r == -ESTALE) {
                 conn_fail(c, false, 0, ESTALE,
@@ -239,6 +244,12 @@ static bool conn_attach(struct conn *c, const char *path, const char *cgroup, un
         atomic_fetch_add(&t->nclients, 1);
         atomic_fetch_add(&b->nclients, 1);
         c->attached = true;
+        /* Through its Hello: out of the bound on incomplete connections
+         * (it stays in its user's cap). */
+        if (c->incomplete) {
+                guard_hello_done(b->guard);
+                c->incomplete = false;
+        }
         c->tenant = t;
         c->ts = ts;
         c->arena = ts->arena;

@@ -34,8 +34,6 @@ struct reclaim_client;
 /* Charges a client may send while one waits for reclaim or its throttle;
  * beyond that the daemon stops reading from it until the queue drains. */
 #define CONN_QUEUED_CHARGES_MAX 64u
-/* Stop reading from a client whose replies pile up unread. */
-#define CONN_OUTPUT_HIGH_BYTES (1024u * 1024u)
 #define CONN_NAME_MAX_BYTES 64
 #define CONN_REASON_MAX_BYTES 512
 
@@ -52,9 +50,15 @@ struct conn {
         int fd;
         enum conn_state state;
         bool reading_paused;
-        bool user_counted;       /* in MaxConnectionsPerUser= (guard.h) */
+        bool user_counted;       /* admitted by guard_admit() for admitted_uid */
+        bool incomplete;         /* ...and not through its Hello yet */
+        uid_t admitted_uid;
         struct event *peer_exit; /* the opener's pidfd: readable once it exited */
         struct event *deadline;  /* the Hello's, then the frame's (FrameTimeoutSec=) */
+        /* Replies left unread (guard.h): reading stops over the bound, and
+         * the session is cut when it stays over it past this timer. */
+        struct event *stall_timer;
+        size_t output_peak;
 
         struct auth_peer peer;
         uint64_t client_id;

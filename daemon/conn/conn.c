@@ -161,12 +161,53 @@ static void conn_dispatch(struct conn *c, const Mb__Msg *msg) {
         }
 }
 
+/* Over the bound on unread replies (guard.h): the session's own, or its
+ * share while all sessions' together are over theirs. */
+static bool conn_output_over(const struct conn *c) {
+        size_t n = evbuffer_get_length(bufferevent_get_output(c->bev));
+
+        return n > GUARD_OUTPUT_SESSION_BYTES ||
+               (n > GUARD_OUTPUT_SHARE_BYTES && guard_output_bytes(c->b->guard) > GUARD_OUTPUT_TOTAL_BYTES);
+}
+
+/* Every change of the output buffer: the total of all sessions, and this
+ * one's peak (for guard_output_freed()). */
+static void conn_output_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *userdata) {
+        struct conn *c = userdata;
+        size_t len = info->orig_size + info->n_added - info->n_deleted;
+
+        guard_output_add(c->b->guard, (int64_t) info->n_added - (int64_t) info->n_deleted);
+        if (len > c->output_peak)
+                c->output_peak = len;
+}
+
+/* The replies stayed unread over the bound for GUARD_OUTPUT_STALL_SEC: the
+ * session ends, its pages go back (as dbus-daemon drops a connection over
+ * max_outgoing_bytes).  An Error would wait behind what it does not read:
+ * the log says why. */
+static void conn_stall_cb(evutil_socket_t fd, short what, void *userdata) {
+        struct conn *c = userdata;
+        size_t n = evbuffer_get_length(bufferevent_get_output(c->bev));
+
+        if (!conn_output_over(c)) {
+                /* Drained below the bound (it reads, slowly): wait on. */
+                if (c->reading_paused && n > 0)
+                        evtimer_add(c->stall_timer, &(struct timeval) { .tv_sec = GUARD_OUTPUT_STALL_SEC });
+                return;
+        }
+        guard_log(c->b->guard, GUARD_OUTPUT_STALL,
+                  "client %" PRIu64 " (%s, pid %d, uid %u, tenant %s) left %zu bytes of replies unread for %u s "
+                  "(bound %u bytes, %" PRIu64 " bytes for all clients); closing, its %" PRIu64 " pages returned",
+                  c->client_id, c->name, (int) c->peer.pid, (unsigned) c->peer.uid, conn_tenant_path(c), n,
+                  GUARD_OUTPUT_STALL_SEC, GUARD_OUTPUT_SESSION_BYTES, guard_output_bytes(c->b->guard), c->held);
+        conn_free(c);
+}
+
 /* Parse and handle every complete frame in the input buffer: copyout the
  * header, check the cap, wait for the whole frame, pullup, unpack, drain
  * (the incremental parse of an evbuffer). */
 void conn_process_input(struct conn *c) {
         struct evbuffer *in = bufferevent_get_input(c->bev);
-        struct evbuffer *out = bufferevent_get_output(c->bev);
         bool dispatched = false;
 
         while (c->state != CONN_CLOSING) {
@@ -180,11 +221,15 @@ void conn_process_input(struct conn *c) {
 
                 if (avail < WIRE_HEADER_BYTES)
                         break;
-                if (evbuffer_get_length(out) > CONN_OUTPUT_HIGH_BYTES || c->nqueued >= CONN_QUEUED_CHARGES_MAX) {
-                        /* The client does not read its replies: wait until
-                         * they drained (conn_write_cb resumes). */
+                if (conn_output_over(c) || c->nqueued >= CONN_QUEUED_CHARGES_MAX) {
+                        /* The client does not read its replies, or waits
+                         * for reclaim: wait until they drained
+                         * (conn_write_cb resumes); unread replies that stay
+                         * over the bound end the session (conn_stall_cb). */
                         bufferevent_disable(c->bev, EV_READ);
                         c->reading_paused = true;
+                        if (conn_output_over(c) && !evtimer_pending(c->stall_timer, NULL))
+                                evtimer_add(c->stall_timer, &(struct timeval) { .tv_sec = GUARD_OUTPUT_STALL_SEC });
                         break;
                 }
                 evbuffer_copyout(in, hdr, sizeof(hdr));
@@ -205,6 +250,9 @@ void conn_process_input(struct conn *c) {
                         return conn_fail(c, false, 0, ENOMEM, "out of memory");
                 r = wire_frame_parse(buf, WIRE_HEADER_BYTES + payload, &consumed, &msg);
                 evbuffer_drain(in, WIRE_HEADER_BYTES + payload);
+                if (r == -ERANGE)
+                        return conn_fail(c, false, 0, EINVAL,
+                                         "frame of %u bytes holds a value too large for its 32-bit field", payload);
                 if (r < 0)
                         return conn_fail(c, false, 0, EPROTO, "undecodable frame of %u bytes", payload);
                 conn_dispatch(c, msg);
@@ -245,6 +293,7 @@ static void conn_write_cb(struct bufferevent *bev, void *userdata) {
         if (conn_maybe_finish(c))
                 return;
         if (c->reading_paused && c->nqueued < CONN_QUEUED_CHARGES_MAX) {
+                evtimer_del(c->stall_timer);
                 c->reading_paused = false;
                 bufferevent_enable(c->bev, EV_READ);
                 conn_process_input(c);
@@ -321,7 +370,7 @@ const struct worker_ops conn_worker_ops = {
         .disconnect_all = conn_free_all,
 };
 
-int conn_new(struct worker *w, int fd) {
+int conn_new(struct worker *w, int fd, uid_t uid) {
         struct broker *b = w->b;
         struct timeval tv = { .tv_sec = guard_frame_timeout_sec(b->guard) };
         unsigned max = 0;
@@ -331,6 +380,7 @@ int conn_new(struct worker *w, int fd) {
         c = calloc(1, sizeof(*c));
         if (!c) {
                 close(fd);
+                guard_release(b->guard, uid, true);
                 return -ENOMEM;
         }
         c->w = w;
@@ -341,17 +391,19 @@ int conn_new(struct worker *w, int fd) {
         c->client_id = atomic_fetch_add(&b->next_client_id, 1);
         snprintf(c->name, sizeof(c->name), "unnamed");
 
-        /* Who connected (the process as a pidfd), counted per uid. */
+        /* Who connected (the process as a pidfd); counted for its uid
+         * since the accept (guard_admit()). */
         r = auth_peer_from_socket(fd, &c->peer);
-        if (r >= 0)
-                r = guard_user_get(b->guard, c->peer.uid, &max);
         if (r < 0) {
-                guard_refuse_peer(b->guard, fd, r, c->peer.pid, c->peer.uid, max);
+                guard_refuse_peer(b->guard, fd, r, c->peer.pid, uid, max);
+                guard_release(b->guard, uid, true);
                 auth_peer_done(&c->peer);
                 free(c);
                 return r;
         }
+        c->admitted_uid = uid;
         c->user_counted = true;
+        c->incomplete = true;
 
         MB_LIST_PREPEND(w->conns, c);
         w->nconns++;
@@ -359,10 +411,12 @@ int conn_new(struct worker *w, int fd) {
         if (!c->bev)
                 close(fd);
         c->deadline = evtimer_new(w->base, conn_deadline_cb, c);
+        c->stall_timer = evtimer_new(w->base, conn_stall_cb, c);
         if (c->peer.pidfd >= 0)
                 c->peer_exit = event_new(w->base, c->peer.pidfd, EV_READ, conn_peer_exit_cb, c);
-        if (!c->bev || !c->deadline || (c->peer.pidfd >= 0 && !c->peer_exit) || evtimer_add(c->deadline, &tv) < 0 ||
-            (c->peer_exit && event_add(c->peer_exit, NULL) < 0)) {
+        if (!c->bev || !c->deadline || !c->stall_timer || (c->peer.pidfd >= 0 && !c->peer_exit) ||
+            evtimer_add(c->deadline, &tv) < 0 || (c->peer_exit && event_add(c->peer_exit, NULL) < 0) ||
+            !evbuffer_add_cb(bufferevent_get_output(c->bev), conn_output_cb, c)) {
                 conn_free(c);
                 return -ENOMEM;
         }
@@ -376,6 +430,7 @@ int conn_new(struct worker *w, int fd) {
 void conn_free(struct conn *c) {
         struct broker *b;
         struct worker *w;
+        size_t peak;
 
         if (!c)
                 return;
@@ -456,13 +511,23 @@ void conn_free(struct conn *c) {
                 event_free(c->peer_exit); /* before its pidfd is closed */
         if (c->deadline)
                 event_free(c->deadline);
+        if (c->stall_timer)
+                event_free(c->stall_timer);
         if (c->user_counted)
-                guard_user_put(b->guard, c->peer.uid);
+                guard_release(b->guard, c->admitted_uid, c->incomplete);
         auth_peer_done(&c->peer);
-        if (c->bev)
+        if (c->bev) {
+                struct evbuffer *out = bufferevent_get_output(c->bev);
+
+                /* What it never read leaves the total with it. */
+                if (evbuffer_remove_cb(out, conn_output_cb, c) == 0)
+                        guard_output_add(b->guard, -(int64_t) evbuffer_get_length(out));
                 bufferevent_free(c->bev);
+        }
 
         MB_LIST_REMOVE(w->conns, c);
         w->nconns--;
+        peak = c->output_peak;
         free(c);
+        guard_output_freed(b->guard, peak);
 }

@@ -18,6 +18,8 @@
  */
 #pragma once
 
+#include <sys/types.h>
+
 #include <stdint.h>
 
 struct broker;
@@ -25,9 +27,9 @@ struct worker;
 struct tenant;
 struct conn;
 
-/* Take over the accepted socket @fd (closed on failure).  The worker's
- * thread. */
-int conn_new(struct worker *w, int fd);
+/* Take over the accepted socket @fd, admitted for @uid (guard_admit();
+ * closed and released on failure).  The worker's thread. */
+int conn_new(struct worker *w, int fd, uid_t uid);
 /* Disconnect every connection of @w (conn_free() on each). */
 void conn_free_all(struct worker *w);
 

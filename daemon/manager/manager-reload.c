@@ -236,6 +236,10 @@ static int reload_apply(struct manager *m, struct mb_config *c, uint64_t read_us
                         reload_fail(r, error, ret_error);
                         return r;
                 }
+                if (r > 0) {
+                        log_error("%s; ignored, no persisted limits apply", error ? error : STATE_LIMITS_FILE);
+                        free(TAKE_PTR(error));
+                }
         }
 
         changed = calloc(MB_MAX(c->ntenants, (size_t) 1), sizeof(*changed));

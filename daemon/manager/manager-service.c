@@ -64,15 +64,22 @@ static const struct restart_ops manager_restart_ops = {
 };
 
 int manager_service_setup(struct manager *m, char **ret_error) {
+        _cleanup_(freep) char *refused = NULL;
         struct restart_params params;
         int r;
 
         r = state_new(m->state_dir, &m->state);
         if (r < 0)
                 return r;
-        r = state_load_persisted(m->state, ret_error);
-        if (r < 0)
+        r = state_load_persisted(m->state, &refused);
+        if (r < 0) {
+                if (ret_error)
+                        *ret_error = TAKE_PTR(refused);
                 return r;
+        }
+        if (r > 0)
+                log_error("%s; ignored, starting without persisted limits",
+                          refused ? refused : STATE_LIMITS_FILE);
         params = (struct restart_params) {
                 .base = m->base,
                 .tree = m->b.tree,

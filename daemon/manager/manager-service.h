@@ -17,7 +17,9 @@
  * (STATE_DIR/limits.conf), take back what the fd store kept (runtime state,
  * tenants made at run time, arenas with their page owners), and apply the
  * layers to the tree.  A bad limits.conf fails with "file:line: reason" in
- * *@ret_error.
+ * *@ret_error; one that is not a regular file (a link, a FIFO, a device)
+ * or too large is refused with an error line naming it, and the daemon
+ * starts without persisted limits.
  */
 int manager_service_setup(struct manager *m, char **ret_error);
 

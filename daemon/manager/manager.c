@@ -37,6 +37,7 @@
 #define MANAGER_LISTEN_BACKLOG 4096
 #define MANAGER_MAX_WORKERS 256u
 #define ACCEPT_PAUSE_USEC 100000 /* listener pause when out of descriptors */
+#define ACCEPT_BATCH 64u         /* connections accepted per loop turn */
 
 /* A message of m->event_box: a tenant's event count moved. */
 struct manager_event {
@@ -560,17 +561,42 @@ static int mkdir_parents(const char *path, mode_t mode) {
         return 0;
 }
 
+static void manager_accept_resume_cb(evutil_socket_t fd, short what, void *userdata);
+
+/* Admitted here, on the main thread, before any worker sees it: the
+ * peer's user cap and the bound on connections before their Hello hold
+ * for the sockets on their way to a worker too (guard_admit()).  After
+ * every ACCEPT_BATCH connections the listener yields one loop turn, so
+ * that under a flood the bus and the timers of this loop run between the
+ * batches (libevent's listener accepts until the backlog is empty). */
 static void manager_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int socklen,
                               void *userdata) {
         struct manager *m = userdata;
-        struct worker *w = m->b.workers[m->next_worker++ % m->b.nworkers];
+        struct worker *w;
+        unsigned max;
+        pid_t pid;
+        uid_t uid;
+        int r;
 
-        worker_add_fd(w, fd);
+        r = guard_admit(m->b.guard, fd, &pid, &uid, &max);
+        if (r < 0)
+                guard_refuse_peer(m->b.guard, fd, r, pid, uid, max);
+        else {
+                w = m->b.workers[m->next_worker++ % m->b.nworkers];
+                worker_add_fd(w, fd, uid);
+        }
+        if (++m->accepted_this_turn >= ACCEPT_BATCH) {
+                evconnlistener_disable(l);
+                if (event_base_once(m->base, -1, EV_TIMEOUT, manager_accept_resume_cb, m,
+                                    &(struct timeval) { 0 }) < 0)
+                        evconnlistener_enable(l);
+        }
 }
 
 static void manager_accept_resume_cb(evutil_socket_t fd, short what, void *userdata) {
         struct manager *m = userdata;
 
+        m->accepted_this_turn = 0;
         evconnlistener_enable(m->listener); /* the listener outlives the base's timers */
 }
 

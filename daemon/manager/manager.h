@@ -70,6 +70,7 @@ struct manager {
         struct evconnlistener *listener;
         bool listening;
         unsigned next_worker;      /* accepted sockets go round robin */
+        unsigned accepted_this_turn; /* the listener yields a loop turn after ACCEPT_BATCH */
         struct event *sigint, *sigterm, *sighup;
         struct event *sigusr1;     /* log the tenant tree (for admins, tests) */
         uint64_t state_dumps;

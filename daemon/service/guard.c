@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -49,6 +51,10 @@ struct guard_ratelimit {
 struct guard {
         _Atomic unsigned max_per_user;      /* 0: no cap */
         _Atomic unsigned frame_timeout_sec;
+        _Atomic unsigned max_incomplete;    /* connections before their Hello, all users */
+        _Atomic unsigned incomplete;
+        _Atomic uint64_t output_bytes;      /* replies queued, all sessions */
+        _Atomic uint64_t untrimmed_bytes;   /* output freed since the last malloc_trim() */
 
         pthread_mutex_t lock; /* users[], limits[] */
         struct guard_user *users;
@@ -70,6 +76,8 @@ static const char *const event_kind[_GUARD_EVENT_MAX] = {
         [GUARD_ACCEPT_ERROR] = "accept() errors",
         [GUARD_HELLO_TIMEOUT] = "Hello timeouts",
         [GUARD_FRAME_TIMEOUT] = "unfinished frame timeouts",
+        [GUARD_REFUSED_INCOMPLETE] = "connections refused with too many before their Hello",
+        [GUARD_OUTPUT_STALL] = "sessions cut for not reading their replies",
 };
 
 static uint64_t now_usec(void) {
@@ -78,6 +86,8 @@ static uint64_t now_usec(void) {
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 }
+
+static unsigned incomplete_bound(void);
 
 static int spare_open(void) {
         return open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -92,6 +102,8 @@ int guard_new(struct guard **ret) {
         pthread_mutex_init(&g->lock, NULL);
         atomic_init(&g->max_per_user, MB_DEFAULT_MAX_CONNECTIONS_PER_USER);
         atomic_init(&g->frame_timeout_sec, MB_DEFAULT_FRAME_TIMEOUT_SEC);
+        atomic_init(&g->max_incomplete, incomplete_bound());
+        atomic_init(&g->incomplete, 0);
         e = getenv("MEMBROKERD_NO_PEERPIDFD");
         no_peerpidfd = e && strcmp(e, "1") == 0;
         g->spare_fd = spare_open();
@@ -111,9 +123,30 @@ void guard_free(struct guard *g) {
         free(g);
 }
 
+/* GUARD_INCOMPLETE_MAX, or a quarter of the descriptors the daemon may
+ * open, whichever is less (at least GUARD_INCOMPLETE_MIN). */
+static unsigned incomplete_bound(void) {
+        struct rlimit rl;
+        uint64_t quarter;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+                return GUARD_INCOMPLETE_MAX;
+        quarter = (uint64_t) rl.rlim_cur / 4;
+        return (unsigned) MB_MAX(MB_MIN(quarter, (uint64_t) GUARD_INCOMPLETE_MAX), (uint64_t) GUARD_INCOMPLETE_MIN);
+}
+
 void guard_configure(struct guard *g, const struct mb_broker_config *b) {
         atomic_store(&g->max_per_user, b->max_connections_per_user);
         atomic_store(&g->frame_timeout_sec, MB_MAX(b->frame_timeout_sec, 1u));
+        atomic_store(&g->max_incomplete, incomplete_bound());
+}
+
+unsigned guard_max_incomplete(const struct guard *g) {
+        return atomic_load(&g->max_incomplete);
+}
+
+unsigned guard_incomplete(const struct guard *g) {
+        return atomic_load(&g->incomplete);
 }
 
 unsigned guard_frame_timeout_sec(const struct guard *g) {
@@ -279,6 +312,78 @@ void guard_user_put(struct guard *g, uid_t uid) {
         pthread_mutex_unlock(&g->lock);
 }
 
+/* ---- admission at accept() ---- */
+
+int guard_admit(struct guard *g, int fd, pid_t *ret_pid, uid_t *ret_uid, unsigned *ret_max) {
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+        unsigned n;
+        int r;
+
+        *ret_pid = 0;
+        *ret_uid = (uid_t) -1;
+        *ret_max = 0;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+                return -errno;
+        *ret_pid = cred.pid;
+        *ret_uid = cred.uid;
+        /* The global bound first: a connection over it is never counted
+         * for its user.  uid 0 is exempt, as from the per-user cap. */
+        n = atomic_fetch_add(&g->incomplete, 1);
+        if (cred.uid != 0 && n >= atomic_load(&g->max_incomplete)) {
+                atomic_fetch_sub(&g->incomplete, 1);
+                *ret_max = atomic_load(&g->max_incomplete);
+                return -EAGAIN;
+        }
+        r = guard_user_get(g, cred.uid, ret_max);
+        if (r < 0) {
+                atomic_fetch_sub(&g->incomplete, 1);
+                return r;
+        }
+        return 0;
+}
+
+void guard_hello_done(struct guard *g) {
+        atomic_fetch_sub(&g->incomplete, 1);
+}
+
+void guard_release(struct guard *g, uid_t uid, bool incomplete) {
+        if (incomplete)
+                guard_hello_done(g);
+        guard_user_put(g, uid);
+}
+
+/* ---- output queued for peers ---- */
+
+void guard_output_add(struct guard *g, int64_t delta) {
+        if (delta >= 0)
+                atomic_fetch_add(&g->output_bytes, (uint64_t) delta);
+        else
+                atomic_fetch_sub(&g->output_bytes, (uint64_t) -delta);
+}
+
+uint64_t guard_output_bytes(const struct guard *g) {
+        return atomic_load(&g->output_bytes);
+}
+
+void guard_output_freed(struct guard *g, uint64_t peak_bytes) {
+        uint64_t n;
+
+        if (peak_bytes < GUARD_TRIM_PEAK_BYTES)
+                return;
+        n = atomic_fetch_add(&g->untrimmed_bytes, peak_bytes) + peak_bytes;
+        if (n < GUARD_TRIM_AFTER_BYTES)
+                return;
+        /* One thread trims; the others go on.  glibc keeps what a flood's
+         * buffers took in the arenas of the threads that freed it:
+         * malloc_trim() gives the free pages of every arena back. */
+        if (!atomic_compare_exchange_strong(&g->untrimmed_bytes, &n, 0))
+                return;
+#ifdef __GLIBC__
+        (void) malloc_trim(0);
+#endif
+}
+
 /* ---- rate-limited log lines ---- */
 
 static void guard_logv(struct guard *g, enum guard_event ev, uint64_t count, const char *fmt, va_list ap) _printf_(4, 0);
@@ -327,6 +432,12 @@ void guard_refuse_peer(struct guard *g, int fd, int error, pid_t pid, uid_t uid,
                 ev = GUARD_REFUSED_USER_CAP;
                 snprintf(reason, sizeof(reason), "uid %u has %u connections already (MaxConnectionsPerUser=%u)",
                          (unsigned) uid, max, max);
+        } else if (error == -EAGAIN) {
+                ev = GUARD_REFUSED_INCOMPLETE;
+                snprintf(reason, sizeof(reason),
+                         "%u connections have not finished their Hello yet, the most membrokerd keeps; connect "
+                         "again later",
+                         max);
         } else if (error == -ESRCH) {
                 ev = GUARD_REFUSED_DEAD;
                 snprintf(reason, sizeof(reason), "the process that connected (pid %d) has exited", (int) pid);

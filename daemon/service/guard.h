@@ -10,7 +10,14 @@
  *    session ends when that process exits (conn.c watches the pidfd), and
  *    signals go through the pidfd, never to a pid that could be reused.
  *  - MaxConnectionsPerUser=: connections counted per uid across all workers
- *    (uid 0 exempt), like dbus-daemon's max_connections_per_user.
+ *    (uid 0 exempt), like dbus-daemon's max_connections_per_user, from
+ *    accept() on: a connection that has not said Hello yet counts too.
+ *  - A global bound on the connections that have not finished their Hello
+ *    (dbus-daemon's max_incomplete_connections): GUARD_INCOMPLETE_MAX, or a
+ *    quarter of RLIMIT_NOFILE when that is less, so that descriptors
+ *    remain for the sessions and the arenas whatever the users connecting.
+ *    Both are checked on the main thread when the connection is accepted,
+ *    before a worker sees it.
  *  - FrameTimeoutSec=: how long a connection may take to send its Hello,
  *    and to finish a frame it started (conn.c arms the timers).
  *  - A descriptor in reserve for the listener: when accept() fails for want
@@ -40,6 +47,8 @@ enum guard_event {
         GUARD_ACCEPT_ERROR,     /* accept() failed otherwise */
         GUARD_HELLO_TIMEOUT,    /* no Hello within FrameTimeoutSec= */
         GUARD_FRAME_TIMEOUT,    /* a frame not finished within FrameTimeoutSec= */
+        GUARD_REFUSED_INCOMPLETE, /* over the bound on connections before their Hello */
+        GUARD_OUTPUT_STALL,     /* a session that left its replies unread too long */
         _GUARD_EVENT_MAX,
 };
 
@@ -88,6 +97,57 @@ int guard_pidfd_kill(int pidfd, int sig);
 int guard_user_get(struct guard *g, uid_t uid, unsigned *ret_max);
 void guard_user_put(struct guard *g, uid_t uid);
 
+/* The bound on connections before their Hello, and its floor. */
+#define GUARD_INCOMPLETE_MAX 1024u
+#define GUARD_INCOMPLETE_MIN 16u
+
+/* The bound in force (guard_configure() computes it) and the connections
+ * admitted that have not finished their Hello. */
+unsigned guard_max_incomplete(const struct guard *g);
+unsigned guard_incomplete(const struct guard *g);
+
+/**
+ * guard_admit - admit the connection @fd just accepted: its peer's pid and
+ * uid (SO_PEERCRED) in *@ret_pid, *@ret_uid, counted among the connections
+ * before their Hello and in its user's MaxConnectionsPerUser=.  Returns 0;
+ * -EAGAIN over the bound on connections before their Hello, -EUSERS over
+ * the user's cap (*@ret_max is the bound that refused), or another negative
+ * errno, counting nothing.  uid 0 is counted but never refused.  Each
+ * success needs one guard_release(), and guard_hello_done() once the Hello
+ * is through.
+ */
+int guard_admit(struct guard *g, int fd, pid_t *ret_pid, uid_t *ret_uid, unsigned *ret_max);
+void guard_hello_done(struct guard *g);
+/* The connection admitted for @uid is gone; @incomplete: before
+ * guard_hello_done(). */
+void guard_release(struct guard *g, uid_t uid, bool incomplete);
+
+/*
+ * What the daemon holds for its peers in replies they have not read yet
+ * (dbus-daemon's max_outgoing_bytes, per session and in total): a session
+ * stops being read while its own output is over GUARD_OUTPUT_SESSION_BYTES,
+ * or over GUARD_OUTPUT_SHARE_BYTES while the output of all of them is over
+ * GUARD_OUTPUT_TOTAL_BYTES; one whose output stays over the bound for
+ * GUARD_OUTPUT_STALL_SEC is cut, its pages returned, in a log line that
+ * says why.  The memory of a flood goes back to the system once its
+ * sessions are gone (guard_output_freed()).
+ */
+#define GUARD_OUTPUT_SESSION_BYTES (128u * 1024u)
+#define GUARD_OUTPUT_SHARE_BYTES (16u * 1024u)
+#define GUARD_OUTPUT_TOTAL_BYTES (32u * 1024u * 1024u)
+#define GUARD_OUTPUT_STALL_SEC 5u
+/* Sessions whose output peaked over GUARD_TRIM_PEAK_BYTES are summed when
+ * freed; past GUARD_TRIM_AFTER_BYTES, malloc_trim(). */
+#define GUARD_TRIM_PEAK_BYTES (16u * 1024u)
+#define GUARD_TRIM_AFTER_BYTES (4u * 1024u * 1024u)
+
+/* @delta bytes more (or fewer) queued for some peer; any thread. */
+void guard_output_add(struct guard *g, int64_t delta);
+uint64_t guard_output_bytes(const struct guard *g);
+/* A session whose output peaked at @peak_bytes was freed: give the memory
+ * of floods back to the system (malloc_trim() once enough was freed). */
+void guard_output_freed(struct guard *g, uint64_t peak_bytes);
+
 /**
  * guard_refuse - tell the peer of the fresh connection @fd why it is
  * refused (Error{@code, @reason}, one non-blocking send) and close @fd.
@@ -96,7 +156,8 @@ void guard_refuse(int fd, int code, const char *reason);
 
 /**
  * guard_refuse_peer - refuse the fresh connection @fd of @pid/@uid because
- * of @error: -EUSERS (over MaxConnectionsPerUser=, which is @max), -ESRCH
+ * of @error: -EUSERS (over MaxConnectionsPerUser=, which is @max), -EAGAIN
+ * (@max connections before their Hello already), -ESRCH
  * (the process that connected has exited), anything else (it cannot be
  * identified).  The reason goes to the peer (guard_refuse()) and to the log
  * at a bounded rate.

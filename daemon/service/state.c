@@ -499,16 +499,81 @@ static int apply_layer(struct state *s, struct state_item *items, size_t n, bool
 
 /* ---- the persisted layer on disk ---- */
 
-static int read_file(const char *path, char **ret, size_t *ret_len) {
-        _cleanup_(fclosep) FILE *f = NULL;
+/* What an entry that is not a regular file is, for the message. */
+static const char *odd_kind(mode_t mode) {
+        if (S_ISLNK(mode))
+                return "a symbolic link";
+        if (S_ISDIR(mode))
+                return "a directory";
+        if (S_ISFIFO(mode))
+                return "a FIFO";
+        if (S_ISSOCK(mode))
+                return "a socket";
+        if (S_ISCHR(mode) || S_ISBLK(mode))
+                return "a device";
+        return "not a regular file";
+}
+
+static _printf_(2, 3) void file_error(char **ret_error, const char *fmt, ...) {
+        va_list ap;
+
+        if (!ret_error)
+                return;
+        va_start(ap, fmt);
+        if (vasprintf(ret_error, fmt, ap) < 0)
+                *ret_error = NULL;
+        va_end(ap);
+}
+
+/*
+ * Open @path for reading only when it is a regular file of at most
+ * STATE_FILE_MAX_BYTES: the entry is looked at without following a link
+ * (lstat), then opened with O_NOFOLLOW | O_NONBLOCK (a FIFO or a device
+ * put there between the two neither blocks the open nor is followed) and
+ * checked again on the descriptor.  Returns the descriptor, -ENOENT, or
+ * -EPERM with *@ret_error naming the file and what it is (refused), or
+ * another negative errno.
+ */
+static int open_state_file(const char *path, char **ret_error) {
+        _cleanup_(closep) int fd = -1;
+        struct stat st;
+
+        if (lstat(path, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode)) {
+                file_error(ret_error, "%s: is %s, not a state file", path, odd_kind(st.st_mode));
+                return -EPERM;
+        }
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0) {
+                if (errno == ELOOP) {
+                        file_error(ret_error, "%s: is a symbolic link, not a state file", path);
+                        return -EPERM;
+                }
+                return -errno;
+        }
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode)) {
+                file_error(ret_error, "%s: is %s, not a state file", path, odd_kind(st.st_mode));
+                return -EPERM;
+        }
+        if (st.st_size > STATE_FILE_MAX_BYTES) {
+                file_error(ret_error, "%s: %lld bytes, larger than the %u bytes a state file may have", path,
+                           (long long) st.st_size, STATE_FILE_MAX_BYTES);
+                return -EPERM;
+        }
+        return TAKE_FD(fd);
+}
+
+/* All of @fd, at most STATE_FILE_MAX_BYTES (a file that grows past it
+ * while read is refused like one that was larger already). */
+static int read_state_file(int fd, const char *path, char **ret, size_t *ret_len, char **ret_error) {
         _cleanup_(freep) char *buf = NULL;
         size_t len = 0, cap = 0;
 
-        f = fopen(path, "re");
-        if (!f)
-                return -errno;
         for (;;) {
-                size_t k;
+                ssize_t k;
 
                 if (len + 4096 + 1 > cap) {
                         char *nb;
@@ -519,12 +584,19 @@ static int read_file(const char *path, char **ret, size_t *ret_len) {
                                 return -ENOMEM;
                         buf = nb;
                 }
-                k = fread(buf + len, 1, cap - len - 1, f);
-                len += k;
-                if (k == 0) {
-                        if (ferror(f))
-                                return -EIO;
+                k = read(fd, buf + len, cap - len - 1);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
                         break;
+                len += (size_t) k;
+                if (len > STATE_FILE_MAX_BYTES) {
+                        file_error(ret_error, "%s: larger than the %u bytes a state file may have", path,
+                                   STATE_FILE_MAX_BYTES);
+                        return -EPERM;
                 }
         }
         buf[len] = 0;
@@ -535,6 +607,7 @@ static int read_file(const char *path, char **ret, size_t *ret_len) {
 
 int state_load_persisted(struct state *s, char **ret_error) {
         _cleanup_(freep) char *path = NULL, *text = NULL;
+        _cleanup_(closep) int fd = -1;
         struct state_item *items = NULL;
         size_t len = 0, n = 0;
         int r;
@@ -543,12 +616,23 @@ int state_load_persisted(struct state *s, char **ret_error) {
                 return 0;
         if (asprintf(&path, "%s/%s", s->dir, STATE_LIMITS_FILE) < 0)
                 return -ENOMEM;
-        r = read_file(path, &text, &len);
-        if (r == -ENOENT)
+        fd = open_state_file(path, ret_error);
+        if (fd == -ENOENT)
                 return apply_layer(s, NULL, 0, false);
+        if (fd >= 0) {
+                r = read_state_file(fd, path, &text, &len, ret_error);
+        } else {
+                r = fd;
+                fd = -1;
+        }
+        if (r == -EPERM) {
+                /* Refused: the persisted layer is empty, as without the
+                 * file; the caller says why. */
+                r = apply_layer(s, NULL, 0, false);
+                return r < 0 ? r : 1;
+        }
         if (r < 0) {
-                if (ret_error && asprintf(ret_error, "%s: cannot read: %s", path, strerror(-r)) < 0)
-                        *ret_error = NULL;
+                file_error(ret_error, "%s: cannot read: %s", path, strerror(-r));
                 return r;
         }
         r = parse_text(text, len, false, path, &items, &n, ret_error);
@@ -571,7 +655,10 @@ static int save_persisted(const struct state *s) {
         if (asprintf(&path, "%s/%s", s->dir, STATE_LIMITS_FILE) < 0 ||
             asprintf(&tmp, "%s/.%s.tmp", s->dir, STATE_LIMITS_FILE) < 0)
                 return -ENOMEM;
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        /* Whatever is in the temporary file's place (a FIFO would block an
+         * open for writing) goes; the file is made anew. */
+        (void) unlink(tmp);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (fd < 0)
                 return -errno;
         f = fdopen(fd, "w");

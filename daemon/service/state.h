@@ -41,6 +41,8 @@
 #include "mb_limits.h" /* MB_LIMIT_UNSET */
 
 #define STATE_LIMITS_FILE "limits.conf"
+/* A larger state file is not one membrokerd wrote: refused. */
+#define STATE_FILE_MAX_BYTES (16u << 20)
 
 /* Limits as the bus and the configuration express them (bytes, UINT64_MAX =
  * "max"); a field left at MB_LIMIT_UNSET is not changed. */
@@ -69,6 +71,10 @@ void state_free(struct state *s);
  * state_load_persisted - (re)read STATE_DIR/limits.conf into the persisted
  * layer (a missing file is an empty layer).  On a bad file nothing changes,
  * *@ret_error (may be NULL) is "file:line: reason" and -EINVAL is returned.
+ * An entry that is not a regular file (a symbolic link, a FIFO, a device,
+ * a directory, ...) or is larger than STATE_FILE_MAX_BYTES is never read
+ * (nor followed, nor waited for): the layer becomes empty, as without the
+ * file, *@ret_error names the file and what it is, and 1 is returned.
  */
 int state_load_persisted(struct state *s, char **ret_error);
 

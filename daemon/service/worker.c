@@ -6,6 +6,8 @@
 
 #include <event2/event.h>
 
+#include "broker.h"
+#include "guard.h"
 #include "log.h"
 #include "macros.h"
 #include "mailbox.h"
@@ -14,19 +16,26 @@
 /* WORKER_STOP in the inbox: disconnect everyone and leave the loop. */
 #define WORKER_STOP (-1)
 
-/* The inbox's messages: an accepted socket to take over, or WORKER_STOP.
- * Sockets that come after the stop are closed. */
+/* The inbox's messages: an accepted socket to take over with the uid it
+ * was admitted for, or WORKER_STOP.  Sockets that come after the stop are
+ * closed. */
+struct worker_accepted {
+        int fd;
+        uid_t uid;
+};
+
 static void worker_punch_cb(evutil_socket_t fd, short what, void *userdata);
 
 static void worker_inbox_handle(void *userdata, void *msg) {
         struct worker *w = userdata;
-        int fd = *(int *) msg;
+        const struct worker_accepted *a = msg;
 
-        if (fd != WORKER_STOP) {
-                if (w->stopping)
-                        close(fd);
-                else
-                        (void) w->ops->accept(w, fd);
+        if (a->fd != WORKER_STOP) {
+                if (w->stopping) {
+                        close(a->fd);
+                        guard_release(w->b->guard, a->uid, true);
+                } else
+                        (void) w->ops->accept(w, a->fd, a->uid);
                 return;
         }
         if (w->stopping)
@@ -39,10 +48,13 @@ static void worker_inbox_handle(void *userdata, void *msg) {
 
 /* A socket never taken over. */
 static void worker_inbox_dispose(void *userdata, void *msg) {
-        int fd = *(int *) msg;
+        struct worker *w = userdata;
+        const struct worker_accepted *a = msg;
 
-        if (fd >= 0)
-                close(fd);
+        if (a->fd >= 0) {
+                close(a->fd);
+                guard_release(w->b->guard, a->uid, true);
+        }
 }
 
 static void *worker_main(void *userdata) {
@@ -80,7 +92,7 @@ int worker_new(struct broker *b, unsigned index, const struct worker_ops *ops, s
                         return -ENOMEM;
                 }
         }
-        r = w->base ? mailbox_new(w->base, sizeof(int), worker_inbox_handle, worker_inbox_dispose, w, &w->inbox)
+        r = w->base ? mailbox_new(w->base, sizeof(struct worker_accepted), worker_inbox_handle, worker_inbox_dispose, w, &w->inbox)
                     : -ENOMEM;
         if (r < 0 || !w->extents || !w->pb_extents || !w->pb_extent_ptrs || !w->frame) {
                 worker_free(w);
@@ -151,13 +163,15 @@ int worker_start(struct worker *w) {
         return 0;
 }
 
-void worker_add_fd(struct worker *w, int fd) {
-        /* On failure (stopped, out of memory) the mailbox closes @fd. */
-        (void) mailbox_post(w->inbox, &fd);
+void worker_add_fd(struct worker *w, int fd, uid_t uid) {
+        struct worker_accepted a = { .fd = fd, .uid = uid };
+
+        /* On failure (stopped, out of memory) the mailbox disposes of it. */
+        (void) mailbox_post(w->inbox, &a);
 }
 
 void worker_stop(struct worker *w) {
-        int stop = WORKER_STOP;
+        struct worker_accepted stop = { .fd = WORKER_STOP };
 
         if (!w || !w->started)
                 return;

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "arena.h"
 #include "mb_limits.h"
@@ -30,8 +31,9 @@ struct worker;
  * (daemon/conn/conn.h), given at creation.  Both run on the worker's thread, or
  * after it ended. */
 struct worker_ops {
-        /* Take over the accepted socket @fd (closed on failure). */
-        int (*accept)(struct worker *w, int fd);
+        /* Take over the accepted socket @fd, admitted for @uid
+         * (guard_admit(); closed and released on failure). */
+        int (*accept)(struct worker *w, int fd, uid_t uid);
         /* Disconnect every connection of @w, returning what they held. */
         void (*disconnect_all)(struct worker *w);
 };
@@ -77,9 +79,10 @@ struct worker {
 int worker_new(struct broker *b, unsigned index, const struct worker_ops *ops, struct worker **ret);
 /* Start the thread. */
 int worker_start(struct worker *w);
-/* Hand an accepted socket over; thread-safe.  The worker owns @fd now (it is
- * closed on failure). */
-void worker_add_fd(struct worker *w, int fd);
+/* Hand an accepted socket over, admitted for @uid by guard_admit();
+ * thread-safe.  The worker owns @fd and its admission now (closed and
+ * released on failure). */
+void worker_add_fd(struct worker *w, int fd, uid_t uid);
 /* Disconnect every client (freeing what they held), stop and join the
  * thread. */
 void worker_stop(struct worker *w);
