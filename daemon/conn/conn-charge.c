@@ -38,11 +38,11 @@ static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t
  * transitions only: a Charge answered at once never touches the groups.
  */
 static void conn_psi_update(struct conn *c) {
-        bool stalled = c->psi_member && ((c->charge_parked && c->parked_waiting) || c->nqueued_waiting > 0);
+        bool stalled = c->psi.member && ((c->charge.parked && c->charge.parked_waiting) || c->charge.nqueued_waiting > 0);
 
-        if (stalled == c->psi_stalled)
+        if (stalled == c->psi.stalled)
                 return;
-        c->psi_stalled = stalled;
+        c->psi.stalled = stalled;
         tenant_pressure_change(c->tenant, 0, stalled ? 1 : -1);
 }
 
@@ -94,10 +94,10 @@ static void conn_grant(struct conn *c, uint32_t seq, uint32_t n, uint64_t thrott
         Mb__Grant grant = MB__GRANT__INIT;
         int nextents, max_extents, r;
 
-        if (c->charge_outside)
+        if (c->charge.outside)
                 return conn_grant_outside(c, seq, n, throttle_usec);
         /* A contiguous charge (alloc_pages(order)): one extent or nothing. */
-        max_extents = c->charge_contig ? 1 : MB_FRAME_MAX_EXTENTS;
+        max_extents = c->charge.contig ? 1 : MB_FRAME_MAX_EXTENTS;
         nextents = arena_alloc(c->arena, c->owner, n, w->extents, max_extents);
         if (nextents < 0 && w->npunch > 0) {
                 /* Pages this worker returned wait for their punch: do it
@@ -114,7 +114,7 @@ static void conn_grant(struct conn *c, uint32_t seq, uint32_t n, uint64_t thrott
                 sched_yield();
                 nextents = arena_alloc(c->arena, c->owner, n, w->extents, max_extents);
         }
-        if (nextents < 0 && c->charge_contig) {
+        if (nextents < 0 && c->charge.contig) {
                 page_counter_uncharge(&t->memory, n);
                 log_debug("tenant %s: no run of %u free pages in its arena (%" PRIu64 " of %" PRIu64 " in use)",
                           t->path, n, arena_used(c->arena), c->arena->npages);
@@ -158,31 +158,31 @@ static void conn_grant(struct conn *c, uint32_t seq, uint32_t n, uint64_t thrott
 }
 
 static void conn_park(struct conn *c, uint32_t seq, uint32_t n, bool charged) {
-        c->charge_parked = true;
-        c->parked_charged = charged;
-        c->parked_seq = seq;
-        c->parked_pages = n;
-        c->parked_throttle_usec = 0;
-        c->parked_waiting = c->charge_waiting;
+        c->charge.parked = true;
+        c->charge.parked_charged = charged;
+        c->charge.parked_seq = seq;
+        c->charge.parked_pages = n;
+        c->charge.parked_throttle_usec = 0;
+        c->charge.parked_waiting = c->charge.waiting;
         conn_psi_update(c);
 }
 
 /* The parked charge is done: run the Charges that queued up behind it. */
 static void conn_charge_next(struct conn *c) {
-        c->charge_parked = false;
-        c->parked_charged = false;
-        while (!c->charge_parked && c->nqueued > 0 && c->state == CONN_READY) {
-                struct conn_queued_charge q = c->queued[c->queued_head];
+        c->charge.parked = false;
+        c->charge.parked_charged = false;
+        while (!c->charge.parked && c->charge.nqueued > 0 && c->state == CONN_READY) {
+                struct conn_queued_charge q = c->charge.queued[c->charge.queued_head];
 
-                c->queued_head = (c->queued_head + 1) % c->queued_alloc;
-                c->nqueued--;
+                c->charge.queued_head = (c->charge.queued_head + 1) % c->charge.queued_alloc;
+                c->charge.nqueued--;
                 if (q.waiting)
-                        c->nqueued_waiting--;
+                        c->charge.nqueued_waiting--;
                 conn_charge_start(c, q.seq, q.pages, q.need, q.flags, q.waiting, q.contig);
         }
         conn_psi_update(c);
         /* Last: this may end the connection (and free @c). */
-        if (c->reading_paused && c->nqueued < CONN_QUEUED_CHARGES_MAX && c->state == CONN_READY) {
+        if (c->reading_paused && c->charge.nqueued < CONN_QUEUED_CHARGES_MAX && c->state == CONN_READY) {
                 c->reading_paused = false;
                 bufferevent_enable(c->bev, EV_READ);
                 conn_process_input(c);
@@ -214,11 +214,11 @@ static void conn_charge_start(struct conn *c, uint32_t seq, uint32_t n, uint32_t
                               bool contig) {
         struct tenant_charge res;
 
-        c->charge_waiting = waiting;
+        c->charge.waiting = waiting;
         /* One charge at a time is in progress (the others queue behind a
          * parked one), so the flag stays with it until its reply. */
-        c->charge_contig = contig;
-        c->charge_outside = flags & WIRE_CHARGE_FLAG_OUTSIDE;
+        c->charge.contig = contig;
+        c->charge.outside = flags & WIRE_CHARGE_FLAG_OUTSIDE;
         conn_daemon_stat(c, MB_STAT_CHARGE_REQUESTS, 1);
         if (!tenant_try_charge(c->tenant, n, need, 0, &res)) {
                 /* `max` counted; the reclaimer drains the stocks of the
@@ -266,28 +266,28 @@ void conn_charge(struct conn *c, const Mb__Charge *charge) {
          * it again (set_shrinker_bit() when a shrinker gets objects). */
         reclaim_client_charged(c->rc);
 
-        if (c->charge_parked) {
+        if (c->charge.parked) {
                 /* Replies keep their order: wait behind the parked one. */
-                if (c->nqueued == c->queued_alloc) {
-                        size_t a = MB_MAX(c->queued_alloc * 2, (size_t) 4);
+                if (c->charge.nqueued == c->charge.queued_alloc) {
+                        size_t a = MB_MAX(c->charge.queued_alloc * 2, (size_t) 4);
                         struct conn_queued_charge *q = malloc(a * sizeof(*q));
 
                         if (!q)
                                 return conn_fail(c, true, charge->seq, ENOMEM, "out of memory");
-                        for (size_t i = 0; i < c->nqueued; i++)
-                                q[i] = c->queued[(c->queued_head + i) % c->queued_alloc];
-                        free(c->queued);
-                        c->queued = q;
-                        c->queued_alloc = a;
-                        c->queued_head = 0;
+                        for (size_t i = 0; i < c->charge.nqueued; i++)
+                                q[i] = c->charge.queued[(c->charge.queued_head + i) % c->charge.queued_alloc];
+                        free(c->charge.queued);
+                        c->charge.queued = q;
+                        c->charge.queued_alloc = a;
+                        c->charge.queued_head = 0;
                 }
-                c->queued[(c->queued_head + c->nqueued) % c->queued_alloc] = (struct conn_queued_charge) {
+                c->charge.queued[(c->charge.queued_head + c->charge.nqueued) % c->charge.queued_alloc] = (struct conn_queued_charge) {
                         .seq = charge->seq, .pages = n, .need = need, .flags = flags, .waiting = waiting,
                         .contig = contig
                 };
-                c->nqueued++;
+                c->charge.nqueued++;
                 if (waiting) {
-                        c->nqueued_waiting++;
+                        c->charge.nqueued_waiting++;
                         conn_psi_update(c);
                 }
                 return;
@@ -300,7 +300,7 @@ void conn_charge(struct conn *c, const Mb__Charge *charge) {
 void conn_charge_resume(struct conn *c, uint32_t seq, uint32_t pages, int error, const char *reason) {
         struct tenant_charge res;
 
-        if (!c->charge_parked || c->parked_charged || c->parked_seq != seq || c->parked_pages != pages) {
+        if (!c->charge.parked || c->charge.parked_charged || c->charge.parked_seq != seq || c->charge.parked_pages != pages) {
                 log_error("client %" PRIu64 ": the reclaimer completed charge %u, which is not waiting", c->client_id,
                           seq);
                 if (error == 0)
@@ -310,7 +310,7 @@ void conn_charge_resume(struct conn *c, uint32_t seq, uint32_t pages, int error,
         if (c->state != CONN_READY) {
                 if (error == 0)
                         page_counter_uncharge(&c->tenant->memory, pages);
-                c->charge_parked = false;
+                c->charge.parked = false;
                 return;
         }
         if (error != 0) {
@@ -319,23 +319,23 @@ void conn_charge_resume(struct conn *c, uint32_t seq, uint32_t pages, int error,
                 conn_charge_next(c);
                 return;
         }
-        c->charge_parked = false;
+        c->charge.parked = false;
         /* The reclaimer charged; the high half of the decision is ours. */
         res = (struct tenant_charge) {};
         tenant_charge_check_high(c->tenant, &res);
-        c->charge_waiting = c->parked_waiting; /* the same Charge, parked again over a high */
+        c->charge.waiting = c->charge.parked_waiting; /* the same Charge, parked again over a high */
         conn_charge_charged(c, seq, pages, &res);
-        if (!c->charge_parked)
+        if (!c->charge.parked)
                 conn_charge_next(c);
 }
 
 static void conn_throttle_cb(evutil_socket_t fd, short what, void *userdata) {
         struct conn *c = userdata;
-        uint32_t seq = c->parked_seq, n = c->parked_pages;
-        uint64_t throttle = c->parked_throttle_usec;
+        uint32_t seq = c->charge.parked_seq, n = c->charge.parked_pages;
+        uint64_t throttle = c->charge.parked_throttle_usec;
 
-        c->charge_parked = false;
-        c->parked_charged = false;
+        c->charge.parked = false;
+        c->charge.parked_charged = false;
         if (c->state != CONN_READY) {
                 page_counter_uncharge(&c->tenant->memory, n);
                 return;
@@ -347,12 +347,12 @@ static void conn_throttle_cb(evutil_socket_t fd, short what, void *userdata) {
 void conn_charge_grant_later(struct conn *c, uint32_t seq, uint64_t delay_usec) {
         struct timeval tv = { .tv_sec = (time_t) (delay_usec / 1000000), .tv_usec = (suseconds_t) (delay_usec % 1000000) };
 
-        if (!c->charge_parked || !c->parked_charged || c->parked_seq != seq) {
+        if (!c->charge.parked || !c->charge.parked_charged || c->charge.parked_seq != seq) {
                 log_error("client %" PRIu64 ": the reclaimer released charge %u, which is not waiting", c->client_id,
                           seq);
                 return;
         }
-        c->parked_throttle_usec = delay_usec;
+        c->charge.parked_throttle_usec = delay_usec;
         if (delay_usec == 0) {
                 conn_throttle_cb(-1, 0, c);
                 return;
@@ -360,9 +360,9 @@ void conn_charge_grant_later(struct conn *c, uint32_t seq, uint64_t delay_usec) 
         /* mem_cgroup_handle_over_high(): the penalty, slept by the
          * charging client only (its Grant waits; nobody else does). */
         conn_daemon_stat(c, MB_STAT_THROTTLE_USEC, (int64_t) delay_usec);
-        if (!c->throttle_timer)
-                c->throttle_timer = evtimer_new(c->w->base, conn_throttle_cb, c);
-        if (!c->throttle_timer || evtimer_add(c->throttle_timer, &tv) < 0)
+        if (!c->charge.throttle_timer)
+                c->charge.throttle_timer = evtimer_new(c->w->base, conn_throttle_cb, c);
+        if (!c->charge.throttle_timer || evtimer_add(c->charge.throttle_timer, &tv) < 0)
                 conn_throttle_cb(-1, 0, c);
 }
 

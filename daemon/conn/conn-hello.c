@@ -246,9 +246,9 @@ static bool conn_attach(struct conn *c, const char *path, const char *cgroup, un
         c->attached = true;
         /* Through its Hello: out of the bound on incomplete connections
          * (it stays in its user's cap). */
-        if (c->incomplete) {
+        if (c->guard.incomplete) {
                 guard_hello_done(b->guard);
-                c->incomplete = false;
+                c->guard.incomplete = false;
         }
         c->tenant = t;
         c->ts = ts;
@@ -385,9 +385,9 @@ void conn_hello(struct conn *c, const Mb__Hello *hello) {
 
         c->state = CONN_READY;
         /* A member of the tenant's memory.pressure from now on. */
-        c->psi_member = true;
+        c->psi.member = true;
         tenant_pressure_change(t, 1, 0);
-        evtimer_del(c->deadline); /* the pidfd stays: the session ends with its process */
+        evtimer_del(c->guard.deadline); /* the pidfd stays: the session ends with its process */
         session_note_uid(ts, c->peer.uid);
         log_info("client %" PRIu64 " (%s, pid %d, uid %u) attached to tenant %s", c->client_id, c->name,
                  (int) c->peer.pid, (unsigned) c->peer.uid, t->path);

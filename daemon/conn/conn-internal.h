@@ -50,15 +50,18 @@ struct conn {
         int fd;
         enum conn_state state;
         bool reading_paused;
-        bool user_counted;       /* admitted by guard_admit() for admitted_uid */
-        bool incomplete;         /* ...and not through its Hello yet */
-        uid_t admitted_uid;
-        struct event *peer_exit; /* the opener's pidfd: readable once it exited */
-        struct event *deadline;  /* the Hello's, then the frame's (FrameTimeoutSec=) */
-        /* Replies left unread (guard.h): reading stops over the bound, and
-         * the session is cut when it stays over it past this timer. */
-        struct event *stall_timer;
-        size_t output_peak;
+        /* What bounds this connection (guard.h). */
+        struct {
+                bool user_counted;       /* admitted by guard_admit() for admitted_uid */
+                bool incomplete;         /* ...and not through its Hello yet */
+                uid_t admitted_uid;
+                struct event *peer_exit; /* the opener's pidfd: readable once it exited */
+                struct event *deadline;  /* the Hello's, then the frame's (FrameTimeoutSec=) */
+                /* Replies left unread: reading stops over the bound, and
+                 * the session is cut when it stays over it past this timer. */
+                struct event *stall_timer;
+                size_t output_peak;
+        } guard;
 
         struct auth_peer peer;
         uint64_t client_id;
@@ -85,34 +88,39 @@ struct conn {
          * later by the reclaimer, without blocking the worker; Charges that
          * come meanwhile wait behind it, in order. */
         struct reclaim_client *rc;
-        bool charge_parked;
-        bool parked_charged;  /* its pages are charged (the high path) */
-        uint32_t parked_seq, parked_pages;
-        bool charge_contig;   /* the charge in progress wants one extent */
-        bool charge_outside;  /* the charge in progress is for the client's own mapping */
-        uint64_t parked_throttle_usec;
-        struct event *throttle_timer;
-        struct conn_queued_charge {
-                uint32_t seq, pages, need, flags;
-                bool waiting;
-                bool contig;
-        } *queued;
-        size_t nqueued, queued_head, queued_alloc;
+        struct {
+                bool parked;
+                bool parked_charged;  /* its pages are charged (the high path) */
+                uint32_t parked_seq, parked_pages;
+                bool contig;          /* the charge in progress wants one extent */
+                bool outside;         /* the charge in progress is for the client's own mapping */
+                uint64_t parked_throttle_usec;
+                struct event *throttle_timer;
+                struct conn_queued_charge {
+                        uint32_t seq, pages, need, flags;
+                        bool waiting;
+                        bool contig;
+                } *queued;
+                size_t nqueued, queued_head, queued_alloc;
+                bool waiting;         /* the Charge being decided (memory.pressure, below) */
+                bool parked_waiting;  /* the parked Charge */
+                size_t nqueued_waiting;
+        } charge;
 
         /* memory.pressure (tenant_pressure_change()): the client is a
          * member of its tenant's pressure group while READY, and stalled
          * while a Charge an application thread waits for (Charge.waiting)
-         * is parked here or queued behind the parked one. */
-        bool psi_member;
-        bool psi_stalled;
-        bool charge_waiting;  /* the Charge being decided */
-        bool parked_waiting;  /* the parked Charge */
-        size_t nqueued_waiting;
-        /* The client's PSI triggers on its tenant (conn-pressure.c),
-         * sampled by one timer at a tenth of the shortest window. */
-        struct conn_pressure_trigger *psi_triggers;
-        size_t npsi_triggers;
-        struct event *psi_timer;
+         * is parked here or queued behind the parked one (charge.waiting,
+         * charge.parked_waiting, charge.nqueued_waiting). */
+        struct {
+                bool member;
+                bool stalled;
+                /* The client's PSI triggers on its tenant (conn-pressure.c),
+                 * sampled by one timer at a tenth of the shortest window. */
+                struct conn_pressure_trigger *triggers;
+                size_t ntriggers;
+                struct event *timer;
+        } psi;
 
         struct conn *prev, *next;
 };

@@ -58,11 +58,11 @@ static void conn_pressure_tick(evutil_socket_t fd, short what, void *userdata) {
 
         (void) fd;
         (void) what;
-        if (c->state != CONN_READY || c->npsi_triggers == 0)
+        if (c->state != CONN_READY || c->psi.ntriggers == 0)
                 return;
         psi_group_totals(&c->tenant->psi, now, totals);
-        for (size_t i = 0; i < c->npsi_triggers; i++) {
-                struct conn_pressure_trigger *t = &c->psi_triggers[i];
+        for (size_t i = 0; i < c->psi.ntriggers; i++) {
+                struct conn_pressure_trigger *t = &c->psi.triggers[i];
 
                 if (psi_trigger_update(&t->tr, totals[t->tr.kind], now))
                         conn_pressure_send_event(c, t->id);
@@ -74,26 +74,26 @@ static int conn_pressure_arm(struct conn *c) {
         uint64_t period = UINT64_MAX;
         struct timeval tv;
 
-        if (c->npsi_triggers == 0) {
-                if (c->psi_timer)
-                        event_del(c->psi_timer);
+        if (c->psi.ntriggers == 0) {
+                if (c->psi.timer)
+                        event_del(c->psi.timer);
                 return 0;
         }
-        for (size_t i = 0; i < c->npsi_triggers; i++)
-                period = MB_MIN(period, c->psi_triggers[i].tr.window_usec / CONN_PRESSURE_POLL_DIVISOR);
-        if (!c->psi_timer) {
-                c->psi_timer = event_new(c->w->base, -1, EV_PERSIST, conn_pressure_tick, c);
-                if (!c->psi_timer)
+        for (size_t i = 0; i < c->psi.ntriggers; i++)
+                period = MB_MIN(period, c->psi.triggers[i].tr.window_usec / CONN_PRESSURE_POLL_DIVISOR);
+        if (!c->psi.timer) {
+                c->psi.timer = event_new(c->w->base, -1, EV_PERSIST, conn_pressure_tick, c);
+                if (!c->psi.timer)
                         return -ENOMEM;
         }
         tv = (struct timeval) { .tv_sec = (time_t) (period / 1000000u), .tv_usec = (suseconds_t) (period % 1000000u) };
-        return event_add(c->psi_timer, &tv) < 0 ? -EIO : 0;
+        return event_add(c->psi.timer, &tv) < 0 ? -EIO : 0;
 }
 
 static struct conn_pressure_trigger *conn_pressure_find(struct conn *c, uint32_t id) {
-        for (size_t i = 0; i < c->npsi_triggers; i++)
-                if (c->psi_triggers[i].id == id)
-                        return &c->psi_triggers[i];
+        for (size_t i = 0; i < c->psi.ntriggers; i++)
+                if (c->psi.triggers[i].id == id)
+                        return &c->psi.triggers[i];
         return NULL;
 }
 
@@ -120,18 +120,18 @@ static void conn_pressure_add(struct conn *c, const Mb__PressureTrigger *pt) {
                                        "window of 500000..10000000 and 0 < threshold <= window");
         if (conn_pressure_find(c, pt->id))
                 return conn_send_error(c, true, pt->seq, EINVAL, "pressure trigger id in use");
-        if (c->npsi_triggers >= CONN_PRESSURE_TRIGGERS_MAX)
+        if (c->psi.ntriggers >= CONN_PRESSURE_TRIGGERS_MAX)
                 return conn_send_error(c, true, pt->seq, EINVAL, "too many pressure triggers");
-        t = realloc(c->psi_triggers, (c->npsi_triggers + 1) * sizeof(*t));
+        t = realloc(c->psi.triggers, (c->psi.ntriggers + 1) * sizeof(*t));
         if (!t)
                 return conn_fail(c, true, pt->seq, ENOMEM, "out of memory");
-        c->psi_triggers = t;
-        t = &c->psi_triggers[c->npsi_triggers++];
+        c->psi.triggers = t;
+        t = &c->psi.triggers[c->psi.ntriggers++];
         t->id = pt->id;
         psi_group_totals(&c->tenant->psi, now, totals);
         psi_trigger_init(&t->tr, kind, threshold, window, totals[kind], now);
         if (conn_pressure_arm(c) < 0) {
-                c->npsi_triggers--;
+                c->psi.ntriggers--;
                 return conn_fail(c, true, pt->seq, ENOMEM, "cannot arm the pressure trigger");
         }
         log_debug("client %" PRIu64 ": pressure trigger %u on %s: \"%s\"", c->client_id, pt->id, c->tenant->path,
@@ -144,7 +144,7 @@ static void conn_pressure_remove(struct conn *c, const Mb__PressureTrigger *pt) 
 
         if (!t)
                 return conn_send_error(c, true, pt->seq, EINVAL, "no such pressure trigger");
-        *t = c->psi_triggers[--c->npsi_triggers];
+        *t = c->psi.triggers[--c->psi.ntriggers];
         (void) conn_pressure_arm(c);
         conn_pressure_ack(c, pt->seq);
 }
@@ -157,10 +157,10 @@ void conn_pressure_trigger(struct conn *c, const Mb__PressureTrigger *pt) {
 }
 
 void conn_pressure_free(struct conn *c) {
-        if (c->psi_timer)
-                event_free(c->psi_timer);
-        c->psi_timer = NULL;
-        free(c->psi_triggers);
-        c->psi_triggers = NULL;
-        c->npsi_triggers = 0;
+        if (c->psi.timer)
+                event_free(c->psi.timer);
+        c->psi.timer = NULL;
+        free(c->psi.triggers);
+        c->psi.triggers = NULL;
+        c->psi.ntriggers = 0;
 }

@@ -100,7 +100,7 @@ static void conn_close_error(struct conn *c, bool has_seq, uint32_t seq, int cod
 
         conn_send_error(c, has_seq, seq, code, reason);
         c->state = CONN_CLOSING;
-        evtimer_del(c->deadline);
+        evtimer_del(c->guard.deadline);
         bufferevent_disable(c->bev, EV_READ);
         bufferevent_set_timeouts(c->bev, NULL, &tv);
 }
@@ -177,8 +177,8 @@ static void conn_output_cb(struct evbuffer *buf, const struct evbuffer_cb_info *
         size_t len = info->orig_size + info->n_added - info->n_deleted;
 
         guard_output_add(c->b->guard, (int64_t) info->n_added - (int64_t) info->n_deleted);
-        if (len > c->output_peak)
-                c->output_peak = len;
+        if (len > c->guard.output_peak)
+                c->guard.output_peak = len;
 }
 
 /* The replies stayed unread over the bound for GUARD_OUTPUT_STALL_SEC: the
@@ -192,7 +192,7 @@ static void conn_stall_cb(evutil_socket_t fd, short what, void *userdata) {
         if (!conn_output_over(c)) {
                 /* Drained below the bound (it reads, slowly): wait on. */
                 if (c->reading_paused && n > 0)
-                        evtimer_add(c->stall_timer, &(struct timeval) { .tv_sec = GUARD_OUTPUT_STALL_SEC });
+                        evtimer_add(c->guard.stall_timer, &(struct timeval) { .tv_sec = GUARD_OUTPUT_STALL_SEC });
                 return;
         }
         guard_log(c->b->guard, GUARD_OUTPUT_STALL,
@@ -221,15 +221,15 @@ void conn_process_input(struct conn *c) {
 
                 if (avail < WIRE_HEADER_BYTES)
                         break;
-                if (conn_output_over(c) || c->nqueued >= CONN_QUEUED_CHARGES_MAX) {
+                if (conn_output_over(c) || c->charge.nqueued >= CONN_QUEUED_CHARGES_MAX) {
                         /* The client does not read its replies, or waits
                          * for reclaim: wait until they drained
                          * (conn_write_cb resumes); unread replies that stay
                          * over the bound end the session (conn_stall_cb). */
                         bufferevent_disable(c->bev, EV_READ);
                         c->reading_paused = true;
-                        if (conn_output_over(c) && !evtimer_pending(c->stall_timer, NULL))
-                                evtimer_add(c->stall_timer, &(struct timeval) { .tv_sec = GUARD_OUTPUT_STALL_SEC });
+                        if (conn_output_over(c) && !evtimer_pending(c->guard.stall_timer, NULL))
+                                evtimer_add(c->guard.stall_timer, &(struct timeval) { .tv_sec = GUARD_OUTPUT_STALL_SEC });
                         break;
                 }
                 evbuffer_copyout(in, hdr, sizeof(hdr));
@@ -264,9 +264,9 @@ void conn_process_input(struct conn *c) {
         if (c->state != CONN_READY)
                 return;
         if (evbuffer_get_length(in) == 0 || c->reading_paused)
-                evtimer_del(c->deadline);
-        else if (dispatched || !evtimer_pending(c->deadline, NULL))
-                evtimer_add(c->deadline, &(struct timeval) { .tv_sec = guard_frame_timeout_sec(c->b->guard) });
+                evtimer_del(c->guard.deadline);
+        else if (dispatched || !evtimer_pending(c->guard.deadline, NULL))
+                evtimer_add(c->guard.deadline, &(struct timeval) { .tv_sec = guard_frame_timeout_sec(c->b->guard) });
 }
 
 bool conn_maybe_finish(struct conn *c) {
@@ -292,8 +292,8 @@ static void conn_write_cb(struct bufferevent *bev, void *userdata) {
 
         if (conn_maybe_finish(c))
                 return;
-        if (c->reading_paused && c->nqueued < CONN_QUEUED_CHARGES_MAX) {
-                evtimer_del(c->stall_timer);
+        if (c->reading_paused && c->charge.nqueued < CONN_QUEUED_CHARGES_MAX) {
+                evtimer_del(c->guard.stall_timer);
                 c->reading_paused = false;
                 bufferevent_enable(c->bev, EV_READ);
                 conn_process_input(c);
@@ -401,21 +401,21 @@ int conn_new(struct worker *w, int fd, uid_t uid) {
                 free(c);
                 return r;
         }
-        c->admitted_uid = uid;
-        c->user_counted = true;
-        c->incomplete = true;
+        c->guard.admitted_uid = uid;
+        c->guard.user_counted = true;
+        c->guard.incomplete = true;
 
         MB_LIST_PREPEND(w->conns, c);
         w->nconns++;
         c->bev = bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE);
         if (!c->bev)
                 close(fd);
-        c->deadline = evtimer_new(w->base, conn_deadline_cb, c);
-        c->stall_timer = evtimer_new(w->base, conn_stall_cb, c);
+        c->guard.deadline = evtimer_new(w->base, conn_deadline_cb, c);
+        c->guard.stall_timer = evtimer_new(w->base, conn_stall_cb, c);
         if (c->peer.pidfd >= 0)
-                c->peer_exit = event_new(w->base, c->peer.pidfd, EV_READ, conn_peer_exit_cb, c);
-        if (!c->bev || !c->deadline || !c->stall_timer || (c->peer.pidfd >= 0 && !c->peer_exit) ||
-            evtimer_add(c->deadline, &tv) < 0 || (c->peer_exit && event_add(c->peer_exit, NULL) < 0) ||
+                c->guard.peer_exit = event_new(w->base, c->peer.pidfd, EV_READ, conn_peer_exit_cb, c);
+        if (!c->bev || !c->guard.deadline || !c->guard.stall_timer || (c->peer.pidfd >= 0 && !c->guard.peer_exit) ||
+            evtimer_add(c->guard.deadline, &tv) < 0 || (c->guard.peer_exit && event_add(c->guard.peer_exit, NULL) < 0) ||
             !evbuffer_add_cb(bufferevent_get_output(c->bev), conn_output_cb, c)) {
                 conn_free(c);
                 return -ENOMEM;
@@ -445,9 +445,9 @@ void conn_free(struct conn *c) {
                 worker_flush_punch(w);
 
                 /* A parked charge that was charged already (over high). */
-                if (c->charge_parked && c->parked_charged)
-                        page_counter_uncharge(&t->memory, c->parked_pages);
-                c->charge_parked = false;
+                if (c->charge.parked && c->charge.parked_charged)
+                        page_counter_uncharge(&t->memory, c->charge.parked_pages);
+                c->charge.parked = false;
 
                 /* Its own mappings went with it (or will, with its process). */
                 if (c->outside > 0) {
@@ -489,8 +489,8 @@ void conn_free(struct conn *c) {
                         MB_LOCK_GUARD(&b->stats_lock);
                         rstat_source_detach(&b->tree->rstat, &t->rstat, c->stats_src, true);
                 }
-                if (c->psi_member)
-                        tenant_pressure_change(t, -1, c->psi_stalled ? -1 : 0);
+                if (c->psi.member)
+                        tenant_pressure_change(t, -1, c->psi.stalled ? -1 : 0);
                 if (left > 0)
                         log_info("client %" PRIu64 " (%s) detached from tenant %s: the daemon stops, %" PRIu64
                                  " pages left to its mapping",
@@ -501,20 +501,20 @@ void conn_free(struct conn *c) {
                 /* Last: from here on the tenant may be removed. */
                 b->ops->client_detached(b, t);
         }
-        if (c->throttle_timer)
-                event_free(c->throttle_timer);
+        if (c->charge.throttle_timer)
+                event_free(c->charge.throttle_timer);
         conn_pressure_free(c);
-        free(c->queued);
+        free(c->charge.queued);
         if (c->stats)
                 munmap(c->stats, c->stats_bytes);
-        if (c->peer_exit)
-                event_free(c->peer_exit); /* before its pidfd is closed */
-        if (c->deadline)
-                event_free(c->deadline);
-        if (c->stall_timer)
-                event_free(c->stall_timer);
-        if (c->user_counted)
-                guard_release(b->guard, c->admitted_uid, c->incomplete);
+        if (c->guard.peer_exit)
+                event_free(c->guard.peer_exit); /* before its pidfd is closed */
+        if (c->guard.deadline)
+                event_free(c->guard.deadline);
+        if (c->guard.stall_timer)
+                event_free(c->guard.stall_timer);
+        if (c->guard.user_counted)
+                guard_release(b->guard, c->guard.admitted_uid, c->guard.incomplete);
         auth_peer_done(&c->peer);
         if (c->bev) {
                 struct evbuffer *out = bufferevent_get_output(c->bev);
@@ -527,7 +527,7 @@ void conn_free(struct conn *c) {
 
         MB_LIST_REMOVE(w->conns, c);
         w->nconns--;
-        peak = c->output_peak;
+        peak = c->guard.output_peak;
         free(c);
         guard_output_freed(b->guard, peak);
 }
