@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# 100,000 half-open connections of one unprivileged user (uid 65534): each
-# sends half a frame and holds (fewer when the hard RLIMIT_NOFILE does not
-# allow it; the count is printed).  Connections that have not finished
+# 100,000 half-open connections of one unprivileged user (uid 65534), from
+# as many processes as its hard RLIMIT_NOFILE needs: each connection sends
+# half a frame and holds.  Connections that have not finished
 # their Hello count in MaxConnectionsPerUser= from their accept(), on the
 # main thread, before a worker sees them, so the daemon never holds more
 # than the cap of that user's sockets: its descriptors, sampled throughout,
@@ -25,10 +25,14 @@ want=${MB_HALF_OPEN:-100000}
 hard=$(ulimit -Hn)
 [ "$hard" = unlimited ] && hard=1048576
 if [ "$hard" -lt $((want + 64)) ]; then
-        ulimit -Hn $((want + 64)) 2>/dev/null || want=$((hard - 64))
+        ulimit -Hn $((want + 64)) 2>/dev/null || hard=$(ulimit -Hn)
 fi
-[ "$want" -ge 4096 ] || skip "the hard RLIMIT_NOFILE ($(ulimit -Hn)) leaves too few descriptors for the flood"
-echo "the attacker opens $want half-open connections (hard RLIMIT_NOFILE $(ulimit -Hn))"
+# As many attacking processes as the hard RLIMIT_NOFILE needs (one is
+# enough where it may be raised), all of uid 65534.
+per=$((hard - 64))
+[ "$per" -ge 1024 ] || skip "the hard RLIMIT_NOFILE ($hard) leaves too few descriptors for the flood"
+nproc=$(( (want + per - 1) / per ))
+echo "the attacker opens $want half-open connections from $nproc processes (hard RLIMIT_NOFILE $hard)"
 
 NOFILE=4096
 mb_write_broker_conf "Capacity=64M" "FrameTimeoutSec=3600"
@@ -68,19 +72,28 @@ MB_CHILDREN+=($!)
 honest=$!
 MB_CHILDREN+=("$honest")
 
-( ulimit -n $((want + 64)) && exec setpriv --reuid=65534 --regid=65534 --clear-groups \
-        "$WIRE_CLIENT" --socket "$MB_SOCK" --name flood flood "$want" flood-partial flood-count 256 hold ) \
-        >"$W/flood.out" 2>&1 &
-flood=$!
-MB_CHILDREN+=("$flood")
-wait_for 600 grep -q '^ready' "$W/flood.out" || { cat "$W/flood.out"; fail "the flood did not finish"; }
-cat "$W/flood.out"
+floods=()
+left=$want
+for ((k = 0; k < nproc; k++)); do
+        n=$(( left < per ? left : per ))
+        left=$((left - n))
+        ( ulimit -n $((n + 64)) && exec setpriv --reuid=65534 --regid=65534 --clear-groups \
+                "$WIRE_CLIENT" --socket "$MB_SOCK" --name flood flood "$n" flood-partial flood-count 256 hold ) \
+                >"$W/flood.$k.out" 2>&1 &
+        floods+=($!)
+        MB_CHILDREN+=($!)
+done
+for ((k = 0; k < nproc; k++)); do
+        wait_for 900 grep -q '^ready' "$W/flood.$k.out" || { cat "$W/flood.$k.out"; fail "flood $k did not finish"; }
+done
+cat "$W"/flood.*.out
 sleep 1
 touch "$W/stop"
 wait "$honest" || true
 
-opened=$(sed -n 's/^flood opened=\([0-9]*\) .*/\1/p' "$W/flood.out")
-open=$(sed -n 's/^flood open=\([0-9]*\) .*/\1/p' "$W/flood.out")
+sum() { sed -n "s/^flood $1=\([0-9]*\) .*/\1/p" "$W"/flood.*.out | awk '{ s += $1 } END { print s + 0 }'; }
+opened=$(sum opened)
+open=$(sum open)
 assert_eq "$want" "$opened" "connections the attacker opened"
 [ "$open" -le 256 ] || fail "the daemon keeps $open half-open connections of one uid"
 maxfd=$(cat "$W/fds.max")
@@ -92,8 +105,8 @@ echo "the honest client attached $attaches times, the slowest in $worst ms"
 pass "$want half-open connections: at most $maxfd of $NOFILE descriptors, the honest client served throughout"
 
 mb_daemon_alive
-kill -TERM "$flood"
-wait "$flood" || true
+kill -TERM "${floods[@]}"
+wait "${floods[@]}" || true
 mb_stop_clean
 
 # The global bound on connections before their Hello, whatever their users:

@@ -38,8 +38,10 @@ W="$MB_TMP/w"
 mkdir -m 0777 "$W"
 hard=$(ulimit -Hn)
 [ "$hard" = unlimited ] && hard=1048576
-[ "$FLOOD" -le $((hard - 64)) ] || FLOOD=$((hard - 64))
-echo "soak: $SEC s, 240 never-reading sessions, $FLOOD half-open connections, 16 trickling scrapers"
+# The flood from as many processes as the hard RLIMIT_NOFILE needs.
+per=$((hard - 64))
+nproc=$(( (FLOOD + per - 1) / per ))
+echo "soak: $SEC s, 240 never-reading sessions, $FLOOD half-open connections ($nproc processes), 16 trickling scrapers"
 
 bus_setup "Capacity=256M"
 mb_write_tenant mob "Path=mob" "AllowUsers=nobody" "MemoryMax=64M"
@@ -105,22 +107,28 @@ noread=$MB_BG_PID
 # Its sessions first: the flood of the same uid then gets what its cap
 # leaves (16 connections at most).
 wait_for 60 grep -q '^noread opened=240$' "$W/noread.out" || { cat "$W/noread.out"; fail "the never-reading sessions did not open"; }
-( ulimit -n $((FLOOD + 64)) && exec setpriv --reuid=65534 --regid=65534 --clear-groups \
-        "$WIRE_CLIENT" --socket "$MB_SOCK" --name flood flood "$FLOOD" flood-partial sleep $((SEC * 1000)) ) \
-        >"$W/flood.out" 2>&1 &
-flood=$!
-MB_CHILDREN+=("$flood")
+floods=()
+left=$FLOOD
+for ((k = 0; k < nproc; k++)); do
+        n=$(( left < per ? left : per ))
+        left=$((left - n))
+        ( ulimit -n $((n + 64)) && exec setpriv --reuid=65534 --regid=65534 --clear-groups \
+                "$WIRE_CLIENT" --socket "$MB_SOCK" --name flood flood "$n" flood-partial sleep $((SEC * 1000)) ) \
+                >"$W/flood.$k.out" 2>&1 &
+        floods+=($!)
+        MB_CHILDREN+=($!)
+done
 python3 "$TRICKLE" 127.0.0.1 "$PORT" 16 1 >"$W/trickle.out" 2>&1 &
 trickle=$!
 MB_CHILDREN+=("$trickle")
 
 wait "$noread" || { cat "$W/noread.out"; fail "the never-reading client failed"; }
-kill -TERM "$trickle" "$flood" 2>/dev/null || true
-wait "$trickle" "$flood" || true
+kill -TERM "$trickle" "${floods[@]}" 2>/dev/null || true
+wait "$trickle" "${floods[@]}" || true
 touch "$W/stop"
 for p in "${HONEST[@]}"; do wait "$p" || true; done
 read -r maxr maxf <"$W/sample"
-cat "$W/noread.out" "$W/flood.out" "$W/trickle.out"
+cat "$W/noread.out" "$W"/flood.*.out "$W/trickle.out"
 echo "the daemon's log lines by kind:"
 sed 's/[0-9][0-9]*/N/g' "$MB_TMP/daemon.log" | sort | uniq -c | sort -rn | head -12
 
