@@ -17,6 +17,7 @@ SERVICE_TESTS = \
 	tests/test-service-install.sh \
 	tests/test-man-pages.sh \
 	tests/test-service-dbus-policy.sh \
+	tests/test-service-dbus-policy-walk.sh \
 	tests/test-service-syscalls.sh \
 	tests/test-service-notify.sh \
 	tests/test-service-persist.sh \
