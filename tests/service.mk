@@ -24,10 +24,11 @@ SERVICE_TESTS = \
 	tests/test-service-restart-term.sh \
 	tests/test-service-restart-kill.sh \
 	tests/test-service-restart-hugetlb.sh \
-	tests/test-service-restart-grace.sh
+	tests/test-service-restart-grace.sh \
+	tests/test-service-systemd.sh
 TESTS += $(SERVICE_TESTS)
 dist_check_SCRIPTS += $(SERVICE_TESTS)
-EXTRA_DIST += tests/service-lib.sh
+EXTRA_DIST += tests/service-lib.sh tests/systemd-pid1.sh
 
 # The restart side of the arena: owner table in a memfd, restore, transfer.
 check_PROGRAMS += tests/test-arena-restore
