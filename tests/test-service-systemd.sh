@@ -53,6 +53,19 @@ esac
 pid1 busctl call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus ReloadConfig ||
         fail "the system bus did not reload its configuration"
 pid1 ldconfig
+# A sanitized build (CI's ASan builds): LeakSanitizer stops the world with
+# ptrace(), which the units' SystemCallFilter= refuses, and then fails the
+# exit.  Leaks are checked by the tests that run the daemon outside the
+# sandbox; here they are not looked for.
+if grep -qa __asan_init "$dest$(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' "$unit")"; then
+        for u in membroker membroker-exporter; do
+                pid1 mkdir -p "/etc/systemd/system/$u.service.d"
+                printf '[Service]\nEnvironment=ASAN_OPTIONS=detect_leaks=0\n' |
+                        pid1 tee "/etc/systemd/system/$u.service.d/asan.conf" >/dev/null
+        done
+        pid1 systemctl daemon-reload
+        echo "a sanitized build: LeakSanitizer is off for the units (it needs ptrace, which they refuse)"
+fi
 pid1 mkdir -p "$confdir/tenants.d"
 # Admission by Cgroup= where the memory controller is on the unified
 # hierarchy; on a hybrid host its cgroup v1 line (which admission follows,
@@ -183,6 +196,8 @@ pass "the client's pages verified after two restarts and the watchdog's"
 
 # ---- D-Bus activation ----
 pid1 systemctl stop membroker.service
+[ "$(pid1 systemctl is-active membroker.service)" = inactive ] ||
+        pid1 journalctl --no-pager -o cat -n 30 -u membroker.service
 assert_eq inactive "$(pid1 systemctl is-active membroker.service)" "membroker.service after stop"
 pid1 busctl call org.membroker1 /org/membroker1 org.membroker1.Manager ListTenants >/dev/null ||
         fail "a call to org.membroker1 did not activate the daemon"
