@@ -6,7 +6,7 @@ systemdsystemunit_DATA = systemd/membroker.service systemd/membroker-exporter.se
 	%reldir%/membroker-exporter.socket
 dbussystemconf_DATA = %reldir%/org.membroker1.conf
 dbussystemservice_DATA = systemd/org.membroker1.service
-EXTRA_DIST += %reldir%/membroker.service.in %reldir%/org.membroker1.service.in %reldir%/org.membroker1.conf \
+EXTRA_DIST += %reldir%/membroker.sysusers %reldir%/membroker.service.in %reldir%/org.membroker1.service.in %reldir%/org.membroker1.conf \
 	%reldir%/membroker-exporter.service.in %reldir%/membroker-exporter.socket
 CLEANFILES += systemd/membroker.service systemd/org.membroker1.service systemd/membroker-exporter.service
 
@@ -24,3 +24,14 @@ systemd/org.membroker1.service: $(top_srcdir)/systemd/org.membroker1.service.in 
 systemd/membroker-exporter.service: $(top_srcdir)/systemd/membroker-exporter.service.in Makefile
 	$(AM_V_GEN)$(MKDIR_P) systemd && \
 	$(mb_unit_subst) $(top_srcdir)/systemd/membroker-exporter.service.in >$@
+
+# The system users membroker.service and membroker-exporter.service run as
+# (installed as sysusers.d/membroker.conf; a package runs systemd-sysusers).
+install-data-local: install-sysusers
+install-sysusers:
+	$(MKDIR_P) '$(DESTDIR)$(sysusersdir)'
+	$(INSTALL_DATA) $(top_srcdir)/systemd/membroker.sysusers '$(DESTDIR)$(sysusersdir)/membroker.conf'
+uninstall-local: uninstall-sysusers
+uninstall-sysusers:
+	rm -f '$(DESTDIR)$(sysusersdir)/membroker.conf'
+.PHONY: install-sysusers uninstall-sysusers

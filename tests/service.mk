@@ -17,6 +17,7 @@ SERVICE_TESTS = \
 	tests/test-service-install.sh \
 	tests/test-man-pages.sh \
 	tests/test-service-dbus-policy.sh \
+	tests/test-service-dbus-policy-walk.sh \
 	tests/test-service-syscalls.sh \
 	tests/test-service-notify.sh \
 	tests/test-service-persist.sh \
@@ -24,10 +25,11 @@ SERVICE_TESTS = \
 	tests/test-service-restart-term.sh \
 	tests/test-service-restart-kill.sh \
 	tests/test-service-restart-hugetlb.sh \
-	tests/test-service-restart-grace.sh
+	tests/test-service-restart-grace.sh \
+	tests/test-service-systemd.sh
 TESTS += $(SERVICE_TESTS)
 dist_check_SCRIPTS += $(SERVICE_TESTS)
-EXTRA_DIST += tests/service-lib.sh
+EXTRA_DIST += tests/service-lib.sh tests/systemd-pid1.sh
 
 # The restart side of the arena: owner table in a memfd, restore, transfer.
 check_PROGRAMS += tests/test-arena-restore

@@ -1,6 +1,9 @@
 #!/bin/bash
-# Where no tmpfs instance can be made (here: membrokerd without privileges,
-# so fsopen() fails with EPERM), ArenaBacking=auto falls back to sealed
+# membrokerd without privileges (uid 65534, no capabilities) still gives
+# each tenant a tmpfs instance of its own, made in a user namespace of its
+# own, which bounds what a client backs as it does for root.  Where no
+# user namespace can be made either (here: /proc read-only for the daemon,
+# so that it cannot write a uid_map), ArenaBacking=auto falls back to sealed
 # memfds and says so once, and the broker works; ArenaBacking=tmpfs refuses
 # to start.
 . "$top_srcdir/tests/lib.sh"
@@ -8,21 +11,51 @@
 . "$top_srcdir/tests/attack-lib.sh"
 
 mb_attack_prereqs
+command -v unshare >/dev/null || skip "unshare(1) is not installed"
 chown -R 65534:65534 "$MB_STATE"
 chmod 0777 "$MB_TMP"
 
-# mb_start_unprivileged : membrokerd as uid 65534
+# mb_start_unprivileged [no-userns] : membrokerd as uid 65534 without
+# capabilities; with no-userns, in a mount namespace whose /proc is
+# read-only (no uid_map can be written: no user namespace of its own)
 mb_start_unprivileged() {
+        local pre=()
         rm -f "$MB_SOCK"
-        setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all \
+        [ "${1:-}" != no-userns ] || pre=(unshare --mount --propagation private sh -c \
+                'mount -o remount,bind,ro /proc && exec "$@"' sh)
+        "${pre[@]}" setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all \
                 "$MEMBROKERD" --config-dir "$MB_ETC" --socket "$MB_SOCK" --state-dir "$MB_STATE" --no-bus \
                 >>"$MB_TMP/daemon.log" 2>&1 &
         MB_DAEMON_PID=$!
 }
 
+# Unprivileged, in a user namespace: ArenaBacking=tmpfs starts, and the
+# instance bounds a client that fallocates its whole arena.
+if unshare --user true 2>/dev/null && setpriv --reuid=65534 --regid=65534 --clear-groups unshare --user true 2>/dev/null
+then
+        mb_write_broker_conf "Capacity=64M" "ArenaBacking=tmpfs" "ChargeBatch=64"
+        mb_write_tenant a "Path=a" "AllowUsers=nobody"
+        mb_start_unprivileged
+        wait_for 20 test -S "$MB_SOCK" || { cat "$MB_TMP/daemon.log"; fail "unprivileged membrokerd did not start"; }
+        out=$(as_nobody hello a charge 1 expect-ok fallocate-arena print-backed charge 1000 expect-ok \
+                write-pages 0x5a check-pages 0x5a) ||
+                { echo "$out"; fail "client of the unprivileged daemon"; }
+        echo "$out"
+        grep -q '^fallocate error=ENOSPC$' <<<"$out" ||
+                fail "fallocate beyond the charge did not fail with ENOSPC on the user namespace's tmpfs"
+        backed=$(mb_field "$out" backed)
+        [ "$backed" -le $(( 4096 + 2 * 64 * 4096 )) ] || fail "a's arena is backed by $backed bytes"
+        grep -q '^pages ok$' <<<"$out" || fail "the client's pages do not hold what it wrote"
+        pass "unprivileged: a tmpfs instance per tenant, made in a user namespace, bounds the arena ($backed bytes) and grows with the charge"
+        mb_stop_clean
+        : >"$MB_TMP/daemon.log"
+else
+        echo "unprivileged user namespaces are not available here: the tmpfs-in-a-user-namespace case is not tried"
+fi
+
 mb_write_broker_conf "Capacity=64M" "ArenaBacking=tmpfs"
 mb_write_tenant a "Path=a" "AllowUsers=nobody"
-mb_start_unprivileged
+mb_start_unprivileged no-userns
 rc=0
 wait "$MB_DAEMON_PID" || rc=$?
 MB_DAEMON_PID=
@@ -32,7 +65,7 @@ grep -q 'ArenaBacking=tmpfs, but no tmpfs instance can be made' "$MB_TMP/daemon.
 pass "ArenaBacking=tmpfs refuses to start without tmpfs instances (exit $rc)"
 
 mb_write_broker_conf "Capacity=64M"
-mb_start_unprivileged
+mb_start_unprivileged no-userns
 wait_for 20 test -S "$MB_SOCK" || { cat "$MB_TMP/daemon.log"; fail "membrokerd did not start"; }
 grep -q 'arena backing: memfd (a tmpfs instance cannot be made: Operation not permitted)' "$MB_TMP/daemon.log" ||
         { cat "$MB_TMP/daemon.log"; fail "the fallback to memfd is not logged"; }

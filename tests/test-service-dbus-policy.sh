@@ -13,38 +13,7 @@ command -v "$DBUS_DAEMON" >/dev/null || skip "dbus-daemon is not installed"
 command -v "$BUSCTL" >/dev/null || skip "busctl is not installed"
 command -v dbus-send >/dev/null || skip "dbus-send is not installed"
 
-# A system-bus-like configuration: the defaults of Debian's system.conf.
-cat >"$MB_TMP/bus.conf" <<CONF
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path=$MB_TMP/bus</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <deny own="*"/>
-    <deny send_type="method_call"/>
-    <allow send_type="signal"/>
-    <allow send_requested_reply="true" send_type="method_return"/>
-    <allow send_requested_reply="true" send_type="error"/>
-    <allow receive_type="method_call"/>
-    <allow receive_type="method_return"/>
-    <allow receive_type="error"/>
-    <allow receive_type="signal"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Peer"/>
-  </policy>
-  <include ignore_missing="no">$top_srcdir/systemd/org.membroker1.conf</include>
-</busconfig>
-CONF
-"$DBUS_DAEMON" --config-file="$MB_TMP/bus.conf" --nofork --nopidfile --print-address=3 \
-        3>"$MB_TMP/bus.address" 2>"$MB_TMP/bus.log" &
-MB_BUS_PID=$!
-wait_for 10 test -s "$MB_TMP/bus.address" || { cat "$MB_TMP/bus.log"; fail "dbus-daemon rejected the policy"; }
-MB_BUS_ADDRESS=$(head -1 "$MB_TMP/bus.address")
+mb_start_policy_bus
 pass "dbus-daemon loads the shipped policy"
 
 mb_write_broker_conf "Capacity=64M"

@@ -273,7 +273,9 @@ int arena_audit(struct arena *a, struct arena_audit *ret);
  * the file, a directory fd of the instance's root and an fspick() fd to
  * resize it.  With @huge the instance is mounted huge=always: its pages
  * are transparent huge pages wherever a whole aligned PMD fits.
- * Returns 0 or a negative errno (-EPERM without CAP_SYS_ADMIN, -ENOSYS on a
+ * Without CAP_SYS_ADMIN it is made in a short-lived child's user and mount
+ * namespaces (arena-tmpfs.c).  Returns 0 or a negative errno (-EPERM where
+ * neither works, -ENOSYS on a
  * kernel or libc without the new mount API, -EINVAL when the kernel refuses
  * huge=, having no transparent huge pages).
  */
@@ -299,6 +301,10 @@ int arena_tmpfs_resize(int pick_fd, uint64_t size_bytes);
 /* Whether this process can make (and resize) a tmpfs instance, mounted
  * huge=always with @huge: 0 or -errno. */
 int arena_tmpfs_probe(bool huge);
+
+/* Whether the instances are made in a child's user namespace (the daemon
+ * lacking CAP_SYS_ADMIN), rather than by the daemon itself. */
+bool arena_tmpfs_in_userns(void);
 
 /**
  * arena_hugetlb_memfd - a new memfd of hugetlb pages of @page_size bytes

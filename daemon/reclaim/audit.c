@@ -187,7 +187,8 @@ int audit_choose_backing(struct broker *b, char **ret_error) {
         }
         b->arena_tmpfs = true;
         log_info("arena backing: tmpfs (a detached instance per tenant, sized to its charge + up to 2 x "
-                 "ChargeBatch pages)");
+                 "ChargeBatch pages%s)",
+                 arena_tmpfs_in_userns() ? ", made in a user namespace of the daemon's own" : "");
         return 0;
 }
 
