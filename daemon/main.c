@@ -42,6 +42,8 @@ static void help(void) {
                "                     cgroup's memory.pressure), or a FIFO whose every\n"
                "                     write counts as one pressure event (tests)\n"
                "  --pressure-trigger SPEC  the PSI trigger (default \"some 150000 2000000\")\n"
+               "  --dump-file PATH   SIGUSR1 also writes the state dump to PATH (replaced\n"
+               "                     whole, for tools)\n"
                "  --help             show this help\n"
                "  --version          show the version\n"
                "\n"
@@ -72,6 +74,7 @@ static int parse_argv(int argc, char *argv[], struct manager *m) {
                 ARG_NO_BUS,
                 ARG_PRESSURE_FILE,
                 ARG_PRESSURE_TRIGGER,
+                ARG_DUMP_FILE,
                 ARG_VERSION,
         };
         static const struct option options[] = {
@@ -84,6 +87,7 @@ static int parse_argv(int argc, char *argv[], struct manager *m) {
                 { "no-bus", no_argument, NULL, ARG_NO_BUS },
                 { "pressure-file", required_argument, NULL, ARG_PRESSURE_FILE },
                 { "pressure-trigger", required_argument, NULL, ARG_PRESSURE_TRIGGER },
+                { "dump-file", required_argument, NULL, ARG_DUMP_FILE },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 {}
@@ -119,6 +123,9 @@ static int parse_argv(int argc, char *argv[], struct manager *m) {
                         break;
                 case ARG_PRESSURE_TRIGGER:
                         r = set_string(&m->pressure_trigger, optarg);
+                        break;
+                case ARG_DUMP_FILE:
+                        r = set_string(&m->dump_path, optarg);
                         break;
                 case 'h':
                         help();

@@ -7,18 +7,18 @@ WIRE_CLIENT="$top_builddir/tests/wire-client"
 # wire ARGS... : run the raw-frame client on the test socket
 wire() { "$WIRE_CLIENT" --socket "$MB_SOCK" "$@"; }
 
-# mb_dump_state : ask the daemon (SIGUSR1) to log its tenant tree and put
-# the lines of that dump into $MB_TMP/state
+# mb_dump_state : ask the daemon (SIGUSR1) for its state dump and put it
+# into $MB_TMP/state.dump: the daemons of the test helpers write it to
+# $MB_DUMP_FILE (membrokerd --dump-file), a file replaced whole at every dump
 mb_dump_state() {
-        local before
-        before=$(grep -c '^state: dump [0-9]* end' "$MB_TMP/daemon.log" || true)
+        local before=0
+        [ -f "$MB_DUMP_FILE" ] && before=$(sed -n '1s/^state: dump \([0-9]*\) begin.*/\1/p' "$MB_DUMP_FILE")
         kill -USR1 "$MB_DAEMON_PID"
-        # eval: the count is taken again on every try
-        wait_for 20 eval '[ "$(grep -c "^state: dump [0-9]* end" "$MB_TMP/daemon.log")" -gt "$before" ]' ||
-                fail "the daemon did not log its state"
-        awk '/^state: dump [0-9]* begin/ { n++; buf = "" } n > 0 { buf = buf $0 "\n" }
-             /^state: dump [0-9]* end/ { last = buf } END { printf "%s", last }' \
-                "$MB_TMP/daemon.log" >"$MB_TMP/state.dump"
+        # eval: the number is read again on every try
+        wait_for 20 eval '[ "$(sed -n "1s/^state: dump \([0-9]*\) begin.*/\1/p" "$MB_DUMP_FILE" 2>/dev/null)" -gt "${before:-0}" ] 2>/dev/null' ||
+                fail "the daemon did not write its state dump to $MB_DUMP_FILE"
+        cp "$MB_DUMP_FILE" "$MB_TMP/state.dump"
+        tail -1 "$MB_TMP/state.dump" | grep -q '^state: dump [0-9]* end$' || fail "a state dump without its end line"
 }
 
 # mb_state TENANT FIELD : a field ("usage", "max", "events", ...) of TENANT in

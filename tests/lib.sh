@@ -22,6 +22,7 @@ chmod 0755 "$MB_TMP"
 MB_ETC="$MB_TMP/etc"
 MB_SOCK="$MB_TMP/membroker.sock"
 MB_STATE="$MB_TMP/state"
+MB_DUMP_FILE="$MB_TMP/membrokerd.dump"   # membrokerd --dump-file: the state dump of SIGUSR1
 MB_BUS_ADDRESS=
 MB_BUS_PID=
 MB_DAEMON_PID=
@@ -141,7 +142,7 @@ mb_start_daemon() {
         [ -n "$MB_BUS_ADDRESS" ] && busargs=(--address "$MB_BUS_ADDRESS")
         rm -f "$MB_SOCK"
         "$MEMBROKERD" --config-dir "$MB_ETC" --socket "$MB_SOCK" --state-dir "$MB_STATE" \
-                "${busargs[@]}" "$@" >>"$MB_TMP/daemon.log" 2>&1 &
+                --dump-file "$MB_DUMP_FILE" "${busargs[@]}" "$@" >>"$MB_TMP/daemon.log" 2>&1 &
         MB_DAEMON_PID=$!
         wait_for 20 test -S "$MB_SOCK" || { cat "$MB_TMP/daemon.log"; fail "membrokerd did not create its socket"; }
         if [ -n "$MB_BUS_ADDRESS" ]; then

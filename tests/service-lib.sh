@@ -31,6 +31,7 @@ mb_sd_start() {
         rm -f "$MB_SOCK"
         "$FAKE_SYSTEMD" --dir "$MB_TMP" --log "$MB_SD_LOG" --pidfile "$MB_SD_PIDFILE" "${sdargs[@]}" -- \
                 "$MEMBROKERD" --config-dir "$MB_ETC" --socket "$MB_SOCK" --state-dir "$MB_STATE" \
+                        --dump-file "$MB_DUMP_FILE" \
                 "${busargs[@]}" "${dargs[@]}" >>"$MB_TMP/daemon.log" 2>&1 &
         MB_DAEMON_PID=$!
         mb_sd_wait_ready 1

@@ -981,5 +981,6 @@ void manager_free(struct manager *m) {
         free(m->bus_address);
         free(m->pressure_path);
         free(m->pressure_trigger);
+        free(m->dump_path);
         free(m);
 }

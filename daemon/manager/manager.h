@@ -61,6 +61,7 @@ struct manager {
         char *state_dir;
         char *pressure_path;       /* --pressure-file */
         char *pressure_trigger;    /* --pressure-trigger */
+        char *dump_path;           /* --dump-file: where SIGUSR1 also writes the state dump */
         enum manager_bus_kind bus_kind;
         char *bus_address;
         unsigned ncpus;
