@@ -29,12 +29,13 @@ as_nobody_bg() {
 }
 
 # mb_need_tmpfs_backing : skip when the daemon had to fall back to a memfd
-# (no detached tmpfs for it on this machine); the daemon logs its choice
+# (no detached tmpfs for it on this machine), as its state dump says
 mb_need_tmpfs_backing() {
-        if grep -q 'arena backing: memfd' "$MB_TMP/daemon.log"; then
-                grep 'arena backing' "$MB_TMP/daemon.log"
-                skip "the daemon cannot create detached tmpfs instances here (fsopen/fsmount)"
-        fi
+        mb_dump_state
+        case $(mb_dump_field config backing) in
+        tmpfs*) ;;
+        *) skip "the daemon cannot create detached tmpfs instances here (fsopen/fsmount): backing=$(mb_dump_field config backing)" ;;
+        esac
 }
 
 # mb_now TENANT FIELD : FIELD of TENANT in a fresh state dump

@@ -21,6 +21,19 @@ mb_dump_state() {
         tail -1 "$MB_TMP/state.dump" | grep -q '^state: dump [0-9]* end$' || fail "a state dump without its end line"
 }
 
+# mb_dump_field WHAT KEY : KEY's value on the dump's "state: WHAT ..." line
+# (WHAT: connections, config, reclaim) in the last dump
+mb_dump_field() {
+        sed -n "s/^state: $1 \(.* \)\{0,1\}$2=\([^ ]*\).*/\2/p" "$MB_TMP/state.dump" | head -1
+}
+
+# mb_dumped_ge WHAT KEY N : a new dump says KEY of WHAT is at least N (for
+# wait_for)
+mb_dumped_ge() {
+        mb_dump_state
+        [ "$(mb_dump_field "$1" "$2")" -ge "$3" ]
+}
+
 # mb_state TENANT FIELD : a field ("usage", "max", "events", ...) of TENANT in
 # the last dump
 mb_state() {

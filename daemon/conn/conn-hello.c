@@ -389,6 +389,7 @@ void conn_hello(struct conn *c, const Mb__Hello *hello) {
         tenant_pressure_change(t, 1, 0);
         evtimer_del(c->guard.deadline); /* the pidfd stays: the session ends with its process */
         session_note_uid(ts, c->peer.uid);
+        atomic_fetch_add(&c->b->nattached, 1);
         log_info("client %" PRIu64 " (%s, pid %d, uid %u) attached to tenant %s", c->client_id, c->name,
                  (int) c->peer.pid, (unsigned) c->peer.uid, t->path);
 }

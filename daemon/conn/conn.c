@@ -491,6 +491,7 @@ void conn_free(struct conn *c) {
                 }
                 if (c->psi.member)
                         tenant_pressure_change(t, -1, c->psi.stalled ? -1 : 0);
+                atomic_fetch_add(&b->ndetached, 1);
                 if (left > 0)
                         log_info("client %" PRIu64 " (%s) detached from tenant %s: the daemon stops, %" PRIu64
                                  " pages left to its mapping",

@@ -17,6 +17,7 @@
 
 #include "arena.h"
 #include "audit.h"
+#include "guard.h"
 #include "log.h"
 #include "manager.h"
 #include "mb_stats_abi.h"
@@ -49,7 +50,7 @@ static int log_state_cb(struct tenant *t, void *userdata) {
                  ",overrun:%" PRIu64 ",oom_group_kill:%" PRIu64 " "
                  "pages=%" PRId64 " stock=%" PRId64 " charge_requests=%" PRId64 " uncharge_requests=%" PRId64
                  " arena_used=%" PRIu64 " arena_backed=%" PRIu64 " unaccounted=%" PRIu64 " pgscan=%" PRId64
-                 " pgsteal=%" PRId64 " throttle_usec=%" PRId64 " draining=%s\n",
+                 " pgsteal=%" PRId64 " throttle_usec=%" PRId64 " draining=%s resizable=%s\n",
                  t->path, page_counter_read(&t->memory), max, high, page_counter_get_low(&t->memory),
                  page_counter_get_min(&t->memory), atomic_load(&t->memory.watermark), atomic_load(&t->nclients),
                  t->nchildren, atomic_load(&t->events[MB_EVENT_LOW]), atomic_load(&t->events[MB_EVENT_HIGH]),
@@ -64,8 +65,22 @@ static int log_state_cb(struct tenant *t, void *userdata) {
                  t->rstat.value[MB_STAT_CHARGE_REQUESTS], t->rstat.value[MB_STAT_UNCHARGE_REQUESTS],
                  ts && ts->arena ? arena_used(ts->arena) : 0, backed, audit_tenant_unaccounted(t),
                  t->rstat.value[MB_STAT_PGSCAN], t->rstat.value[MB_STAT_PGSTEAL], t->rstat.value[MB_STAT_THROTTLE_USEC],
-                 atomic_load(&t->draining) ? "yes" : "no");
+                 atomic_load(&t->draining) ? "yes" : "no",
+                 /* an arena on a tmpfs instance that can grow or shrink with the limits */
+                 ts && ts->arena && ts->arena->pick_fd >= 0 ? "yes" : "no");
         return 0;
+}
+
+/* What the arenas are made of (audit_choose_backing() decided it at the start). */
+static const char *backing_name(const struct broker *b) {
+        switch (b->config->broker.huge_pages) {
+        case MB_HUGE_PAGES_THP:
+                return "tmpfs-huge";
+        case MB_HUGE_PAGES_HUGETLBFS:
+                return b->arena_hugetlb_bounded ? "hugetlbfs" : "memfd-hugetlb";
+        default:
+                return b->arena_tmpfs ? "tmpfs" : "memfd";
+        }
 }
 
 /* write @text to m->dump_path through a temporary file and a rename */
@@ -115,6 +130,12 @@ void manager_log_state(struct manager *m) {
                 " timeouts=%" PRIu64 " late_answers=%" PRIu64 " pressure_events=%" PRIu64 " oom_kills=%" PRIu64 "\n",
                 rs.jobs, rs.rounds, rs.requests, rs.skipped, rs.timeouts, rs.late_answers, rs.pressure_events,
                 rs.oom_kills);
+        fprintf(f, "state: connections attached=%" PRIu64 " detached=%" PRIu64, atomic_load(&m->b.nattached),
+                atomic_load(&m->b.ndetached));
+        for (enum guard_event ev = 0; ev < _GUARD_EVENT_MAX; ev++)
+                fprintf(f, " %s=%" PRIu64, guard_event_key(ev), guard_event_total(m->b.guard, ev));
+        fprintf(f, "\nstate: config reloads=%" PRIu64 " reload_failures=%" PRIu64 " backing=%s\n", m->reloads.ok,
+                m->reloads.failed, backing_name(&m->b));
         fprintf(f, "state: dump %" PRIu64 " end\n", n);
         if (fclose(f) != 0 || !text) {
                 log_warning("state: no memory for dump %" PRIu64, n);

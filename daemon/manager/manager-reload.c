@@ -365,6 +365,15 @@ static int reload_apply(struct manager *m, struct mb_config *c, uint64_t read_us
         return 0;
 }
 
+/* Count the outcome @r of a reload for the state dump; returns @r. */
+static int reload_counted(struct manager *m, int r) {
+        if (r < 0)
+                m->reloads.failed++;
+        else
+                m->reloads.ok++;
+        return r;
+}
+
 static int reload_state(struct manager *m) {
         struct manager_reload *rl;
 
@@ -388,13 +397,13 @@ int manager_reload(struct manager *m, char **ret_error) {
 
         r = reload_state(m);
         if (r < 0)
-                return r;
+                return reload_counted(m, r);
         r = mb_config_load(m->config_dir, &c, &error);
         if (r < 0) {
                 reload_fail(r, error, ret_error);
-                return r;
+                return reload_counted(m, r);
         }
-        return reload_apply(m, c, now_usec() - start, ret_error);
+        return reload_counted(m, reload_apply(m, c, now_usec() - start, ret_error));
 }
 
 /* ---- the reload thread ---- */
@@ -445,6 +454,7 @@ static void reload_done_cb(evutil_socket_t fd, short what, void *userdata) {
                 reload_fail(r, TAKE_PTR(rl->error), &error);
         } else
                 r = reload_apply(m, TAKE_PTR(rl->config), rl->read_usec, &error);
+        (void) reload_counted(m, r);
 
         w = TAKE_PTR(rl->current);
         n = rl->ncurrent;

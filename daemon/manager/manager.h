@@ -75,6 +75,9 @@ struct manager {
         struct event *sigint, *sigterm, *sighup;
         struct event *sigusr1;     /* log the tenant tree (for admins, tests) */
         uint64_t state_dumps;
+        struct {
+                uint64_t ok, failed; /* reloads since the start (the state dump) */
+        } reloads;
         struct event *flush_timer; /* the periodic rstat flush */
         struct event *watchdog;    /* WATCHDOG=1 timer, NULL without a watchdog */
         unsigned status_tenants, status_clients; /* last STATUS= sent */

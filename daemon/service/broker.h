@@ -102,6 +102,9 @@ struct broker {
 
         _Atomic unsigned nclients;
         _Atomic uint64_t next_client_id;
+        /* Sessions that attached to a tenant, and that detached, since the
+         * start (the state dump's "connections" line). */
+        _Atomic uint64_t nattached, ndetached;
 
         /* The daemon stops (set by the main thread before the workers'
          * connections are freed): conn_free() leaves the pages in the

@@ -80,6 +80,34 @@ static const char *const event_kind[_GUARD_EVENT_MAX] = {
         [GUARD_OUTPUT_STALL] = "sessions cut for not reading their replies",
 };
 
+/* The keys of the state dump's "connections" line. */
+static const char *const event_key[_GUARD_EVENT_MAX] = {
+        [GUARD_REFUSED_USER_CAP] = "refused_user_cap",
+        [GUARD_REFUSED_DEAD] = "refused_exited",
+        [GUARD_REFUSED_OTHER] = "refused_unidentified",
+        [GUARD_SHED] = "shed",
+        [GUARD_ACCEPT_ERROR] = "accept_errors",
+        [GUARD_HELLO_TIMEOUT] = "hello_timeouts",
+        [GUARD_FRAME_TIMEOUT] = "frame_timeouts",
+        [GUARD_REFUSED_INCOMPLETE] = "refused_before_hello",
+        [GUARD_OUTPUT_STALL] = "cut_unread",
+};
+
+const char *guard_event_key(enum guard_event ev) {
+        return ev < _GUARD_EVENT_MAX ? event_key[ev] : NULL;
+}
+
+uint64_t guard_event_total(struct guard *g, enum guard_event ev) {
+        uint64_t n;
+
+        if (ev >= _GUARD_EVENT_MAX)
+                return 0;
+        pthread_mutex_lock(&g->lock);
+        n = g->limits[ev].total;
+        pthread_mutex_unlock(&g->lock);
+        return n;
+}
+
 static uint64_t now_usec(void) {
         struct timespec ts;
 

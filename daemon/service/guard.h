@@ -176,3 +176,8 @@ bool guard_accept_failed(struct guard *g, int listen_fd, int error);
 /* Count one @ev; log the message (notice) with the running count when the
  * rate limit allows. */
 void guard_log(struct guard *g, enum guard_event ev, const char *fmt, ...) _printf_(3, 4);
+
+/* How many @ev happened since the start (logged or suppressed), and the
+ * event's key in the state dump ("hello_timeouts", ...). */
+uint64_t guard_event_total(struct guard *g, enum guard_event ev);
+const char *guard_event_key(enum guard_event ev);
