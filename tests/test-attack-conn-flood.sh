@@ -74,6 +74,7 @@ honest_attach() {
         echo "the honest client attached in $(( (t1 - t0) / 1000000 )) ms ($1)"
 }
 
+# reads the daemon's log: how much it logs under a flood is the promise (refusals at a bounded rate)
 # lines PATTERN : log lines matching PATTERN so far
 lines() { grep -c "$1" "$MB_TMP/daemon.log" || true; }
 

@@ -116,10 +116,8 @@ mb_stop_clean
 mb_write_broker_conf "Capacity=64M" "FrameTimeoutSec=3600" "MaxConnectionsPerUser=0"
 mb_start_daemon
 prlimit --pid "$MB_DAEMON_PID" --nofile=128:128
-before=$(grep -c 'configuration reloaded' "$MB_TMP/daemon.log" || true)
 kill -HUP "$MB_DAEMON_PID"
-wait_for 20 eval '[ "$(grep -c "configuration reloaded" "$MB_TMP/daemon.log")" -gt "$before" ]' ||
-        fail "the reload did not finish"
+wait_for 20 mb_dumped_ge config reloads 1 || fail "the reload did not finish"
 as_nobody_bg "$W/incomplete.out" flood 100 flood-count 32 hold
 wait_for 120 grep -q '^ready' "$W/incomplete.out" || { cat "$W/incomplete.out"; fail "the idle flood did not finish"; }
 cat "$W/incomplete.out"
