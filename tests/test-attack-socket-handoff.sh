@@ -43,7 +43,6 @@ pass "the session ended with its opener: tenant usage 0"
 wait_for 30 test -e "$W/closed" || { cat "$MB_TMP/attacker.out"; fail "the handed-off socket stays open"; }
 kill -0 "$holder" || fail "the socket holder died"
 pass "the daemon closed the socket the second process holds; that process lives on"
-grep -q "exited" "$MB_TMP/daemon.log" || fail "no log line about the opener's exit"
 
 # An unrelated process of the same uid, and a live client holding 4 MiB.
 setpriv --reuid=65534 --regid=65534 --clear-groups sleep 600 &
@@ -62,9 +61,8 @@ out=$(timeout -s KILL 120 setpriv --reuid=65534 --regid=65534 --clear-groups \
 rc=0
 wait "$victim" || rc=$?
 assert_eq 137 "$rc" "exit status of the client holding the pages (SIGKILL)"
-wait_for 20 grep -q "killed client [0-9]* (victim, pid $victim) of tenant shared" "$MB_TMP/daemon.log" ||
-        fail "the OOM kill did not name the victim"
-! grep -q "cannot kill client" "$MB_TMP/daemon.log" || fail "an OOM kill failed"
+mb_dump_state
+assert_eq 1 "$(mb_event_local shared oom_kill)" "OOM kills counted in shared"
 kill -0 "$bystander" || fail "the bystander was killed"
 kill -0 "$holder" || fail "the holder of the handed-off socket was killed"
 pass "only the live client holding the pages was killed"
@@ -74,6 +72,7 @@ assert_eq 0 "$(mb_state shared usage)" "usage once every client left"
 
 # One trust domain: the first client of a second uid in the tenant is
 # logged, once.
+# reads the daemon's log: the notice to the operator that two uids share a tenant is the promise
 assert_eq 0 "$(grep -c 'tenant shared has clients of uid' "$MB_TMP/daemon.log" || true)" "trust notices with one uid"
 wire --name root1 hello shared charge 1 expect-ok >/dev/null || fail "root cannot attach"
 wire --name root2 hello shared charge 1 expect-ok >/dev/null || fail "root cannot attach"

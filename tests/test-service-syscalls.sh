@@ -87,7 +87,7 @@ workload 1
 # A client that holds pages across a restart through the fd store.
 mb_load_bg held --tenant a --hold 1M
 held=$MB_BG_PID
-wait_for 20 grep -q "attached to tenant a" "$MB_TMP/daemon.log"
+wait_for 20 mb_has_clients a || fail "the client of a did not attach"
 sleep 1
 kill -TERM "$(daemon_pid)"
 # The restarted daemon's own READY=1: the log holds two already (the start's

@@ -129,8 +129,8 @@ touch "$W/stop"
 for p in "${HONEST[@]}"; do wait "$p" || true; done
 read -r maxr maxf <"$W/sample"
 cat "$W/noread.out" "$W"/flood.*.out "$W/trickle.out"
-echo "the daemon's log lines by kind:"
-sed 's/[0-9][0-9]*/N/g' "$MB_TMP/daemon.log" | sort | uniq -c | sort -rn | head -12
+mb_dump_state
+echo "the daemon's connection counters: $(grep '^state: connections' "$MB_TMP/state.dump")"
 
 # Back to where it started once the peers are gone.
 t_end=$(date +%s%N)
