@@ -66,7 +66,7 @@ check_stopped() {
 }
 
 for i in $(seq 0 $((NCLIENTS - 1))); do start_client "$i"; done
-wait_for 60 sh -c "[ \$(grep -c 'attached to tenant' '$MB_TMP/daemon.log') -ge $NCLIENTS ]" ||
+wait_for 60 mb_dumped_ge connections attached "$NCLIENTS" ||
         fail "not every client attached"
 
 for k in $(seq 1 "$KILLS"); do

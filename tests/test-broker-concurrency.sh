@@ -58,7 +58,7 @@ assert_eq "$total" "$sum" "sum of the leaves = what the clients hold"
 kill -TERM "${pids[@]}"
 for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 MB_CHILDREN=()
-wait_for 60 sh -c "[ \$(grep -c 'detached from tenant' '$MB_TMP/daemon.log') -ge $NCLIENTS ]" ||
+wait_for 60 mb_dumped_ge connections detached "$NCLIENTS" ||
         fail "the daemon did not see every client leave"
 mb_dump_state
 for t in "${tenants[@]}" a b /; do

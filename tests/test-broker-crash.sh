@@ -22,8 +22,7 @@ assert_eq 50 "$(mb_state app usage)" "usage with both clients"
 
 kill -9 "$a"
 wait "$a" 2>/dev/null || true
-wait_for 20 grep -q 'client [0-9]* (victim) detached from tenant app, 30 pages returned' "$MB_TMP/daemon.log" ||
-        fail "the daemon did not return the victim's pages"
+wait_for 20 mb_dumped_ge connections detached 1 || fail "the daemon did not see the victim go"
 mb_dump_state
 assert_eq 20 "$(mb_state app usage)" "usage after kill -9 (the survivor's pages)"
 assert_eq 20 "$(mb_state / usage)" "root usage after kill -9"
@@ -50,8 +49,9 @@ wait_for 20 grep -q ready "$MB_TMP/c.out" || fail "client c did not connect"
 wait_for 20 grep -q ready "$MB_TMP/d.out" || fail "client d did not charge"
 kill -9 "$c" "$d"
 wait "$c" "$d" 2>/dev/null || true
-wait_for 20 grep -q 'detached from tenant app, 3 pages returned' "$MB_TMP/daemon.log" ||
-        fail "the pages of the client killed mid-frame were not returned"
+# the survivor, the reader of the victim's pages, c and d
+wait_for 20 mb_dumped_ge connections detached 4 ||
+        fail "the daemon did not see the clients killed before their Hello and mid-frame go"
 mb_dump_state
 assert_eq 0 "$(mb_state app usage)" "usage when every client is gone"
 mb_daemon_alive

@@ -61,7 +61,8 @@ echo $((orig_nr + 16)) >"$pool/nr_hugepages"
 free0=$(free_pages)
 [ "$free0" -ge 16 ] || skip "the kernel could reserve only $free0 free 2 MiB pages (memory fragmented)"
 mb_start_daemon
-grep -q 'arena backing: 2 MiB hugetlb pages.*hugetlbfs instance per tenant' "$MB_TMP/daemon.log" || { cat "$MB_TMP/daemon.log"; fail "the daemon does not say its arenas are hugetlb"; }
+mb_dump_state
+assert_eq hugetlbfs "$(mb_dump_field config backing)" "the arenas' backing"
 
 wire_bg "$MB_TMP/a.out" hello a charge 4 expect-ok write-pages 0x5a check-pages 0x5a touch "$MB_TMP/a.ready" \
         wait-file "$MB_TMP/a.go" uncharge-all expect-ok touch "$MB_TMP/a.returned" hold

@@ -32,7 +32,7 @@ all_holding() {
         done
 }
 # (SIGUSR1 only once they are attached: before, it would kill them)
-wait_for 60 sh -c "[ \$(grep -c 'attached to tenant app' '$MB_TMP/daemon.log') -ge $NCLIENTS ]" ||
+wait_for 60 mb_dumped_ge connections attached "$NCLIENTS" ||
         fail "not every client attached"
 wait_for 60 all_holding || { cat "$MB_TMP"/l*.out | head; fail "the clients did not allocate"; }
 pass "$NCLIENTS membroker-load clients hold 400K each"
@@ -65,7 +65,7 @@ for i in $(seq 1 $NCLIENTS); do
 done
 MB_CHILDREN=()
 pass "every client verified its pages"
-wait_for 20 sh -c "[ \$(grep -c 'detached from tenant app' '$MB_TMP/daemon.log') -ge $NCLIENTS ]" ||
+wait_for 20 mb_dumped_ge connections detached "$NCLIENTS" ||
         fail "not every client detached"
 mb_dump_state
 assert_eq 0 "$(mb_state app usage)" "usage of app at the end"

@@ -25,8 +25,6 @@ rc=0
 mb_wait "$keeper" 60 || rc=$?
 [ $rc = 0 ] || { cat "$MB_TMP/w.out"; fail "the client's pages changed when the daemon stopped (exit $rc)"; }
 pass "the client still reads its 16 pages after the daemon stopped"
-grep -q '16 pages left to its mapping' "$MB_TMP/daemon.log" ||
-        { tail -5 "$MB_TMP/daemon.log"; fail "the stop did not say where the pages went"; }
 
 mb_start_daemon
 mb_dump_state
