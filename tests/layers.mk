@@ -10,3 +10,8 @@ dist_check_SCRIPTS += %reldir%/test-layers.sh
 TESTS += %reldir%/test-client-layers.sh
 dist_check_SCRIPTS += %reldir%/test-client-layers.sh
 EXTRA_DIST += %reldir%/folder-layers.py
+
+# At most five shell tests read the daemon's log, each saying why the log is
+# the contract there; the others observe through the interfaces.
+TESTS += %reldir%/test-log-readers.sh
+dist_check_SCRIPTS += %reldir%/test-log-readers.sh

@@ -54,7 +54,10 @@ assert_eq 127 "$rc" "exit status for a missing program"
 
 # The shim without MEMBROKER_TENANT: glibc serves, nobody attaches.
 [ "${MB_SANITIZED:-no}" != yes ] || exit 0
-before=$(grep -c ' attached to tenant ' "$MB_TMP/daemon.log" || true)
-out=$(LD_PRELOAD="$MEMBROKER_PRELOAD" sh -c 'x=$(echo plain); echo $x')
+mb_dump_state
+before=$(mb_dump_field connections attached)
+out=$(LD_PRELOAD="$MEMBROKER_PRELOAD" MEMBROKER_PRELOAD_DEBUG=1 sh -c 'x=$(echo plain); echo $x' 2>"$MB_TMP/err")
 assert_eq plain "$out" "a program with the shim but no tenant"
-assert_eq "$before" "$(grep -c ' attached to tenant ' "$MB_TMP/daemon.log" || true)" "attachments without a tenant"
+! grep -q 'attached to' "$MB_TMP/err" || fail "the shim attached without a tenant: $(cat "$MB_TMP/err")"
+mb_dump_state
+assert_eq "$before" "$(mb_dump_field connections attached)" "attachments without a tenant (the daemon's counter)"

@@ -4,15 +4,24 @@
 # the right results, gcc compiles and links a program that runs, git
 # init/add/commit/log in a temporary repository, sh -c with command
 # substitutions (fork() children); each of them is a client of the tenant
-# while it runs (the daemon logs the attach by name) and leaves nothing
-# charged.
+# while it runs (the shim says so by name with MEMBROKER_PRELOAD_DEBUG=1)
+# and leaves nothing charged.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/broker-lib.sh"
 . "$top_srcdir/tests/preload-lib.sh"
 preload_check
 preload_broker
 
-attached() { grep -q "($1, pid [0-9]*, uid [0-9]*) attached to tenant t" "$MB_TMP/daemon.log"; }
+# the programs run with the shim's attach notice on; attached NAME: NAME
+# attached to t since the last "attached_reset"
+export MEMBROKER_PRELOAD_DEBUG=1
+attached_reset() { : >"$MB_TMP/attach.err"; }
+attached() { grep -q "^libmembroker-preload: $1, pid [0-9]* attached to t as client " "$MB_TMP/attach.err"; }
+mbrun() {
+        local tenant=$1; shift
+        "$MEMBROKER_RUN" --socket "$MB_SOCK" --tenant "$tenant" -- "$@" 2>>"$MB_TMP/attach.err"
+}
+attached_reset
 
 need_program sqlite3
 out=$(mbrun t sqlite3 "$MB_TMP/db.sqlite" <<'SQL'
@@ -55,6 +64,7 @@ int main(void) {
         return 0;
 }
 C
+attached_reset
 mbrun t gcc -O2 -Wall -o "$MB_TMP/prog" "$MB_TMP/prog.c" || fail "gcc failed"
 assert_eq 4999950000 "$(mbrun t "$MB_TMP/prog")" "the compiled program's output (itself under the shim)"
 attached cc1 || fail "cc1 was not a client of t"
@@ -118,13 +128,14 @@ int main(void) {
 }
 C
 mbrun t gcc -O2 -pthread -o "$MB_TMP/threads" "$MB_TMP/threads.c" || fail "gcc threads.c"
-assert_eq "threads 0" "$(MEMBROKER_PRELOAD_DEBUG=1 mbrun t "$MB_TMP/threads" 2>"$MB_TMP/threads.err")" \
-        "4 threads with cross-thread frees under the shim"
-grep -q "attached to t as client" "$MB_TMP/threads.err" || fail "the threaded program was not a client"
+attached_reset
+assert_eq "threads 0" "$(mbrun t "$MB_TMP/threads")" "4 threads with cross-thread frees under the shim"
+attached threads || fail "the threaded program was not a client"
 
 need_program git
 repo="$MB_TMP/repo"
 mkdir "$repo"
+attached_reset
 export GIT_CONFIG_NOSYSTEM=1 HOME="$MB_TMP"
 mbrun t git -C "$repo" init -q || fail "git init"
 for i in 1 2 3; do

@@ -34,8 +34,6 @@ pass "MemoryHigh=1M: usage down to $(usage_of_l) pages"
 # The write returns when nothing more can be reclaimed, and says so.
 expect_fail "the usage stays at $((96 * PAGE)) bytes, above the new MemoryMax of $((256 << 10)) bytes" \
         set_limit MemoryMax $((256 << 10))             # 64 pages < the 96 in use
-wait_for 20 grep -q "tenant l: usage [0-9]* KiB ([0-9]* pages) stays above its MemoryMax=256 KiB (64 pages)" "$MB_TMP/daemon.log" ||
-        fail "no report of the usage above max"
 assert_eq 0 "$(pc_field a cache)" "the cache is gone"
 assert_eq 96 "$(pc_field a app)" "the application keeps its pages"
 mb_dump_state

@@ -15,21 +15,23 @@ pr_setup "PressureReclaim=yes"
 mb_write_tenant a "Path=a"
 # The shortest window an unprivileged trigger may use.
 mb_start_daemon --pressure-trigger "some 1000 2000000"
-if grep -q "cannot arm the memory pressure trigger" "$MB_TMP/daemon.log"; then
-        skip "the kernel refuses PSI triggers here: $(sed -n 's/.*cannot arm the memory pressure trigger //p' "$MB_TMP/daemon.log" | head -1)"
-fi
-grep -Eq 'watching memory pressure: .*(/proc/pressure/memory|memory\.pressure), trigger "some 1000 2000000"' \
-        "$MB_TMP/daemon.log" || fail "no pressure trigger armed: $(tail -3 "$MB_TMP/daemon.log")"
-pass "trigger armed: $(sed -n 's/.*watching memory pressure: //p' "$MB_TMP/daemon.log")"
+# pressure_line : the state dump's line on the host pressure source
+pressure_line() { mb_dump_state; grep '^state: pressure ' "$MB_TMP/state.dump"; }
+line=$(pressure_line)
+case "$line" in
+*"watching=no error="*) skip "the kernel refuses PSI triggers here: ${line##*error=}" ;;
+esac
+grep -Eq 'watching=yes kind=psi source=[^ ]*(/proc/pressure/memory|memory\.pressure) trigger="some 1000 2000000"$' <<<"$line" ||
+        fail "no pressure trigger armed: $line"
+pass "trigger armed: $line"
 # The default trigger, too.
 mb_stop_daemon
-: >"$MB_TMP/daemon.log"
 mb_start_daemon
-grep -Eq 'watching memory pressure: .*, trigger "some 150000 2000000"' "$MB_TMP/daemon.log" ||
-        fail "the default trigger was not armed: $(tail -3 "$MB_TMP/daemon.log")"
+line=$(pressure_line)
+grep -q 'watching=yes kind=psi .* trigger="some 150000 2000000"$' <<<"$line" ||
+        fail "the default trigger was not armed: $line"
 pass "the default trigger is armed"
 mb_stop_daemon
-: >"$MB_TMP/daemon.log"
 mb_start_daemon --pressure-trigger "some 1000 2000000"
 
 # Make the kernel stall: a writer in a memory cgroup of 16M fills the page
@@ -53,11 +55,11 @@ for round in 1 2 3; do
         sh -c 'echo $$ >"$1/cgroup.procs" && exec dd if=/dev/zero of="$2" bs=1M count=256 conv=fsync status=none' \
                 sh "$CG" "$MB_TMP/big" || true
         rm -f "$MB_TMP/big"
-        if wait_for 5 grep -q "memory pressure reported by" "$MB_TMP/daemon.log"; then
+        if wait_for 5 mb_dumped_ge reclaim pressure_events 1; then
                 break
         fi
 done
-grep -q "memory pressure reported by" "$MB_TMP/daemon.log" ||
+mb_dumped_ge reclaim pressure_events 1 ||
         skip "the kernel reported no memory stall from the writer in $CG"
 wait_for 20 eval '[ "$(pc_field a cache)" -lt 256 ]' || fail "no reclaim after the kernel's pressure event"
 pass "the kernel's pressure event made a give back $((256 - $(pc_field a cache))) pages"

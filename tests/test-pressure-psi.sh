@@ -18,7 +18,9 @@ mb_write_tenant a "Path=a"
 mb_write_tenant b "Path=b"
 mkfifo "$MB_TMP/psi"
 mb_start_daemon --pressure-file "$MB_TMP/psi"
-grep -q "watching memory pressure: $MB_TMP/psi (a FIFO" "$MB_TMP/daemon.log" || fail "the pressure source is not watched"
+mb_dump_state
+grep -qxF "state: pressure watching=yes kind=fifo source=$MB_TMP/psi" "$MB_TMP/state.dump" ||
+        fail "the pressure source is not watched: $(grep '^state: pressure' "$MB_TMP/state.dump")"
 
 pc_start prot prot
 pc_start a a

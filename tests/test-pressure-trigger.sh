@@ -44,6 +44,8 @@ watch full work/slow "full 1000 1000000"
 watch calm calm "some 1000 1000000"
 id_calm=$(sed -n 's/.*(trigger \([0-9]*\))$/\1/p' "$MB_TMP/calm.err")
 id_first=$(sed -n 's/.*(trigger \([0-9]*\))$/\1/p' "$MB_TMP/first.err")
+mb_dump_state
+assert_eq 5 "$(mb_dump_field bus pressure_triggers)" "triggers of bus callers armed"
 
 pc_start s1 work/slow
 pc_start s2 work/slow
@@ -73,8 +75,8 @@ assert_eq "alloc ok 600" "$(pc s1 alloc 600)" "work/slow: s1 88 pages over high"
 wait_for 30 eval '! kill -0 ${WATCH_PID[first]} 2>/dev/null' || fail "no event for work/slow"
 wait "${WATCH_PID[first]}" || fail "membrokerctl pressure -n 1 failed"
 assert_eq "work/slow: some 50000 1000000" "$(cat "$MB_TMP/first.trig")" "one PressureTriggered for work/slow"
-wait_for 20 grep -q "pressure trigger $id_first on work/slow: .* left the bus" "$MB_TMP/daemon.log" ||
-        fail "the trigger of a caller that left is still there"
+wait_for 20 eval '[ "$(mb_dump_state; mb_dump_field bus pressure_triggers)" = 4 ]' ||
+        fail "the trigger of a caller that left is still there: $(mb_dump_field bus pressure_triggers) armed"
 pass "the trigger went with its caller"
 
 wait_for 30 grep -q "^work: some 50000 1000000$" "$MB_TMP/work.trig" || fail "no event for work (the parent)"

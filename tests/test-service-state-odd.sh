@@ -9,6 +9,7 @@
 # start took is printed.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/broker-lib.sh"
+# reads the daemon's log: the refusal names the file for the operator, who has no other way to learn it
 
 mb_write_broker_conf "Capacity=64M"
 mb_write_tenant a "Path=a"

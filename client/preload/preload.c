@@ -372,8 +372,9 @@ __attribute__((constructor)) static void shim_init(void) {
         shim_report_init();
         shim_mmap_init(c);
         if (getenv(PRELOAD_DEBUG_ENV))
-                fprintf(stderr, "libmembroker-preload: pid %d attached to %s as client %llu\n", (int) getpid(),
-                        mb_tenant_path(c), (unsigned long long) mb_client_id(c));
+                fprintf(stderr, "libmembroker-preload: %s, pid %d attached to %s as client %llu\n",
+                        program_invocation_short_name, (int) getpid(), mb_tenant_path(c),
+                        (unsigned long long) mb_client_id(c));
         __atomic_store_n(&shim_client, c, __ATOMIC_RELEASE);
         shim_depth--;
 }

@@ -51,6 +51,8 @@ struct bus_state {
         struct event *retry; /* reconnection after the connection was lost */
         uint64_t retry_usec; /* the next interval (doubles) */
         unsigned retries;    /* failed attempts since the loss */
+        uint64_t losses;     /* connections lost since the start (the state dump) */
+        uint64_t reconnects; /* and made again */
 
         /* The bus callers' pressure triggers (bus-pressure.c). */
         struct bus_pressure_trigger *pressure_triggers;

@@ -19,6 +19,7 @@
  * again; the D-Bus API is missing only in between (logged both ways).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -99,6 +100,7 @@ static void bus_lost(struct manager *m, int r) {
 
         log_error("lost the connection to %s (%s); clients are still served, reconnecting",
                   bus_kind_name(m), strerror(-r));
+        s->losses++;
         bus_unhook(s);
         /* Their owners' names went with the connection. */
         bus_pressure_triggers_free(m);
@@ -383,6 +385,7 @@ static void bus_retry(evutil_socket_t fd, short what, void *userdata) {
         log_info("reconnected to %s after %u attempt%s; %s is back", bus_kind_name(m), s->retries + 1,
                  s->retries == 0 ? "" : "s", BUS_NAME);
         s->retries = 0;
+        s->reconnects++;
 }
 
 int bus_setup(struct manager *m) {
@@ -711,10 +714,21 @@ static void observer_stop(void *userdata) {
         bus_free(userdata);
 }
 
+static void observer_dump(void *userdata, FILE *f) {
+        struct manager *m = userdata;
+        struct bus_state *s = m->bus;
+
+        if (!s)
+                return;
+        fprintf(f, "state: bus connected=%s losses=%" PRIu64 " reconnects=%" PRIu64 " pressure_triggers=%u\n",
+                s->io ? "yes" : "no", s->losses, s->reconnects, s->npressure_triggers);
+}
+
 static const struct manager_observer_ops bus_observer_ops = {
         .tenant_added = observer_tenant_added,
         .tenant_removed = observer_tenant_removed,
         .limits_changed = observer_limits_changed,
         .memory_event = observer_memory_event,
         .stop = observer_stop,
+        .dump = observer_dump,
 };

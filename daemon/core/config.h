@@ -113,6 +113,7 @@ struct mb_config {
         size_t ntenants, tenants_alloc;
         size_t *index;     /* by path: open addressing of tenant index + 1 (mb_config_finish()) */
         size_t index_size; /* slots, a power of two */
+        unsigned nskipped; /* entries of tenants.d/ skipped, with a warning, when the files were read */
 };
 
 /* What the pure parser needs to know of the machine. */

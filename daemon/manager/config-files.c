@@ -331,6 +331,8 @@ static int parse_tenants_dir(struct mb_config *c, const struct mb_config_env *en
                         break;
                 }
                 r = open_tenant_file(dirfd(d), names[i], file, &fd, ret_error);
+                if (r == 0)
+                        c->nskipped++;
                 if (r <= 0)
                         continue;
                 r = read_all(fd, file, buf, size, &len, ret_error);

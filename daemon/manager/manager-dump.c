@@ -21,6 +21,7 @@
 #include "log.h"
 #include "manager.h"
 #include "mb_stats_abi.h"
+#include "pressure.h"
 #include "reclaim.h"
 #include "tenant_state.h"
 
@@ -83,6 +84,29 @@ static const char *backing_name(const struct broker *b) {
         }
 }
 
+/* The host pressure source of PressureReclaim=yes: what is watched, or why
+ * nothing is (the trigger, quoted, comes last: it holds spaces). */
+static void log_pressure_state(struct manager *m, FILE *f) {
+        const char *trigger;
+
+        if (!m->b.config->broker.pressure_reclaim) {
+                fprintf(f, "state: pressure watching=no\n");
+                return;
+        }
+        if (!m->pressure) {
+                const char *name = strerrorname_np(-m->pressure_error);
+
+                fprintf(f, "state: pressure watching=no error=%s\n", name ? name : "unknown");
+                return;
+        }
+        trigger = pressure_trigger(m->pressure);
+        fprintf(f, "state: pressure watching=yes kind=%s source=%s", trigger ? "psi" : "fifo",
+                pressure_path(m->pressure));
+        if (trigger)
+                fprintf(f, " trigger=\"%s\"", trigger);
+        fputc('\n', f);
+}
+
 /* write @text to m->dump_path through a temporary file and a rename */
 static void write_dump_file(struct manager *m, const char *text, size_t len) {
         char *tmp = NULL;
@@ -134,8 +158,13 @@ void manager_log_state(struct manager *m) {
                 atomic_load(&m->b.ndetached));
         for (enum guard_event ev = 0; ev < _GUARD_EVENT_MAX; ev++)
                 fprintf(f, " %s=%" PRIu64, guard_event_key(ev), guard_event_total(m->b.guard, ev));
-        fprintf(f, "\nstate: config reloads=%" PRIu64 " reload_failures=%" PRIu64 " backing=%s\n", m->reloads.ok,
-                m->reloads.failed, backing_name(&m->b));
+        fprintf(f, "\nstate: config reloads=%" PRIu64 " reload_failures=%" PRIu64 " skipped_files=%u backing=%s\n",
+                m->reloads.ok, m->reloads.failed, m->b.config->nskipped, backing_name(&m->b));
+        if (m->reloads.last_error)
+                fprintf(f, "state: config last_reload_error: %s\n", m->reloads.last_error);
+        log_pressure_state(m, f);
+        if (m->observer && m->observer->dump)
+                m->observer->dump(m->observer_userdata, f);
         fprintf(f, "state: dump %" PRIu64 " end\n", n);
         if (fclose(f) != 0 || !text) {
                 log_warning("state: no memory for dump %" PRIu64, n);

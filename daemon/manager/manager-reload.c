@@ -173,8 +173,11 @@ static void emit_removed(struct manager *m, char **removed, size_t n, const char
         free(removed);
 }
 
-static void reload_fail(int r, char *error, char **ret_error) {
+static void reload_fail(struct manager *m, int r, char *error, char **ret_error) {
         log_error("reload failed, keeping the running configuration: %s", error ? error : strerror(-r));
+        /* for the state dump: what a tool asks after a failed Reload() */
+        free(m->reloads.last_error);
+        m->reloads.last_error = strdup(error ? error : strerror(-r));
         if (ret_error)
                 *ret_error = error;
         else
@@ -233,7 +236,7 @@ static int reload_apply(struct manager *m, struct mb_config *c, uint64_t read_us
                 r = state_load_persisted(m->state, &error);
                 if (r < 0) {
                         mb_config_free(c);
-                        reload_fail(r, error, ret_error);
+                        reload_fail(m, r, error, ret_error);
                         return r;
                 }
                 if (r > 0) {
@@ -245,7 +248,7 @@ static int reload_apply(struct manager *m, struct mb_config *c, uint64_t read_us
         changed = calloc(MB_MAX(c->ntenants, (size_t) 1), sizeof(*changed));
         if (!changed) {
                 mb_config_free(c);
-                reload_fail(-ENOMEM, NULL, ret_error);
+                reload_fail(m, -ENOMEM, NULL, ret_error);
                 return -ENOMEM;
         }
 
@@ -267,7 +270,7 @@ static int reload_apply(struct manager *m, struct mb_config *c, uint64_t read_us
                                 error = NULL;
                         pthread_rwlock_unlock(&m->b.tree_lock);
                         mb_config_free(c);
-                        reload_fail(r, error, ret_error);
+                        reload_fail(m, r, error, ret_error);
                         return r;
                 }
         }
@@ -369,8 +372,10 @@ static int reload_apply(struct manager *m, struct mb_config *c, uint64_t read_us
 static int reload_counted(struct manager *m, int r) {
         if (r < 0)
                 m->reloads.failed++;
-        else
+        else {
                 m->reloads.ok++;
+                free(TAKE_PTR(m->reloads.last_error));
+        }
         return r;
 }
 
@@ -400,7 +405,7 @@ int manager_reload(struct manager *m, char **ret_error) {
                 return reload_counted(m, r);
         r = mb_config_load(m->config_dir, &c, &error);
         if (r < 0) {
-                reload_fail(r, error, ret_error);
+                reload_fail(m, r, error, ret_error);
                 return reload_counted(m, r);
         }
         return reload_counted(m, reload_apply(m, c, now_usec() - start, ret_error));
@@ -451,7 +456,7 @@ static void reload_done_cb(evutil_socket_t fd, short what, void *userdata) {
 
         if (rl->r < 0) {
                 r = rl->r;
-                reload_fail(r, TAKE_PTR(rl->error), &error);
+                reload_fail(m, r, TAKE_PTR(rl->error), &error);
         } else
                 r = reload_apply(m, TAKE_PTR(rl->config), rl->read_usec, &error);
         (void) reload_counted(m, r);

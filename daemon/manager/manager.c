@@ -861,6 +861,7 @@ int manager_start(struct manager *m, char **ret_error) {
                 /* Not fatal: the broker works without; the reason is logged. */
                 r = pressure_new(m->base, m->pressure_path, m->pressure_trigger, manager_pressure_cb, m,
                                  &m->pressure);
+                m->pressure_error = MB_MIN(r, 0);
                 if (r < 0)
                         log_warning("PressureReclaim=yes, but host memory pressure cannot be watched; "
                                     "reclaiming only at the limits");
@@ -982,5 +983,6 @@ void manager_free(struct manager *m) {
         free(m->pressure_path);
         free(m->pressure_trigger);
         free(m->dump_path);
+        free(m->reloads.last_error);
         free(m);
 }

@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "broker.h"
 #include "core/config.h" /* not the autoconf config.h */
@@ -77,6 +78,7 @@ struct manager {
         uint64_t state_dumps;
         struct {
                 uint64_t ok, failed; /* reloads since the start (the state dump) */
+                char *last_error;    /* why the last failed reload failed, or NULL */
         } reloads;
         struct event *flush_timer; /* the periodic rstat flush */
         struct event *watchdog;    /* WATCHDOG=1 timer, NULL without a watchdog */
@@ -90,6 +92,7 @@ struct manager {
         /* The modules the manager owns, below it. */
         struct client_events *client_events; /* events told to clients */
         struct pressure *pressure; /* PSI trigger, with PressureReclaim=yes */
+        int pressure_error;        /* why it could not be watched (negative errno), or 0 */
         struct audit *audit;       /* the arena audit, 10 times a second */
         struct rightsizer *rightsizer; /* MemoryPressureTarget= */
         struct state *state;       /* limits layered over the files */
@@ -211,6 +214,9 @@ struct manager_observer_ops {
          * from manager_free(), once no reclaim or client remains and before
          * the event base goes; the observer releases what it holds. */
         void (*stop)(void *userdata);
+        /* The state dump (SIGUSR1) is being written: append the observer's
+         * own "state: ..." lines to @f. */
+        void (*dump)(void *userdata, FILE *f);
 };
 
 /* Register @ops (static storage) with @userdata as the manager's observer,

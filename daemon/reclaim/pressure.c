@@ -23,6 +23,7 @@ struct pressure {
         pressure_cb_t cb;
         void *userdata;
         char *path;
+        char *trigger; /* armed on path; NULL for a FIFO */
         int fd;       /* the PSI file with its trigger, or the FIFO */
         int epfd;     /* epoll set holding fd for EPOLLPRI (PSI only) */
         bool fifo;
@@ -150,7 +151,10 @@ int pressure_new(struct event_base *base, const char *path, const char *trigger,
                         return log_error_errno(r, "cannot arm the memory pressure trigger \"%s\" on %s: %m",
                                                trigger, tried);
                 p->path = strdup(tried);
-                if (!p->path) {
+                p->trigger = strdup(trigger);
+                if (!p->path || !p->trigger) {
+                        free(p->path);
+                        free(p->trigger);
                         close(p->fd);
                         return -ENOMEM;
                 }
@@ -184,9 +188,14 @@ void pressure_free(struct pressure *p) {
         if (p->fd >= 0)
                 close(p->fd);
         free(p->path);
+        free(p->trigger);
         free(p);
 }
 
 const char *pressure_path(const struct pressure *p) {
         return p->path;
+}
+
+const char *pressure_trigger(const struct pressure *p) {
+        return p->trigger;
 }

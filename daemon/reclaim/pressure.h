@@ -51,3 +51,5 @@ void pressure_free(struct pressure *p);
 
 /* The file being watched. */
 const char *pressure_path(const struct pressure *p);
+/* The trigger armed on it, or NULL for a FIFO (every write is one event). */
+const char *pressure_trigger(const struct pressure *p);
