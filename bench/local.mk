@@ -59,6 +59,12 @@ bench_bench_programs_SOURCES = %reldir%/programs.c
 bench_bench_programs_LDADD = bench/libbench.la
 endif
 
+# Table 18: the allocation patterns (one plain program, libc only) under
+# glibc, the peers and membroker-run.
+noinst_PROGRAMS += bench/bench-patterns
+bench_bench_patterns_SOURCES = %reldir%/patterns.c
+bench_bench_patterns_LDADD = -lpthread
+
 # Generic side-by-side timing of whole commands (table 7).
 noinst_PROGRAMS += bench/bench-exec
 bench_bench_exec_SOURCES = %reldir%/exec.c
@@ -134,6 +140,8 @@ bench-mbmalloc: all
 	$(BENCH_RUN) --output bench/results/mbmalloc.md mbmalloc
 bench-programs: all
 	$(BENCH_RUN) --output bench/results/programs.md programs
+bench-patterns: all
+	$(BENCH_RUN) --output bench/results/patterns.md patterns
 clean-local: clean-bench-results
 clean-bench-results:
 	-rm -rf bench/results
@@ -143,4 +151,4 @@ bench-flood: all tests/wire-client
 .PHONY: clean-bench-results bench bench-hotpath bench-charge bench-depth bench-counters bench-nolimits \
 	bench-stats bench-dbus bench-overhead bench-slab bench-scale bench-reload bench-flood bench-latency \
 	bench-rightsize bench-sqlite \
-	bench-mbmalloc bench-programs
+	bench-mbmalloc bench-programs bench-patterns

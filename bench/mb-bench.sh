@@ -26,7 +26,7 @@ if [ "${1:-}" = --output ]; then
 fi
 [ $# -gt 0 ] || set -- all
 
-ALL_TABLES=(hotpath charge depth counters nolimits stats dbus overhead slab scale reload latency sqlite rightsize mbmalloc programs)
+ALL_TABLES=(hotpath charge depth counters nolimits stats dbus overhead slab scale reload latency sqlite rightsize mbmalloc programs patterns)
 STATUS=0
 
 # missing WHAT: print a table stub saying why it could not run
@@ -562,8 +562,8 @@ t_programs() {
         # script that costs each run ~9 ms and ~1,700 page faults of its
         # own); the library path then applies to all three ways alike.
         local run=$top_builddir/tools/membroker-run libpath=
-        if [ -x "$top_builddir/client/.libs/membroker-run" ]; then
-                run=$top_builddir/client/.libs/membroker-run
+        if [ -x "$top_builddir/tools/.libs/membroker-run" ]; then
+                run=$top_builddir/tools/.libs/membroker-run
                 libpath=$top_builddir/client/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
         fi
         LD_LIBRARY_PATH=${libpath:-${LD_LIBRARY_PATH:-}} \
@@ -572,6 +572,40 @@ t_programs() {
                 "python3 (dicts, lists, strings)" "$dir/python.argv" \
                 "sqlite3 (insert, index, update, join)" "$dir/sqlite.argv" \
                 "gcc -O2 -c (a generated file)" "$dir/gcc.argv"
+        local rc=$?
+        mb_stop_daemon
+        return $rc
+}
+
+# ---- table 18 ----
+# The allocation patterns of bench-patterns under glibc, tcmalloc, jemalloc,
+# mimalloc and membroker-run, in one run.
+t_patterns() {
+        local title="Table 18: allocation patterns under membroker-run" p scale=$(q 3 1)
+        need_daemon || { missing "$title" "membrokerd not built"; return; }
+        [ -x "$BENCH_BIN/bench-programs" ] || { missing "$title" "bench-programs not built (sanitizer build)"; return; }
+        [ -x "$BENCH_BIN/bench-patterns" ] || { missing "$title" "bench-patterns not built"; return; }
+        local conf=$MB_TMP/patterns dir=$MB_TMP/patterns-work
+        mb_config "$conf" 4G
+        mb_tenant "$conf" pat "Path=pat" "MemoryMax=3G"
+        mb_start_daemon "$conf" || { missing "$title" "membrokerd did not start"; return 1; }
+        mkdir -p "$dir"
+        for p in large xthread larson simple thread; do
+                printf '%s\n' "$BENCH_BIN/bench-patterns" "$p" "$scale" >"$dir/$p.argv"
+        done
+        local run=$top_builddir/tools/membroker-run libpath=
+        if [ -x "$top_builddir/tools/.libs/membroker-run" ]; then
+                run=$top_builddir/tools/.libs/membroker-run
+                libpath=$top_builddir/client/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+        fi
+        LD_LIBRARY_PATH=${libpath:-${LD_LIBRARY_PATH:-}} \
+        MEMBROKER_PRELOAD="${MEMBROKER_PRELOAD:-$top_builddir/client/.libs/libmembroker-preload.so}" \
+                "$BENCH_BIN/bench-programs" --patterns --run "$run" --socket "$MB_SOCK" --tenant pat \
+                "large (blocks of 5-25 MiB, 20 live)" "$dir/large.argv" \
+                "xthread (one thread allocates, another frees)" "$dir/xthread.argv" \
+                "larson (a server's churn, generations of threads)" "$dir/larson.argv" \
+                "simple (batches of small blocks, one thread)" "$dir/simple.argv" \
+                "thread (the same in one thread per CPU)" "$dir/thread.argv"
         local rc=$?
         mb_stop_daemon
         return $rc

@@ -24,6 +24,14 @@
  *        line on stdin, exit.
  *   malloc-client classes TENANT
  *        allocate one object of each class and print the class table.
+ *   malloc-client large TENANT
+ *        blocks of 600 KiB .. 4 MiB, up to 8 live, replaced at random
+ *        (each filled, and checked before it is freed: a kept run handed
+ *        out twice, or cut wrong, shows as a broken fill); then two
+ *        neighbouring runs freed are one run for a request of both sizes,
+ *        and freeing a kept run, or the head of a run merged into another,
+ *        is refused.  Prints the peak of live bytes and "held", waits for a
+ *        line on stdin (the test reads the tenant's usage), exits.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -379,11 +387,75 @@ static int cmd_classes(void) {
         return 0;
 }
 
+static int cmd_large(void) {
+        enum { SLOTS = 8, ROUNDS = 200 };
+        void *slot[SLOTS] = { 0 }, *a, *b, *ab;
+        size_t len[SLOTS] = { 0 }, live = 0, peak = 0, mib = 1 << 20;
+        unsigned seed = 12345, sd[SLOTS] = { 0 };
+        char line[64];
+
+        for (unsigned r = 0; r < ROUNDS; r++) {
+                unsigned i;
+                size_t n;
+
+                seed = seed * 1103515245u + 12345u;
+                i = (seed >> 16) % SLOTS;
+                seed = seed * 1103515245u + 12345u;
+                n = (600u << 10) + (seed >> 8) % (3500u << 10);
+                if (slot[i]) {
+                        CHECK(check_fill(slot[i], len[i], sd[i]), "the fill of a %zu-byte block", len[i]);
+                        mb_free(c, slot[i]);
+                        live -= len[i];
+                }
+                slot[i] = mb_malloc(c, n);
+                CHECK(slot[i], "mb_malloc(%zu)", n);
+                CHECK(mb_malloc_usable_size(c, slot[i]) >= n, "usable size of %zu bytes", n);
+                sd[i] = r;
+                fill(slot[i], n, sd[i]);
+                len[i] = n;
+                live += n;
+                peak = live > peak ? live : peak;
+        }
+        for (unsigned i = 0; i < SLOTS; i++)
+                if (slot[i]) {
+                        CHECK(check_fill(slot[i], len[i], sd[i]), "the fill of a %zu-byte block", len[i]);
+                        mb_free(c, slot[i]);
+                }
+
+        /* Two neighbours freed are one run. */
+        a = mb_malloc(c, mib);
+        b = mb_malloc(c, mib);
+        CHECK(a && b, "two blocks of 1 MiB");
+        if ((char *) b == (char *) a + mib || (char *) a == (char *) b + mib) {
+                void *lo = a < b ? a : b, *hi = a < b ? b : a;
+
+                mb_free(c, a);
+                mb_free(c, b);
+                ab = mb_malloc(c, 2 * mib);
+                CHECK(ab == lo, "2 MiB from the two freed neighbours at %p (got %p)", lo, ab);
+                mb_free(c, hi);
+                CHECK(strstr(mb_last_error(), "was not allocated"), "freeing the head of a merged run is refused");
+                mb_free(c, ab);
+                mb_free(c, ab);
+                CHECK(strstr(mb_last_error(), "was not allocated"), "freeing a kept run again is refused");
+                printf("merged\n");
+        } else {
+                printf("note: the two runs were not neighbours (%p, %p): the merge is not checked\n", a, b);
+                mb_free(c, a);
+                mb_free(c, b);
+        }
+        printf("peak %zu\nheld\n", peak);
+        fflush(stdout);
+        if (!fgets(line, sizeof(line), stdin))
+                return 1;
+        return 0;
+}
+
 int main(int argc, char **argv) {
         int r;
 
         if (argc < 3) {
-                fprintf(stderr, "usage: malloc-client sizes|threads|hold|limit|mid|classes TENANT ...\n");
+                fprintf(stderr, "usage: malloc-client sizes|threads|hold|limit|keep|mid|classes|large TENANT ...\n");
                 return 2;
         }
         r = mb_connect(NULL, argv[2], &c);
@@ -405,6 +477,8 @@ int main(int argc, char **argv) {
                 r = cmd_mid();
         else if (strcmp(argv[1], "classes") == 0)
                 r = cmd_classes();
+        else if (strcmp(argv[1], "large") == 0)
+                r = cmd_large();
         else {
                 fprintf(stderr, "malloc-client: bad command\n");
                 r = 2;

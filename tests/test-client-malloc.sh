@@ -6,7 +6,11 @@
 # (40 MiB) is one contiguous charge that raises the tenant's usage and is returned
 # (usage back down) by mb_free(); at the tenant's limit ENOMEM and the
 # session goes on; runs a client keeps for reuse are given back when
-# another client of the tenant needs them (the shrinker answers Reclaim).
+# another client of the tenant needs them (the shrinker answers Reclaim);
+# blocks of MiBs replaced at random are served from the runs freed before
+# (neighbours merged, the best fit cut to size) with their contents intact,
+# and what the client keeps charged stays within its bound (the most it
+# had in use, plus 8 MiB).
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/broker-lib.sh"
 
@@ -83,3 +87,24 @@ echo >&5; echo >&5; exec 5>&-
 echo >&4; exec 4>&-
 mb_wait "$holder2" || fail "B failed"
 mb_wait "$keeper" || fail "A failed"
+
+# Blocks of MiBs, replaced at random: contents intact, kept runs within
+# the bound, neighbours merged.
+mkfifo "$MB_TMP/lin"
+"$MALLOC_CLIENT" large app <"$MB_TMP/lin" >"$MB_TMP/large.out" 2>&1 &
+large=$!
+MB_CHILDREN+=("$large")
+exec 6<>"$MB_TMP/lin"
+wait_for 60 grep -q '^held' "$MB_TMP/large.out" || { cat "$MB_TMP/large.out"; fail "the large blocks' client failed"; }
+cat "$MB_TMP/large.out"
+peak=$(sed -n 's/^peak //p' "$MB_TMP/large.out")
+grep -q '^merged$' "$MB_TMP/large.out" || grep -q '^note: the two runs were not neighbours' "$MB_TMP/large.out" ||
+        fail "no outcome of the merge check"
+mb_dump_state
+used=$(mb_state app usage)
+bound=$(( (peak + 4095) / 4096 + 2048 + 64 ))
+echo "usage of app after the large blocks were freed: $used pages (peak in use $(( (peak + 4095) / 4096 )) pages)"
+[ "$used" -le "$bound" ] || fail "app keeps $used pages charged, more than the bound of $bound"
+pass "large blocks: contents intact, $used pages kept (bound $bound)"
+echo >&6; exec 6>&-
+mb_wait "$large" || fail "the large blocks' client failed"

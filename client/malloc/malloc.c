@@ -23,9 +23,10 @@
  *                           freed, up to KM_KEEP_MAX_PAGES, and to the most
  *                           run pages in use at once, up to
  *                           KM_KEEP_PEAK_MAX_PAGES; a longer kept run is cut
- *                           to size (best fit); and a few runs
- *                           of up to KM_BIG_KEEP_MAX_PAGES are kept too,
- *                           as glibc's mmap threshold rises with the blocks
+ *                           to size (best fit); and up to KM_BIG_KEEP_MAX
+ *                           runs of up to KM_BIG_KEEP_MAX_PAGES are kept
+ *                           too, merged with their kept neighbours, as
+ *                           glibc's mmap threshold rises with the blocks
  *                           freed); larger ones go back to the daemon at
  *                           once, which hole-punches them (small runs
  *                           that find their list full wait until
@@ -324,6 +325,7 @@ static size_t km_runs_flush(struct kmalloc_ctx *k) {
                         bp = k->big[k->nbig].p;
                         bn = k->big[k->nbig].n;
                         k->runs_pages -= bn;
+                        km_unkeep_tags(k, km_index(k, bp), bn);
                 }
                 pthread_mutex_unlock(&k->runs_lock);
                 if (!bp)
@@ -455,6 +457,67 @@ static inline void km_inuse_free_locked(struct kmalloc_ctx *k, uint32_t n) {
         k->inuse_pages -= n;
 }
 
+/*
+ * Kept large runs (above the lists' sizes), as glibc's heap keeps the large
+ * chunks it frees and tcmalloc's page heap its spans: a freed run merges
+ * with the kept runs on either side of it in the arena (free()'s
+ * consolidation of neighbours), and a request takes the smallest kept run
+ * that holds it, cut to size (best fit), so that blocks of MiBs of any mix
+ * of sizes are served from what was freed instead of charged, faulted in
+ * and hole-punched again.  Under runs_lock.  A kept run's first page is
+ * tagged KM_TAG_KEPT (freeing it again is refused); the first page of a
+ * run merged into another is untagged.
+ */
+static bool km_big_put_locked(struct kmalloc_ctx *k, uint8_t *p, uint32_t n) {
+        size_t bytes = (size_t) n << k->page_shift;
+
+        for (uint32_t i = 0; i < k->nbig;) {
+                uint8_t *q = k->big[i].p;
+                size_t qbytes = (size_t) k->big[i].n << k->page_shift;
+
+                if (q + qbytes == p || p + bytes == q) {
+                        if (q + qbytes == p) {
+                                k->tags[km_index(k, p)] = 0;
+                                p = q;
+                        } else
+                                k->tags[km_index(k, q)] = 0;
+                        n += k->big[i].n;
+                        bytes += qbytes;
+                        k->big[i] = k->big[--k->nbig];
+                        continue;
+                }
+                i++;
+        }
+        if (k->nbig == KM_BIG_KEEP_MAX)
+                return false;
+        k->big[k->nbig].p = p;
+        k->big[k->nbig++].n = n;
+        k->tags[km_index(k, p)] = KM_TAG_RUN | KM_TAG_KEPT | n;
+        return true;
+}
+
+static void *km_big_take_locked(struct kmalloc_ctx *k, uint32_t n) {
+        uint32_t best = UINT32_MAX;
+        uint8_t *p;
+
+        for (uint32_t i = 0; i < k->nbig; i++)
+                if (k->big[i].n >= n && (best == UINT32_MAX || k->big[i].n < k->big[best].n))
+                        best = i;
+        if (best == UINT32_MAX)
+                return NULL;
+        p = k->big[best].p;
+        if (k->big[best].n == n)
+                k->big[best] = k->big[--k->nbig];
+        else {
+                k->big[best].p = p + ((size_t) n << k->page_shift);
+                k->big[best].n -= n;
+                k->tags[km_index(k, k->big[best].p)] = KM_TAG_RUN | KM_TAG_KEPT | k->big[best].n;
+        }
+        k->runs_pages -= n;
+        k->inuse_pages += n;
+        return p;
+}
+
 void *km_run_alloc(struct kmalloc_ctx *k, size_t n, bool *ret_zeroed) {
         void *p = NULL;
 
@@ -518,28 +581,10 @@ void *km_run_alloc(struct kmalloc_ctx *k, size_t n, bool *ret_zeroed) {
                         return p;
                 }
         }
-        if (n > KM_RUN_CACHE_MAX_PAGES && n <= KM_BIG_KEEP_MAX_PAGES) {
-                /* A kept large run: the best fit of at most twice the
-                 * size, cut when larger (its rest stays kept). */
-                uint32_t best = UINT32_MAX;
-
+        if (n > KM_RUN_CACHE_MAX_PAGES) {
+                /* A kept large run, the best fit, cut when larger. */
                 pthread_mutex_lock(&k->runs_lock);
-                for (uint32_t i = 0; i < k->nbig; i++)
-                        if (k->big[i].n >= n && k->big[i].n <= 2 * n &&
-                            (best == UINT32_MAX || k->big[i].n < k->big[best].n))
-                                best = i;
-                if (best != UINT32_MAX) {
-                        p = k->big[best].p;
-                        if (k->big[best].n == n) {
-                                k->big[best] = k->big[--k->nbig];
-                        } else {
-                                k->big[best].p = (uint8_t *) p + (n << k->page_shift);
-                                k->big[best].n -= (uint32_t) n;
-                                k->tags[km_index(k, k->big[best].p)] = KM_TAG_RUN | k->big[best].n;
-                        }
-                        k->runs_pages -= (uint32_t) n;
-                        k->inuse_pages += n;
-                }
+                p = km_big_take_locked(k, (uint32_t) n);
                 pthread_mutex_unlock(&k->runs_lock);
                 if (p) {
                         k->tags[km_index(k, p)] = KM_TAG_RUN | (uint32_t) n;
@@ -617,9 +662,7 @@ void km_run_free(struct kmalloc_ctx *k, void *p, size_t n) {
                 nback = (uint32_t) n;
                 if (n <= KM_BIG_KEEP_MAX_PAGES) {
                         k->keep_max = MB_MAX(k->keep_max, (uint32_t) MB_MIN(4 * n, (size_t) KM_KEEP_MAX_PAGES));
-                        if (k->nbig < KM_BIG_KEEP_MAX && k->runs_pages + n <= k->keep_max) {
-                                k->big[k->nbig].p = p;
-                                k->big[k->nbig++].n = (uint32_t) n;
+                        if (k->runs_pages + n <= k->keep_max && km_big_put_locked(k, p, (uint32_t) n)) {
                                 k->runs_pages += (uint32_t) n;
                                 back = NULL;
                         }
