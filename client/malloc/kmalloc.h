@@ -11,11 +11,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "macros.h"
+#include "slab/slab.h"
+
 #include "core/client.h"
 #include "session/session.h"
 
 #define KM_MIN_BYTES 8u
 #define KM_MAX_CLASSES 24u
+#define KM_CPU_LIST_BYTES (256u * 1024u) /* what a CPU's list of a class may park: with 13
+                                            * classes about the 3 MiB of tcmalloc's per-CPU cache */
+#define KM_FAST_MAX 2048u                /* sizes the class table covers (<= any page / 2) */
 #define KM_TAG_PAGE 0x100u               /* one page from the stock */
 #define KM_TAG_RUN 0x80000000u           /* | pages: the first page of a run */
 #define KM_RUN_CACHE_MAX_PAGES 128u      /* runs kept when freed: 2..this pages */
@@ -66,7 +72,7 @@ struct kmalloc_ctx {
         unsigned nclasses;
         size_t class_bytes[KM_MAX_CLASSES];
         mb_cache *cache[KM_MAX_CLASSES];
-        uint8_t small_class[(192 / KM_MIN_BYTES) + 1]; /* (size + 7) / 8 -> class */
+        uint8_t small_class[(KM_FAST_MAX / KM_MIN_BYTES) + 1]; /* (size + 7) / 8 -> class */
 
         pthread_mutex_t runs_lock;
         struct km_runs runs[KM_RUN_CACHE_MAX_PAGES + 1];
@@ -97,6 +103,37 @@ void km_run_free(struct kmalloc_ctx *k, void *p, size_t n);
 
 static inline uint64_t km_index(const struct kmalloc_ctx *k, const void *p) {
         return (uint64_t) ((const uint8_t *) p - k->base) >> k->page_shift;
+}
+
+/*
+ * The front end's fast paths, inline for mb_malloc()/mb_free() and the
+ * preload shim: a size up to KM_FAST_MAX is one table lookup for its class
+ * and one restartable pop off this CPU's list of that class's cache
+ * (tcmalloc's per-CPU fast path: the class from a table, the object from
+ * the CPU's slots); a free is the page's tag (the class, as tcmalloc's
+ * pagemap gives the size class) and one push.  NULL or false where the
+ * sequence did not commit (an empty or full list, the lock held, another
+ * kind of block, a debug or inherited cache): the caller takes the whole
+ * path.  No errno, no lock, no call.
+ */
+static inline __attribute__((always_inline)) void *km_malloc_fast(struct kmalloc_ctx *k, size_t size) {
+        void *p;
+
+        if (_likely_(size <= KM_FAST_MAX) &&
+            _likely_(slab_cache_alloc_fast(k->cache[k->small_class[(size + KM_MIN_BYTES - 1) / KM_MIN_BYTES]],
+                                           &p) == SLAB_RSEQ_DONE))
+                return p;
+        return NULL;
+}
+
+static inline __attribute__((always_inline)) bool km_free_fast(struct kmalloc_ctx *k, void *p) {
+        uintptr_t off = (uintptr_t) p - (uintptr_t) k->base;
+        uint32_t tag;
+
+        if (_unlikely_(off >= (uintptr_t) k->npages << k->page_shift))
+                return false;
+        tag = k->tags[off >> k->page_shift] - 1;
+        return _likely_(tag < k->nclasses) && _likely_(slab_cache_free_fast(k->cache[tag], p) == SLAB_RSEQ_DONE);
 }
 
 /* Set up the mid classes of @k (after k->tags); negative errno. */

@@ -169,7 +169,7 @@ static int km_new_ctx(mb_client *c, struct kmalloc_ctx **ret) {
                 size_t align = (sz & (sz - 1)) == 0 ? sz : sz == 96 ? 32 : sz == 192 ? 64 : 16;
 
                 snprintf(name, sizeof(name), "kmalloc-%zu", sz);
-                k->cache[i] = mb_cache_create(c, name, sz, align, 0, NULL);
+                k->cache[i] = slab_cache_create_sized(c, name, sz, align, 0, NULL, KM_CPU_LIST_BYTES);
                 if (!k->cache[i]) {
                         int r = -errno;
 
@@ -232,7 +232,7 @@ static inline struct kmalloc_ctx *km_get(mb_client *c) {
 static inline unsigned km_class(const struct kmalloc_ctx *k, size_t size) {
         unsigned ci;
 
-        if (_likely_(size <= 192))
+        if (_likely_(size <= KM_FAST_MAX))
                 return k->small_class[(size + KM_MIN_BYTES - 1) / KM_MIN_BYTES];
         ci = k->small_class[ELEMENTSOF(k->small_class) - 1];
         while (k->class_bytes[ci] < size)
@@ -736,8 +736,15 @@ static inline __attribute__((always_inline)) void *km_alloc(mb_client *c, size_t
 }
 
 void *mb_malloc(mb_client *c, size_t size) {
+        struct kmalloc_ctx *k = __atomic_load_n(&c->kmalloc, __ATOMIC_ACQUIRE);
         bool zeroed;
 
+        if (_likely_(k)) {
+                void *p = km_malloc_fast(k, size);
+
+                if (_likely_(p))
+                        return p;
+        }
         return km_alloc(c, size, &zeroed);
 }
 
@@ -773,6 +780,8 @@ void mb_free(mb_client *c, void *p) {
         if (!p)
                 return;
         k = __atomic_load_n(&c->kmalloc, __ATOMIC_ACQUIRE);
+        if (_likely_(k) && km_free_fast(k, p))
+                return;
         tag = k ? km_tag(k, p) : 0;
         if (_likely_(tag >= 1 && tag <= k->nclasses))
                 mb_cache_free(k->cache[tag - 1], p);

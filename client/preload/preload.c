@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include "core/client.h"
+#include "malloc/kmalloc.h"
 #include "preload/preload.h"
 #include "session/session.h"
 #include "membroker.h"
@@ -90,6 +91,10 @@ extern void *__libc_realloc(void *, size_t);
 extern void *__libc_memalign(size_t, size_t);
 
 mb_client *shim_client;
+/* mb_malloc()'s caches once they exist and while the shim may use them
+ * (cleared for good when the session is lost or in a fork() child): the
+ * fast paths below need nothing else. */
+static struct kmalloc_ctx *shim_km;
 static uintptr_t shim_base, shim_bytes;  /* the arena mapping */
 static size_t shim_page_size = 4096;
 bool shim_forked;
@@ -104,8 +109,10 @@ static inline bool shim_ours(const void *p) {
 
 /* After a failure other than ENOMEM: is the session over? */
 void shim_check_lost(void) {
-        if (session_broken(shim_client) || shim_client->forked)
+        if (session_broken(shim_client) || shim_client->forked) {
                 shim_lost = true;
+                __atomic_store_n(&shim_km, NULL, __ATOMIC_RELAXED);
+        }
 }
 
 /* Return what the allocation @call (an mb_* function) gave, with the
@@ -130,18 +137,40 @@ void shim_check_lost(void) {
                 shim_check_lost();                              \
         } while (0)
 
-static void *shim_alloc(size_t size) {
+/* The caches for a fast path of this call, or NULL (see shim_active()). */
+static inline struct kmalloc_ctx *shim_fast_km(void) {
+        struct kmalloc_ctx *k = __atomic_load_n(&shim_km, __ATOMIC_RELAXED);
+
+        return _likely_(k && !shim_depth && !mb_library_thread) ? k : NULL;
+}
+
+static __attribute__((noinline)) void *shim_alloc(size_t size) {
+        if (_unlikely_(!shim_km) && !shim_lost && !shim_forked)
+                __atomic_store_n(&shim_km, __atomic_load_n(&shim_client->kmalloc, __ATOMIC_ACQUIRE),
+                                 __ATOMIC_RELAXED);
         SHIM_TRY(mb_malloc(shim_client, size), size);
         return __libc_malloc(size);
 }
 
 void *shim_malloc(size_t size) {
+        struct kmalloc_ctx *k = shim_fast_km();
+
+        if (_likely_(k)) {
+                void *p = km_malloc_fast(k, size);
+
+                if (_likely_(p))
+                        return p;
+        }
         if (_likely_(shim_active()))
                 return shim_alloc(size);
         return __libc_malloc(size);
 }
 
 void shim_free(void *p) {
+        struct kmalloc_ctx *k = shim_fast_km();
+
+        if (_likely_(k) && km_free_fast(k, p))
+                return;
         if (!p)
                 return;
         if (shim_ours(p)) {
@@ -300,6 +329,7 @@ static void shim_atfork_child(void) {
         if (!c || shim_forked)
                 return;
         shim_forked = true;
+        __atomic_store_n(&shim_km, NULL, __ATOMIC_RELAXED);
         copy = mmap(NULL, shim_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (copy != MAP_FAILED) {
                 if (c->restart.held.bits) {

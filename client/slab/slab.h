@@ -387,6 +387,154 @@ extern pthread_mutex_t slab_registry_lock;
  * inherited copy (slab_cache.c). */
 extern uint32_t slab_fork_gen;
 
+/* ---- the fast paths, inline for the callers that want them so (the
+ * malloc front end): see "alloc and free" in slab_cache.c ---- */
+
+enum { SLAB_RSEQ_DONE, SLAB_RSEQ_SLOW, SLAB_RSEQ_ABORTED };
+
+#if PCPU_HAVE_RSEQ
+/* Publish the descriptor in rseq->rseq_cs (offset 8 of glibc's struct
+ * rseq at __rseq_offset), check rseq->cpu_id (offset 4), then that nobody
+ * holds the CPU's lock word; %%rdx = the list's word, %%rcx its count,
+ * %%rax the slots. */
+#define SLAB_RSEQ_ENTER                                                        \
+        PCPU_RSEQ_ENTER                                                           \
+        "movq %[pcpu], %%rcx\n\t"                                              \
+        "cmpl $0, (%%rcx,%[pofs])\n\t"       /* pcpu[cpu].lock */              \
+        "jnz %l[slow]\n\t"                                                     \
+        "movq (%[cc]), %%rdx\n\t"                                              \
+        "movl %%edx, %%ecx\n\t"                                                \
+        "movq 8(%[cc]), %%rax\n\t"           /* rax = slots */                 \
+        "andl %[cmask], %%ecx\n\t"           /* rcx = count */
+/* The commit: the word, ops moved on (the add sets bit 63 when they are
+ * due for a fold). */
+#define SLAB_RSEQ_COMMIT                                                       \
+        "addq %[delta], %%rdx\n\t"                                             \
+        "js %l[slow]\n\t"                                                      \
+        "movq %%rdx, (%[cc])\n\t"            /* commit */                      \
+        "2:\n\t"                                                               \
+        ".pushsection __rseq_failure, \"ax\"\n\t"                              \
+        ".byte 0x0f, 0xb9, 0x3d\n\t"         /* ud1 <sig>(%%rip), %%edi */      \
+        ".long 0x53053053\n\t"               /* PCPU_RSEQ_SIG */               \
+        "4:\n\t"                                                               \
+        "jmp %l[aborted]\n\t"                                                  \
+        ".popsection\n\t"
+
+_Static_assert(PCPU_RSEQ_SIG == 0x53053053, "the signature in the abort handler");
+_Static_assert(offsetof(struct slab_pcpu, lock) == 0, "the sequences read the lock at pcpu[cpu]");
+_Static_assert(CACHE_CPU_OPS_ONE + 1 <= INT32_MAX, "an immediate");
+
+/* Pop the top of @cc, the list of CPU @cpu, into *@ret as one sequence
+ * (slab_alloc_node()'s this_cpu_cmpxchg_double() of freelist and tid).
+ * SLAB_RSEQ_SLOW when the lock is held, the list empty or the ops due for
+ * a fold. */
+static inline __attribute__((always_inline)) int slab_rseq_pop(const mb_cache *s, struct cache_cpu *cc,
+                                                               uint32_t cpu, void **ret) {
+        void *obj;
+
+        __asm__ __volatile__ goto(SLAB_RSEQ_ENTER
+                                  "jz %l[slow]\n\t"                         /* empty */
+                                  "movq -8(%%rax,%%rcx,8), %[obj]\n\t"
+                                  SLAB_RSEQ_COMMIT
+                                  : [obj] "=&r"(obj)
+                                  : [off] "r"(s->rseq_area), [cpu] "r"(cpu), [cc] "r"(cc),
+                                    [pcpu] "m"(s->pcpu), [pofs] "r"((uint64_t) cpu * sizeof(struct slab_pcpu)),
+                                    [cmask] "i"((uint32_t) CACHE_CPU_COUNT_MASK), [delta] "i"(CACHE_CPU_OPS_ONE - 1)
+                                  : "memory", "cc", "rax", "rcx", "rdx"
+                                  : slow, aborted);
+        *ret = obj;
+        return SLAB_RSEQ_DONE;
+slow:
+        return SLAB_RSEQ_SLOW;
+aborted:
+        return SLAB_RSEQ_ABORTED;
+}
+
+/* Push @obj on @cc, the list of CPU @cpu, as one sequence (do_slab_free()'s
+ * fast path); the slot is written inside it, and again by a restart.
+ * SLAB_RSEQ_SLOW when the lock is held, the list holds cpu_max objects
+ * (the locked path trims it) or the ops are due for a fold. */
+static inline __attribute__((always_inline)) int slab_rseq_push(const mb_cache *s, struct cache_cpu *cc,
+                                                                uint32_t cpu, void *obj) {
+        __asm__ __volatile__ goto(SLAB_RSEQ_ENTER
+                                  "cmpl %[max], %%ecx\n\t"
+                                  "jae %l[slow]\n\t"                        /* full: trim */
+                                  "movq %[obj], (%%rax,%%rcx,8)\n\t"
+                                  SLAB_RSEQ_COMMIT
+                                  :
+                                  : [off] "r"(s->rseq_area), [cpu] "r"(cpu), [cc] "r"(cc),
+                                    [pcpu] "m"(s->pcpu), [pofs] "r"((uint64_t) cpu * sizeof(struct slab_pcpu)),
+                                    [obj] "r"(obj), [max] "m"(s->cpu_max),
+                                    [cmask] "i"((uint32_t) CACHE_CPU_COUNT_MASK), [delta] "i"(CACHE_CPU_OPS_ONE + 1)
+                                  : "memory", "cc", "rax", "rcx", "rdx"
+                                  : slow, aborted);
+        return SLAB_RSEQ_DONE;
+slow:
+        return SLAB_RSEQ_SLOW;
+aborted:
+        return SLAB_RSEQ_ABORTED;
+}
+#endif
+
+/* The rseq CPU of the caller: the struct rseq glibc keeps in every thread
+ * (registered or not); at or beyond s->rseq_ncpus (0 in atomic mode) when
+ * no sequence may run. */
+static inline uint32_t slab_fast_cpu(const mb_cache *s) {
+        return pcpu_rseq_cpu(s->rseq_area + (ptrdiff_t) offsetof(struct rseq, cpu_id));
+}
+
+/*
+ * slab_cache_alloc_fast - pop an object off this CPU's list of @s into
+ * *@ret in one restartable sequence: SLAB_RSEQ_DONE, or SLAB_RSEQ_ABORTED
+ * (try slab_cache_alloc_slowpath()), or SLAB_RSEQ_SLOW (an empty list, the
+ * lock held, a debug or inherited cache, no rseq: the same).  Touches no
+ * errno, takes no lock, calls nothing.
+ */
+static inline __attribute__((always_inline)) int slab_cache_alloc_fast(mb_cache *s, void **ret) {
+#if PCPU_HAVE_RSEQ
+        /* Neither debug mode nor an inherited cache: one compare. */
+        if (_likely_(s->fast_gen == __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED))) {
+                uint32_t cpu = slab_fast_cpu(s);
+
+                if (_likely_(cpu < s->rseq_ncpus))
+                        return slab_rseq_pop(s, &s->cpu[cpu], cpu, ret);
+        }
+#else
+        (void) s;
+        (void) ret;
+#endif
+        return SLAB_RSEQ_SLOW;
+}
+
+/* slab_cache_free_fast - push @obj (not NULL) on this CPU's list of @s;
+ * as slab_cache_alloc_fast(), the slow path slab_cache_free_slowpath(). */
+static inline __attribute__((always_inline)) int slab_cache_free_fast(mb_cache *s, void *obj) {
+#if PCPU_HAVE_RSEQ
+        if (_likely_(s->fast_gen == __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED))) {
+                uint32_t cpu = slab_fast_cpu(s);
+
+                if (_likely_(cpu < s->rseq_ncpus))
+                        return slab_rseq_push(s, &s->cpu[cpu], cpu, obj);
+        }
+#else
+        (void) s;
+        (void) obj;
+#endif
+        return SLAB_RSEQ_SLOW;
+}
+
+/* mb_cache_create() with what each CPU's list may park (@cpu_list_bytes,
+ * SLAB_CPU_LIST_BYTES for mb_cache_create()): the malloc front end parks
+ * more, as tcmalloc's per-CPU caches do for its size classes. */
+mb_cache *slab_cache_create_sized(mb_client *c, const char *name, size_t object_size, size_t align, unsigned flags,
+                                  void (*ctor)(void *object), size_t cpu_list_bytes);
+
+/* mb_cache_alloc() and mb_cache_free() after their fast path did not
+ * commit (slab_cache.c). */
+void *slab_cache_alloc_slowpath(mb_cache *s);
+void slab_cache_free_slowpath(mb_cache *s, void *obj);
+
+
 /* ---- small helpers ---- */
 
 #define slab_container_of(ptr, type, member) ((type *) ((char *) (ptr) - offsetof(type, member)))

@@ -47,99 +47,6 @@ static void slab_cache_setup_once(void) {
  * first (cache_cpu_fold()).
  */
 
-enum { SLAB_RSEQ_DONE, SLAB_RSEQ_SLOW, SLAB_RSEQ_ABORTED };
-
-#if PCPU_HAVE_RSEQ
-/* Publish the descriptor in rseq->rseq_cs (offset 8 of glibc's struct
- * rseq at __rseq_offset), check rseq->cpu_id (offset 4), then that nobody
- * holds the CPU's lock word; %%rdx = the list's word, %%rcx its count,
- * %%rax the slots. */
-#define SLAB_RSEQ_ENTER                                                        \
-        PCPU_RSEQ_ENTER                                                           \
-        "movq %[pcpu], %%rcx\n\t"                                              \
-        "cmpl $0, (%%rcx,%[pofs])\n\t"       /* pcpu[cpu].lock */              \
-        "jnz %l[slow]\n\t"                                                     \
-        "movq (%[cc]), %%rdx\n\t"                                              \
-        "movl %%edx, %%ecx\n\t"                                                \
-        "movq 8(%[cc]), %%rax\n\t"           /* rax = slots */                 \
-        "andl %[cmask], %%ecx\n\t"           /* rcx = count */
-/* The commit: the word, ops moved on (the add sets bit 63 when they are
- * due for a fold). */
-#define SLAB_RSEQ_COMMIT                                                       \
-        "addq %[delta], %%rdx\n\t"                                             \
-        "js %l[slow]\n\t"                                                      \
-        "movq %%rdx, (%[cc])\n\t"            /* commit */                      \
-        "2:\n\t"                                                               \
-        ".pushsection __rseq_failure, \"ax\"\n\t"                              \
-        ".byte 0x0f, 0xb9, 0x3d\n\t"         /* ud1 <sig>(%%rip), %%edi */      \
-        ".long 0x53053053\n\t"               /* PCPU_RSEQ_SIG */               \
-        "4:\n\t"                                                               \
-        "jmp %l[aborted]\n\t"                                                  \
-        ".popsection\n\t"
-
-_Static_assert(PCPU_RSEQ_SIG == 0x53053053, "the signature in the abort handler");
-_Static_assert(offsetof(struct slab_pcpu, lock) == 0, "the sequences read the lock at pcpu[cpu]");
-_Static_assert(CACHE_CPU_OPS_ONE + 1 <= INT32_MAX, "an immediate");
-
-/* Pop the top of @cc, the list of CPU @cpu, into *@ret as one sequence
- * (slab_alloc_node()'s this_cpu_cmpxchg_double() of freelist and tid).
- * SLAB_RSEQ_SLOW when the lock is held, the list empty or the ops due for
- * a fold. */
-static inline __attribute__((always_inline)) int slab_rseq_pop(const mb_cache *s, struct cache_cpu *cc,
-                                                               uint32_t cpu, void **ret) {
-        void *obj;
-
-        __asm__ __volatile__ goto(SLAB_RSEQ_ENTER
-                                  "jz %l[slow]\n\t"                         /* empty */
-                                  "movq -8(%%rax,%%rcx,8), %[obj]\n\t"
-                                  SLAB_RSEQ_COMMIT
-                                  : [obj] "=&r"(obj)
-                                  : [off] "r"(s->rseq_area), [cpu] "r"(cpu), [cc] "r"(cc),
-                                    [pcpu] "m"(s->pcpu), [pofs] "r"((uint64_t) cpu * sizeof(struct slab_pcpu)),
-                                    [cmask] "i"((uint32_t) CACHE_CPU_COUNT_MASK), [delta] "i"(CACHE_CPU_OPS_ONE - 1)
-                                  : "memory", "cc", "rax", "rcx", "rdx"
-                                  : slow, aborted);
-        *ret = obj;
-        return SLAB_RSEQ_DONE;
-slow:
-        return SLAB_RSEQ_SLOW;
-aborted:
-        return SLAB_RSEQ_ABORTED;
-}
-
-/* Push @obj on @cc, the list of CPU @cpu, as one sequence (do_slab_free()'s
- * fast path); the slot is written inside it, and again by a restart.
- * SLAB_RSEQ_SLOW when the lock is held, the list holds cpu_max objects
- * (the locked path trims it) or the ops are due for a fold. */
-static inline __attribute__((always_inline)) int slab_rseq_push(const mb_cache *s, struct cache_cpu *cc,
-                                                                uint32_t cpu, void *obj) {
-        __asm__ __volatile__ goto(SLAB_RSEQ_ENTER
-                                  "cmpl %[max], %%ecx\n\t"
-                                  "jae %l[slow]\n\t"                        /* full: trim */
-                                  "movq %[obj], (%%rax,%%rcx,8)\n\t"
-                                  SLAB_RSEQ_COMMIT
-                                  :
-                                  : [off] "r"(s->rseq_area), [cpu] "r"(cpu), [cc] "r"(cc),
-                                    [pcpu] "m"(s->pcpu), [pofs] "r"((uint64_t) cpu * sizeof(struct slab_pcpu)),
-                                    [obj] "r"(obj), [max] "m"(s->cpu_max),
-                                    [cmask] "i"((uint32_t) CACHE_CPU_COUNT_MASK), [delta] "i"(CACHE_CPU_OPS_ONE + 1)
-                                  : "memory", "cc", "rax", "rcx", "rdx"
-                                  : slow, aborted);
-        return SLAB_RSEQ_DONE;
-slow:
-        return SLAB_RSEQ_SLOW;
-aborted:
-        return SLAB_RSEQ_ABORTED;
-}
-#endif
-
-/* The rseq CPU of the caller: the struct rseq glibc keeps in every thread
- * (registered or not); at or beyond s->rseq_ncpus (0 in atomic mode) when
- * no sequence may run. */
-static inline uint32_t slab_fast_cpu(const mb_cache *s) {
-        return pcpu_rseq_cpu(s->rseq_area + (ptrdiff_t) offsetof(struct rseq, cpu_id));
-}
-
 /* Pop the top of this CPU's list, @p locked, @cc folded, not empty. */
 static inline void *slab_cache_pop(mb_cache *s, struct slab_pcpu *p, struct cache_cpu *cc) {
         uint32_t count = cache_cpu_count(cc) - 1;
@@ -287,23 +194,26 @@ static __attribute__((noinline)) void *slab_cache_alloc_retry(mb_cache *s) {
 
 void *mb_cache_alloc(mb_cache *s) {
 #if PCPU_HAVE_RSEQ
-        /* Neither debug mode nor an inherited cache: one compare. */
-        if (_likely_(s->fast_gen == __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED))) {
-                uint32_t cpu = slab_fast_cpu(s);
+        void *obj;
 
-                if (_likely_(cpu < s->rseq_ncpus)) {
-                        struct cache_cpu *cc = &s->cpu[cpu];
-                        void *obj;
-                        int r = slab_rseq_pop(s, cc, cpu, &obj);
-
-                        if (_likely_(r == SLAB_RSEQ_DONE))
-                                return obj;
-                        if (r == SLAB_RSEQ_ABORTED)
-                                return slab_cache_alloc_retry(s);
-                }
+        switch (slab_cache_alloc_fast(s, &obj)) {
+        case SLAB_RSEQ_DONE:
+                return obj;
+        case SLAB_RSEQ_ABORTED:
+                return slab_cache_alloc_retry(s);
+        default:
+                break;
         }
 #endif
         return slab_cache_alloc_locked(s);
+}
+
+void *slab_cache_alloc_slowpath(mb_cache *s) {
+#if PCPU_HAVE_RSEQ
+        return slab_cache_alloc_retry(s);
+#else
+        return slab_cache_alloc_locked(s);
+#endif
 }
 
 /* The per-CPU list passed cpu_max (slots[] has room: cpu_cap): keep
@@ -372,24 +282,25 @@ void mb_cache_free(mb_cache *s, void *obj) {
         if (_unlikely_(!obj))
                 return;
 #if PCPU_HAVE_RSEQ
-        /* Neither debug mode nor an inherited cache: one compare. */
-        if (_likely_(s->fast_gen == __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED))) {
-                uint32_t cpu = slab_fast_cpu(s);
-
-                if (_likely_(cpu < s->rseq_ncpus)) {
-                        struct cache_cpu *cc = &s->cpu[cpu];
-                        int r = slab_rseq_push(s, cc, cpu, obj);
-
-                        if (_likely_(r == SLAB_RSEQ_DONE))
-                                return;
-                        if (r == SLAB_RSEQ_ABORTED) {
-                                slab_cache_free_retry(s, obj);
-                                return;
-                        }
-                }
+        switch (slab_cache_free_fast(s, obj)) {
+        case SLAB_RSEQ_DONE:
+                return;
+        case SLAB_RSEQ_ABORTED:
+                slab_cache_free_retry(s, obj);
+                return;
+        default:
+                break;
         }
 #endif
         slab_cache_free_locked(s, obj);
+}
+
+void slab_cache_free_slowpath(mb_cache *s, void *obj) {
+#if PCPU_HAVE_RSEQ
+        slab_cache_free_retry(s, obj);
+#else
+        slab_cache_free_locked(s, obj);
+#endif
 }
 
 /* ---- create / destroy ---- */
@@ -437,6 +348,11 @@ void slab_cache_set_page_tags(mb_cache *s, uint32_t *tags, uint32_t tag) {
 
 mb_cache *mb_cache_create(mb_client *c, const char *name, size_t object_size, size_t align, unsigned flags,
                           void (*ctor)(void *object)) {
+        return slab_cache_create_sized(c, name, object_size, align, flags, ctor, SLAB_CPU_LIST_BYTES);
+}
+
+mb_cache *slab_cache_create_sized(mb_client *c, const char *name, size_t object_size, size_t align, unsigned flags,
+                                  void (*ctor)(void *object), size_t cpu_list_bytes) {
         _cleanup_(freep) mb_cache *s = NULL;
         size_t ps, sys_ps;
         int r;
@@ -489,7 +405,7 @@ mb_cache *mb_cache_create(mb_client *c, const char *name, size_t object_size, si
         }
         s->cpu_max = (uint32_t) MB_MAX((size_t) SLAB_CPU_MAX_MIN_OBJECTS,
                                        MB_MIN((size_t) SLAB_CPU_MAX_MAX_OBJECTS,
-                                              MB_MAX(2 * s->objects, SLAB_CPU_LIST_BYTES / s->object_bytes)));
+                                              MB_MAX(2 * s->objects, cpu_list_bytes / s->object_bytes)));
         s->empty_keep = slab_cache_empty_keep(s->object_bytes);
         slab_list_init(&s->empty);
         slab_list_init(&s->ctx_node);
