@@ -545,6 +545,18 @@ SQLEOF
         printf '%s\n' gcc -O2 -c "$dir/gen.c" -o "$dir/gen.o" >"$dir/gcc.argv"
 }
 
+# shim_run_paths: set run (membroker-run) and libpath (its library path,
+# or empty) for tables 17 and 18: the real binary, not libtool's
+# uninstalled wrapper (a bash script that costs each run ~9 ms and ~1,700
+# page faults of its own); the library path then applies to every way alike.
+shim_run_paths() {
+        run=$top_builddir/tools/membroker-run libpath=
+        if [ -x "$top_builddir/tools/.libs/membroker-run" ]; then
+                run=$top_builddir/tools/.libs/membroker-run
+                libpath=$top_builddir/client/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+        fi
+}
+
 t_programs() {
         local title="Table 17: real programs under membroker-run" p
         need_daemon || { missing "$title" "membrokerd not built"; return; }
@@ -558,14 +570,8 @@ t_programs() {
         mb_tenant "$conf" prog "Path=prog" "MemoryMax=2G"
         mb_start_daemon "$conf" || { missing "$title" "membrokerd did not start"; return 1; }
         programs_workloads "$dir"
-        # The real membroker-run, not libtool's uninstalled wrapper (a bash
-        # script that costs each run ~9 ms and ~1,700 page faults of its
-        # own); the library path then applies to all three ways alike.
-        local run=$top_builddir/tools/membroker-run libpath=
-        if [ -x "$top_builddir/tools/.libs/membroker-run" ]; then
-                run=$top_builddir/tools/.libs/membroker-run
-                libpath=$top_builddir/client/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-        fi
+        local run libpath
+        shim_run_paths
         LD_LIBRARY_PATH=${libpath:-${LD_LIBRARY_PATH:-}} \
         MEMBROKER_PRELOAD="${MEMBROKER_PRELOAD:-$top_builddir/client/.libs/libmembroker-preload.so}" \
                 "$BENCH_BIN/bench-programs" --run "$run" --socket "$MB_SOCK" --tenant prog \
@@ -593,11 +599,8 @@ t_patterns() {
         for p in large xthread larson simple thread; do
                 printf '%s\n' "$BENCH_BIN/bench-patterns" "$p" "$scale" >"$dir/$p.argv"
         done
-        local run=$top_builddir/tools/membroker-run libpath=
-        if [ -x "$top_builddir/tools/.libs/membroker-run" ]; then
-                run=$top_builddir/tools/.libs/membroker-run
-                libpath=$top_builddir/client/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-        fi
+        local run libpath
+        shim_run_paths
         LD_LIBRARY_PATH=${libpath:-${LD_LIBRARY_PATH:-}} \
         MEMBROKER_PRELOAD="${MEMBROKER_PRELOAD:-$top_builddir/client/.libs/libmembroker-preload.so}" \
                 "$BENCH_BIN/bench-programs" --patterns --run "$run" --socket "$MB_SOCK" --tenant pat \

@@ -483,6 +483,16 @@ static inline uint32_t slab_fast_cpu(const mb_cache *s) {
         return pcpu_rseq_cpu(s->rseq_area + (ptrdiff_t) offsetof(struct rseq, cpu_id));
 }
 
+#if PCPU_HAVE_RSEQ
+/* The CPU a fast path may run its sequence on, or UINT32_MAX (at or beyond
+ * s->rseq_ncpus) for a debug or inherited cache: one compare. */
+static inline __attribute__((always_inline)) uint32_t slab_fast_gate(const mb_cache *s) {
+        if (_likely_(s->fast_gen == __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED)))
+                return slab_fast_cpu(s);
+        return UINT32_MAX;
+}
+#endif
+
 /*
  * slab_cache_alloc_fast - pop an object off this CPU's list of @s into
  * *@ret in one restartable sequence: SLAB_RSEQ_DONE, or SLAB_RSEQ_ABORTED
@@ -492,13 +502,10 @@ static inline uint32_t slab_fast_cpu(const mb_cache *s) {
  */
 static inline __attribute__((always_inline)) int slab_cache_alloc_fast(mb_cache *s, void **ret) {
 #if PCPU_HAVE_RSEQ
-        /* Neither debug mode nor an inherited cache: one compare. */
-        if (_likely_(s->fast_gen == __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED))) {
-                uint32_t cpu = slab_fast_cpu(s);
+        uint32_t cpu = slab_fast_gate(s);
 
-                if (_likely_(cpu < s->rseq_ncpus))
-                        return slab_rseq_pop(s, &s->cpu[cpu], cpu, ret);
-        }
+        if (_likely_(cpu < s->rseq_ncpus))
+                return slab_rseq_pop(s, &s->cpu[cpu], cpu, ret);
 #else
         (void) s;
         (void) ret;
@@ -510,12 +517,10 @@ static inline __attribute__((always_inline)) int slab_cache_alloc_fast(mb_cache 
  * as slab_cache_alloc_fast(), the slow path slab_cache_free_slowpath(). */
 static inline __attribute__((always_inline)) int slab_cache_free_fast(mb_cache *s, void *obj) {
 #if PCPU_HAVE_RSEQ
-        if (_likely_(s->fast_gen == __atomic_load_n(&slab_fork_gen, __ATOMIC_RELAXED))) {
-                uint32_t cpu = slab_fast_cpu(s);
+        uint32_t cpu = slab_fast_gate(s);
 
-                if (_likely_(cpu < s->rseq_ncpus))
-                        return slab_rseq_push(s, &s->cpu[cpu], cpu, obj);
-        }
+        if (_likely_(cpu < s->rseq_ncpus))
+                return slab_rseq_push(s, &s->cpu[cpu], cpu, obj);
 #else
         (void) s;
         (void) obj;
