@@ -19,6 +19,7 @@ MB_SESSION_SOURCES = \
 	%reldir%/session/pressure.c
 MB_STOCK_SOURCES = \
 	%reldir%/stock/stock.c %reldir%/stock/stock.h %reldir%/stock/stock_refill.c %reldir%/stock/fork.c \
+	%reldir%/stock/spill.c \
 	%reldir%/stock/reclaim.c %reldir%/stock/reclaim.h
 # The unit tests (tests/slab.mk) link the slab sources against a fake client.
 SLAB_SOURCES = \

@@ -22,7 +22,9 @@
  * returns one batch.  Stocked pages count in the tenant's usage (and show as
  * `stock` in its stat), so a tenant's usage may exceed what the application
  * holds by at most
- *         ncpus * 2 * charge_batch pages per client
+ *         ncpus * 3 * charge_batch pages per client
+ * (2 * charge_batch per CPU stock, and a batch per CPU in the spill that
+ * passes pages one CPU frees to another that allocates them)
  * (the worst-case over-charge; plus one batch in flight per thread that is
  * refilling, the library's own included: a stock that falls below one
  * batch asks the library's thread to charge ahead of need what fills it to

@@ -59,6 +59,7 @@ tests_test_lock_guard_LDADD = $(TESTS_LIBS)
 # programs (python3, sqlite3, gcc, git, sh).
 PRELOAD_TESTS = \
 	%reldir%/test-preload-python.sh \
+	%reldir%/test-preload-xthread.sh \
 	%reldir%/test-preload-programs.sh \
 	%reldir%/test-preload-badinput.sh \
 	%reldir%/test-preload-lost.sh \

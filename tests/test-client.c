@@ -456,7 +456,8 @@ static void run_threads(const char *tenant, unsigned iterations, bool expect_eno
         ck_assert_int_eq(stat_sum(c, MB_STAT_PGALLOC), stat_sum(c, MB_STAT_PGFREE));
         ck_assert_int_gt(stat_sum(c, MB_STAT_PGALLOC), THREADS * iterations / 8);
         ck_assert_int_ge(stat_sum(c, MB_STAT_STOCK), 0);
-        ck_assert_int_le(stat_sum(c, MB_STAT_STOCK), (int64_t) mb_client_ncpus(c) * 2 * BATCH);
+        /* The precision bound: the stocks and the spill between them. */
+        ck_assert_int_le(stat_sum(c, MB_STAT_STOCK), (int64_t) mb_client_ncpus(c) * 3 * BATCH);
         mb_close(c);
 }
 

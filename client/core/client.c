@@ -31,6 +31,7 @@ mb_client *client_new(unsigned flags) {
         pthread_mutex_init(&c->session.io_lock, NULL);
         pthread_mutex_init(&c->session.send_lock, NULL);
         pthread_mutex_init(&c->restart.held_lock, NULL);
+        pthread_mutex_init(&c->spill.lock, NULL);
         pthread_rwlock_init(&c->shrink.lock, NULL);
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -59,6 +60,7 @@ void client_free(mb_client *c) {
                 munmap(c->stats, c->stats_bytes);
         free(c->stocks);
         free(c->stock_pages);
+        free(c->spill.pages);
         free(c->tenant);
         free(c->restart.socket_path);
         free(c->session.broken_reason);

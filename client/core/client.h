@@ -86,6 +86,18 @@ struct client_refill {
         uint64_t misses;               /* atomic: allocations that found their stock empty */
 };
 
+/* Charged pages between the CPUs' stocks (stock/spill.c): a stock that
+ * overflows spills a batch here, one that runs dry takes from here before
+ * it charges. */
+struct stock_spill {
+        pthread_mutex_t lock;
+        void **pages;                  /* [cap], LIFO */
+        uint32_t n;                    /* atomic reads: a peek spares the lock */
+        uint32_t cap;                  /* ncpus * batch_cap */
+        uint32_t want;                 /* atomic: 1 + the CPU whose stock ran dry with
+                                        * the spill empty; 0: nobody waits for pages */
+};
+
 /* Surviving a restart of the daemon (session/reconnect.h): the pages
  * charged to this client (held_lock), its token, its arena's identity,
  * where to go. */
@@ -181,6 +193,7 @@ struct mb_client {
         uint64_t client_id;
         bool unlimited;
         struct client_refill refill;
+        struct stock_spill spill;
         uint64_t reclaim_requests;     /* atomic: the daemon's Reclaim and Drain requests answered */
         char *tenant;
         struct mb_stats_region *stats;

@@ -52,7 +52,14 @@
  *    of the allocating CPU (where SLUB's __slab_free() would cmpxchg the
  *    slab's shared freelist); objects are not owned by CPUs, only by slabs,
  *    and every slab's free list and counters are changed under the cache
- *    lock when a list is trimmed.  A thread that migrates between reading
+ *    lock when a list is trimmed.  The half a trim takes off goes first to
+ *    the cache's barn (the newest SLUB's barn of full sheaves, tcmalloc's
+ *    transfer cache), an array of up to two trims' worth of pointers, from
+ *    which an empty CPU list refills before it looks at any slab: a
+ *    producer and a consumer pass objects by copying pointers under a
+ *    short lock, never by walking cold objects into and out of slab free
+ *    lists under the cache lock.  A drain and a shrink empty the barn into
+ *    the slabs.  A thread that migrates between reading
  *    its CPU and its sequence's commit is restarted by the kernel.
  *  - Per cache: partial slabs (some objects free; per CPU, above), empty
  *    slabs (all free) and full slabs (on no list, like SLUB's).  Past
@@ -321,6 +328,13 @@ static inline void cache_cpu_set_count(struct cache_cpu *cc, uint32_t count) {
  * the slab functions); returns its head. */
 static inline void *cache_cpu_link(const mb_cache *s, void **v, uint32_t n);
 
+/* The barn (slab_cache.c): put @n objects of @v (all or nothing: false
+ * when it has no room or is busy), take up to @n into @v (returns how
+ * many), take all of them as a list for the slabs (slab_reclaim.c). */
+bool slab_barn_put(mb_cache *s, void **v, uint32_t n);
+uint32_t slab_barn_take(mb_cache *s, void **v, uint32_t n);
+void *slab_barn_take_all(mb_cache *s, uint32_t *ret_count);
+
 struct mb_cache {
         /* Read-mostly, used on every alloc and free. */
         struct slab_ctx *ctx;
@@ -368,6 +382,18 @@ struct mb_cache {
         bool base_known;
 
         uint64_t errors;         /* reports printed (atomic) */
+
+        /* The barn (the kernel's SLUB sheaves barn, tcmalloc's transfer
+         * cache): halves of CPU lists that a trim took off one CPU, kept as
+         * arrays for another CPU's refill, so that objects one thread frees
+         * and another allocates move by a copy of their pointers, never
+         * through the slabs' free lists (a walk of cold objects under the
+         * cache lock).  Its objects are uncharged, as if back in their
+         * slabs; a drain and a shrink put them there. */
+        pthread_mutex_t barn_lock _cacheline_aligned_;
+        void **barn;             /* [barn_cap], LIFO */
+        uint32_t barn_n;         /* atomic peeks */
+        uint32_t barn_cap;
 
         /* mb_malloc()'s size classes (malloc.c): every new slab page gets
          * @page_tag in @page_tags[its page index], so that mb_free() finds

@@ -83,6 +83,52 @@ static void slab_cache_fill(mb_cache *s, struct slab_pcpu *p, struct cache_cpu *
         slab_cache_charge_list(s, p, count, flush);
 }
 
+/* ---- the barn ---- */
+
+bool slab_barn_put(mb_cache *s, void **v, uint32_t n) {
+        bool ok;
+
+        if (n == 0 || __atomic_load_n(&s->barn_n, __ATOMIC_RELAXED) + n > s->barn_cap ||
+            pthread_mutex_trylock(&s->barn_lock) != 0)
+                return false;
+        ok = s->barn_n + n <= s->barn_cap;
+        if (ok) {
+                memcpy(s->barn + s->barn_n, v, n * sizeof(void *));
+                __atomic_store_n(&s->barn_n, s->barn_n + n, __ATOMIC_RELAXED);
+        }
+        pthread_mutex_unlock(&s->barn_lock);
+        return ok;
+}
+
+uint32_t slab_barn_take(mb_cache *s, void **v, uint32_t n) {
+        uint32_t k;
+
+        if (__atomic_load_n(&s->barn_n, __ATOMIC_RELAXED) == 0)
+                return 0;
+        pthread_mutex_lock(&s->barn_lock);
+        k = MB_MIN(n, s->barn_n);
+        /* The most recently put first, in the order they were on their
+         * CPU's list (the warmest on top). */
+        memcpy(v, s->barn + s->barn_n - k, k * sizeof(void *));
+        __atomic_store_n(&s->barn_n, s->barn_n - k, __ATOMIC_RELAXED);
+        pthread_mutex_unlock(&s->barn_lock);
+        return k;
+}
+
+void *slab_barn_take_all(mb_cache *s, uint32_t *ret_count) {
+        void *list = NULL;
+
+        *ret_count = 0;
+        if (__atomic_load_n(&s->barn_n, __ATOMIC_RELAXED) == 0)
+                return NULL;
+        pthread_mutex_lock(&s->barn_lock);
+        list = cache_cpu_link(s, s->barn, s->barn_n);
+        *ret_count = s->barn_n;
+        __atomic_store_n(&s->barn_n, 0u, __ATOMIC_RELAXED);
+        pthread_mutex_unlock(&s->barn_lock);
+        return list;
+}
+
 /* ___slab_alloc(): this CPU's list is empty.  Called with @p locked and
  * @cc folded, returns with @p unlocked. */
 static void *slab_cache_alloc_slow(mb_cache *s, struct slab_pcpu *p, struct cache_cpu *cc, int64_t *flush) {
@@ -94,6 +140,16 @@ static void *slab_cache_alloc_slow(mb_cache *s, struct slab_pcpu *p, struct cach
         int r;
 
         slab_pcpu_assert_locked(p);
+        /* What another CPU trimmed, as it was (barn_replace_empty_sheaf()):
+         * no slab touched. */
+        count = slab_barn_take(s, cc->slots, s->cpu_max / 2);
+        if (count > 0) {
+                cache_cpu_set_count(cc, count);
+                slab_cache_charge_list(s, p, count, flush);
+                obj = slab_cache_pop(s, p, cc);
+                slab_pcpu_unlock(p);
+                return obj;
+        }
         if (slab_page_take_partial(s, (unsigned) (cc - s->cpu), &list, &count)) {
                 slab_cache_fill(s, p, cc, list, count, flush);
                 obj = slab_cache_pop(s, p, cc);
@@ -222,7 +278,18 @@ void *slab_cache_alloc_slowpath(mb_cache *s) {
  * locked and @cc folded; unlocks @p. */
 static void slab_cache_cpu_trim(mb_cache *s, struct slab_pcpu *p, struct cache_cpu *cc, int64_t *flush) {
         uint32_t count = cache_cpu_count(cc), keep = s->cpu_max / 2, give = count - keep;
-        void *rest = cache_cpu_link(s, cc->slots, give);
+        void *rest;
+
+        /* Into the barn while it has room (barn_put_full_sheaf()): another
+         * CPU that allocates what this one frees takes them from there. */
+        if (slab_barn_put(s, cc->slots, give)) {
+                memmove(cc->slots, cc->slots + give, keep * sizeof(void *));
+                cache_cpu_set_count(cc, keep);
+                slab_cache_charge_list(s, p, -(int64_t) give, flush);
+                slab_pcpu_unlock(p);
+                return;
+        }
+        rest = cache_cpu_link(s, cc->slots, give);
 
         memmove(cc->slots, cc->slots + give, keep * sizeof(void *));
         cache_cpu_set_count(cc, keep);
@@ -461,6 +528,16 @@ mb_cache *slab_cache_create_sized(mb_client *c, const char *name, size_t object_
                 for (unsigned i = 0; i < s->ctx->ncpus; i++)
                         s->cpu[i].slots = (void **) ((char *) s->slots + i * stride);
         }
+        /* Two trims' worth: what one CPU frees while another catches up,
+         * and no more (the rest goes back to the slabs, so that what a
+         * program frees reaches the daemon as before). */
+        s->barn_cap = 2 * (s->cpu_max / 2 + 1);
+        s->barn = malloc(s->barn_cap * sizeof(void *));
+        if (!s->barn) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        pthread_mutex_init(&s->barn_lock, NULL);
         pthread_mutex_init(&s->lock, NULL);
 
         if (flags & MB_CACHE_RECLAIMABLE) {
@@ -472,6 +549,7 @@ mb_cache *slab_cache_create_sized(mb_client *c, const char *name, size_t object_
                 r = mb_register_shrinker(c, &s->shrinker);
                 if (r < 0) {
                         pthread_mutex_destroy(&s->lock);
+                        pthread_mutex_destroy(&s->barn_lock);
                         goto fail;
                 }
                 s->shrinker_registered = true;
@@ -484,6 +562,7 @@ mb_cache *slab_cache_create_sized(mb_client *c, const char *name, size_t object_
         return TAKE_PTR(s);
 
 fail:
+        free(s->barn);
         free(s->slots);
         free(s->partial);
         free(s->cpu);
@@ -512,8 +591,9 @@ size_t mb_cache_destroy(mb_cache *s) {
                         free(s->table[i]);
                 free(s->table);
                 free(s->slots);
-        free(s->partial);
-        free(s->cpu);
+                free(s->barn);
+                free(s->partial);
+                free(s->cpu);
                 free(s->name);
                 free(s);
                 return 0;
@@ -560,6 +640,8 @@ size_t mb_cache_destroy(mb_cache *s) {
 
         free(s->table);
         pthread_mutex_destroy(&s->lock);
+        pthread_mutex_destroy(&s->barn_lock);
+        free(s->barn);
         free(s->slots);
         free(s->partial);
         free(s->cpu);

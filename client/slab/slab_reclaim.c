@@ -40,6 +40,13 @@ size_t slab_reclaim_drain_cpus(mb_cache *s) {
                         slab_ctx_stat_write(s->ctx, s->stat, flush);
                 n += slab_page_flush_list(s, list);
         }
+        /* And the barn's, already uncharged. */
+        {
+                uint32_t count;
+                void *list = slab_barn_take_all(s, &count);
+
+                n += slab_page_flush_list(s, list);
+        }
         return n;
 }
 
@@ -86,6 +93,7 @@ unsigned long slab_reclaim_count(void *userdata) {
                 return 0;
         for (unsigned cpu = 0; cpu < ctx->ncpus; cpu++)
                 cached += cache_cpu_count(&s->cpu[cpu]);
+        cached += __atomic_load_n(&s->barn_n, __ATOMIC_RELAXED);
         if (cached == 0)
                 return (unsigned long) __atomic_load_n(&s->nr_empty, __ATOMIC_RELAXED);
 
@@ -113,6 +121,26 @@ unsigned long slab_reclaim_count(void *userdata) {
                 for (uint32_t i = 0; i < count; i++)
                         keys[nkeys++] = ((uintptr_t) cc->slots[i] - base) >> ctx->page_shift;
                 slab_pcpu_unlock(p);
+        }
+        {
+                size_t want = nkeys + __atomic_load_n(&s->barn_n, __ATOMIC_RELAXED);
+
+                if (want > alloc) {
+                        uint64_t *k = realloc(keys, want * sizeof(*k));
+
+                        if (k) {
+                                keys = k;
+                                alloc = want;
+                        }
+                }
+        }
+        {
+                MB_LOCK_GUARD(&s->barn_lock);
+                size_t count = MB_MIN((size_t) s->barn_n, alloc - nkeys);
+
+                /* What arrived since the peek waits for the next count. */
+                for (size_t i = 0; i < count; i++)
+                        keys[nkeys++] = ((uintptr_t) s->barn[i] - base) >> ctx->page_shift;
         }
         qsort(keys, nkeys, sizeof(*keys), slab_reclaim_key_cmp);
 

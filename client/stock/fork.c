@@ -42,6 +42,10 @@ static void client_registry_child(void) {
                         c->stocks[i].word = 0;
                         c->stocks[i].limit = 0;
                 }
+                /* The spill's lock may have been held by a thread the
+                 * child does not have. */
+                pthread_mutex_init(&c->spill.lock, NULL);
+                c->spill.n = 0;
         }
         /* The membarrier registration of the child's new address space is
          * pcpu_lock.c's fork handler. */

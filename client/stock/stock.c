@@ -379,6 +379,8 @@ void stock_disable_all(mb_client *c) {
                 s->limit = 0;
                 stock_unlock(c, s);
         }
+        /* No stock takes spilled pages now (every limit is 0). */
+        stock_spill_clear(c);
 }
 
 size_t stock_take_all(mb_client *c, void **out, size_t n) {
@@ -401,6 +403,12 @@ size_t stock_take_all(mb_client *c, void **out, size_t n) {
                 stock_unlock(c, s);
                 got += take;
         }
+        if (got < n && stock_spill_count(c) > 0) {
+                struct stock *s = stock_lock_this(c);
+
+                got += stock_spill_take_locked(c, s, out + got, n - got);
+                stock_unlock(c, s);
+        }
         return got;
 }
 
@@ -409,7 +417,7 @@ ptrdiff_t mb_client_cpu_offset(const mb_client *c) {
 }
 
 long mb_client_drain_stocks(mb_client *c) {
-        size_t room = (size_t) c->ncpus * (2u * c->batch_cap + 1u), got;
+        size_t room = (size_t) c->ncpus * (2u * c->batch_cap + 1u) + c->spill.cap, got;
         _cleanup_(freep) void **buf = NULL;
         int r;
 
@@ -436,13 +444,20 @@ void stock_account_unlock(const mb_client *c, struct stock *s, int64_t n) {
         stock_unlock(c, s);
 }
 
-/* Take up to @n pages from the stock of this CPU only. */
+/* Take up to @n pages from the stock of this CPU, refilled from the spill
+ * first when it has too few (no trip to the daemon for pages another CPU
+ * freed). */
 static size_t stock_take_local(mb_client *c, void **out, size_t n) {
         struct stock *s = stock_lock_this(c);
-        uint32_t take = (uint32_t) MB_MIN((size_t) stock_nr(s), n);
+        uint32_t take;
 
+        if (stock_nr(s) < n)
+                (void) stock_spill_refill_locked(c, s);
+        take = (uint32_t) MB_MIN((size_t) stock_nr(s), n);
         if (take > 0)
                 stock_take_locked(c, s, out, take);
+        if (take < n && stock_spill_count(c) > 0)
+                take += (uint32_t) stock_spill_take_locked(c, s, out + take, n - take);
         stock_unlock(c, s);
         return take;
 }
@@ -462,7 +477,7 @@ static size_t stock_take_local(mb_client *c, void **out, size_t n) {
 static int stock_put_locked(mb_client *c, void **pages, size_t n, size_t freed) {
         _cleanup_(freep) void **back = NULL;
         unsigned batch = __atomic_load_n(&c->charge_batch, __ATOMIC_RELAXED);
-        size_t total, nback = 0, nr;
+        size_t total, nback = 0, nr, kept;
         struct stock *s;
 
         if (n == 0)
@@ -500,10 +515,13 @@ static int stock_put_locked(mb_client *c, void **pages, size_t n, size_t freed) 
                 stock_slot_add(s->slot, MB_STAT_PAGES, -(int64_t) freed);
                 stock_slot_add(s->slot, MB_STAT_PGFREE, (int64_t) freed);
         }
+        /* Another CPU may be charging what this one returns: the spill
+         * keeps a batch per CPU for it. */
+        kept = stock_spill_put_locked(c, s, back, nback);
         stock_slot_commit(c, s, (n > nback ? n - nback : nback - n) + freed);
         stock_unlock(c, s);
 
-        return session_uncharge(c, back, nback, MB__UNCHARGE_REASON__UNCHARGE_FREE, false, false, 0);
+        return session_uncharge(c, back + kept, nback - kept, MB__UNCHARGE_REASON__UNCHARGE_FREE, false, false, 0);
 }
 
 /*
@@ -949,7 +967,7 @@ int stock_setup(mb_client *c) {
         for (unsigned i = 0; i < c->ncpus; i++)
                 stock_rebase(&c->stocks[i], 0, 0);
         stock_refill_setup(c);
-        return 0;
+        return stock_spill_setup(c);
 }
 
 /* mb_internal.h: a stat slot written under the stock lock of its CPU. */

@@ -246,6 +246,31 @@ void stock_take_locked(const mb_client *c, struct stock *s, void **out, uint32_t
  * Returns how many were taken.  No stock lock held. */
 size_t stock_take_all(mb_client *c, void **out, size_t n);
 
+/* ---- spill.c: pages between the CPUs' stocks ---- */
+
+/* Room for ncpus * batch_cap spilled pages.  -ENOMEM. */
+int stock_spill_setup(mb_client *c);
+
+/* Spill up to @n pages (taken out of the locked, live stock @s's count)
+ * for other CPUs: they count as stocked again (@s's slot); the caller
+ * commits the slot.  Returns how many were kept (0 when the spill is full
+ * or busy). */
+size_t stock_spill_put_locked(mb_client *c, struct stock *s, void **pages, size_t n);
+
+/* Take up to @n spilled pages into @out, no longer stocked (counted and
+ * committed in the locked @s's slot).  Returns how many. */
+size_t stock_spill_take_locked(mb_client *c, struct stock *s, void **out, size_t n);
+
+/* Move up to a batch of spilled pages onto the locked stock @s, up to
+ * three quarters of its limit (no stat moves).  Returns how many. */
+size_t stock_spill_refill_locked(mb_client *c, struct stock *s);
+
+/* The session is lost: the spilled pages are the daemon's. */
+void stock_spill_clear(mb_client *c);
+
+/* Pages in the spill (a racy peek). */
+uint32_t stock_spill_count(const mb_client *c);
+
 /* ---- stock_refill.c ---- */
 
 /* The charging-ahead state of a new session: refill_low from the batch

@@ -108,11 +108,11 @@ void stock_refill_setup(mb_client *c) {
 }
 
 /* Whether a charge ahead of @n pages fits the last Grant's headroom with
- * room to spare for everything this client's stocks may hold (ncpus * 2 *
- * batch): far from a limit only, so that pages charged ahead never make
- * another thread or client of the tenant meet it. */
+ * room to spare for everything this client's stocks and spill may hold
+ * (ncpus * 3 * batch): far from a limit only, so that pages charged ahead
+ * never make another thread or client of the tenant meet it. */
 static bool stock_refill_room(const mb_client *c, uint64_t n) {
-        uint64_t spare = (uint64_t) c->ncpus * 2u * __atomic_load_n(&c->charge_batch, __ATOMIC_RELAXED);
+        uint64_t spare = (uint64_t) c->ncpus * 3u * __atomic_load_n(&c->charge_batch, __ATOMIC_RELAXED);
 
         return __atomic_load_n(&c->refill.headroom, __ATOMIC_RELAXED) >= n + spare;
 }
@@ -183,6 +183,16 @@ void stock_refill_run(mb_client *c) {
 
                 if (!__atomic_load_n(&s->refill_ask, __ATOMIC_ACQUIRE))
                         continue;
+                /* Pages another CPU spilled come first: no charge, no
+                 * fault (they were in use); an empty spill learns that
+                 * this CPU waits for pages. */
+                if (stock_spill_count(c) > 0) {
+                        struct stock *ls = stock_lock_cpu(c, cpu);
+
+                        (void) stock_spill_refill_locked(c, ls);
+                        stock_unlock(c, ls);
+                } else
+                        __atomic_store_n(&c->spill.want, cpu + 1, __ATOMIC_RELAXED);
                 /* The application talks to the daemon itself (its own
                  * charge, or a return): no charge ahead now; its stock
                  * asks again while it stays below the watermark. */
@@ -226,7 +236,7 @@ int stock_adopt_batch_locked(mb_client *c, uint32_t batch) {
         batch = MB_MAX(1u, MB_MIN(batch, c->batch_cap));
         if (batch == c->charge_batch)
                 return 0;
-        back = malloc((size_t) c->ncpus * (2u * c->batch_cap + 1u) * sizeof(void *));
+        back = malloc(((size_t) c->ncpus * (2u * c->batch_cap + 1u) + c->spill.cap) * sizeof(void *));
         if (!back)
                 return -ENOMEM; /* keep the old batch; the daemon does not tell again */
         __atomic_store_n(&c->charge_batch, batch, __ATOMIC_RELAXED);
@@ -245,6 +255,15 @@ int stock_adopt_batch_locked(mb_client *c, uint32_t batch) {
                                 n += take;
                         }
                 }
+                stock_unlock(c, s);
+        }
+        /* The spill's bound is a batch per CPU: what passes the new one
+         * goes back too. */
+        if (stock_spill_count(c) > c->ncpus * batch) {
+                struct stock *s = stock_lock_this(c);
+                uint32_t over = stock_spill_count(c) > c->ncpus * batch ? stock_spill_count(c) - c->ncpus * batch : 0;
+
+                n += stock_spill_take_locked(c, s, back + n, over);
                 stock_unlock(c, s);
         }
         return session_uncharge(c, back, n, MB__UNCHARGE_REASON__UNCHARGE_FREE, true, false, 0);
