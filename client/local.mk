@@ -50,7 +50,8 @@ client_libmembroker_la_LDFLAGS = $(AM_LDFLAGS) -pthread -version-info 0:0:0 \
 lib_LTLIBRARIES += client/libmembroker-preload.la
 client_libmembroker_preload_la_SOURCES = $(client_libmembroker_la_SOURCES) \
 	%reldir%/preload/preload.c %reldir%/preload/preload.h \
-	%reldir%/preload/mmap.c %reldir%/preload/report.c
+	%reldir%/preload/mmap.c %reldir%/preload/report.c \
+	%reldir%/preload/tcache.c %reldir%/preload/tcache.h
 client_libmembroker_preload_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) -DMB_PRELOAD
 client_libmembroker_preload_la_LIBADD = proto/libmbproto.la common/libmbcommon.la $(PROTOBUF_C_LIBS) -ldl
 client_libmembroker_preload_la_LDFLAGS = $(AM_LDFLAGS) -pthread -module -avoid-version -shared \

@@ -24,7 +24,8 @@
  * holds by at most
  *         ncpus * 3 * charge_batch pages per client
  * (2 * charge_batch per CPU stock, and a batch per CPU in the spill that
- * passes pages one CPU frees to another that allocates them)
+ * passes pages one CPU frees to another that allocates them; far from
+ * every limit the spill may hold 1/16 of the headroom, up to 16 MiB)
  * (the worst-case over-charge; plus one batch in flight per thread that is
  * refilling, the library's own included: a stock that falls below one
  * batch asks the library's thread to charge ahead of need what fills it to

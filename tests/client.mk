@@ -60,6 +60,7 @@ tests_test_lock_guard_LDADD = $(TESTS_LIBS)
 PRELOAD_TESTS = \
 	%reldir%/test-preload-python.sh \
 	%reldir%/test-preload-xthread.sh \
+	%reldir%/test-preload-tcache.sh \
 	%reldir%/test-preload-programs.sh \
 	%reldir%/test-preload-badinput.sh \
 	%reldir%/test-preload-lost.sh \
@@ -72,4 +73,7 @@ EXTRA_DIST += %reldir%/preload-lib.sh
 # A program that maps its own memory (not linked with libmembroker: it runs
 # under the shim).
 check_PROGRAMS += tests/mmap-client
+check_PROGRAMS += tests/tcache-client
+tests_tcache_client_SOURCES = %reldir%/tcache-client.c
+tests_tcache_client_LDADD = -lpthread
 tests_mmap_client_SOURCES = %reldir%/mmap-client.c

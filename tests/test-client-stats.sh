@@ -7,4 +7,6 @@ mb_client_setup
 # The exact count of a stock after known operations is what this checks:
 # no charging ahead of need (tests/test-client-refill.sh covers it).
 export MEMBROKER_REFILL=0
+# ... and no spill between the CPUs' stocks (tests/test-preload-xthread.sh).
+export MEMBROKER_SPILL=0
 mb_client_case stats

@@ -57,6 +57,7 @@
 #include "core/client.h"
 #include "malloc/kmalloc.h"
 #include "preload/preload.h"
+#include "preload/tcache.h"
 #include "session/session.h"
 #include "membroker.h"
 
@@ -145,10 +146,36 @@ static inline struct kmalloc_ctx *shim_fast_km(void) {
 }
 
 static __attribute__((noinline)) void *shim_alloc(size_t size) {
-        if (_unlikely_(!shim_km) && !shim_lost && !shim_forked)
-                __atomic_store_n(&shim_km, __atomic_load_n(&shim_client->kmalloc, __ATOMIC_ACQUIRE),
-                                 __ATOMIC_RELAXED);
-        SHIM_TRY(mb_malloc(shim_client, size), size);
+        struct kmalloc_ctx *k = __atomic_load_n(&shim_km, __ATOMIC_RELAXED);
+        void *p;
+        int e;
+
+        if (_unlikely_(!k) && !shim_lost && !shim_forked) {
+                k = __atomic_load_n(&shim_client->kmalloc, __ATOMIC_ACQUIRE);
+                if (k) {
+                        shim_tc_enable(k);
+                        __atomic_store_n(&shim_km, k, __ATOMIC_RELAXED);
+                }
+        }
+        shim_depth++;
+        p = mb_malloc(shim_client, size);
+        e = errno;
+        shim_depth--;
+        /* At a limit: this thread's own cached blocks go back first (the
+         * daemon's reclaim cannot reach them), then mb_malloc() shrinks. */
+        if (!p && e == ENOMEM && k && shim_tc_flush_all(k) > 0) {
+                shim_depth++;
+                p = mb_malloc(shim_client, size);
+                e = errno;
+                shim_depth--;
+        }
+        if (_likely_(p != NULL) || e == ENOMEM) {
+                if (!p)
+                        shim_report_refused("malloc", size);
+                errno = e;
+                return p;
+        }
+        shim_check_lost();
         return __libc_malloc(size);
 }
 
@@ -156,8 +183,14 @@ void *shim_malloc(size_t size) {
         struct kmalloc_ctx *k = shim_fast_km();
 
         if (_likely_(k)) {
-                void *p = km_malloc_fast(k, size);
+                void *p;
 
+                if (_likely_(size <= KM_FAST_MAX)) {
+                        p = shim_tc_pop(k->small_class[(size + KM_MIN_BYTES - 1) / KM_MIN_BYTES]);
+                        if (_likely_(p))
+                                return p;
+                }
+                p = km_malloc_fast(k, size);
                 if (_likely_(p))
                         return p;
         }
@@ -169,8 +202,20 @@ void *shim_malloc(size_t size) {
 void shim_free(void *p) {
         struct kmalloc_ctx *k = shim_fast_km();
 
-        if (_likely_(k) && km_free_fast(k, p))
-                return;
+        if (_likely_(k)) {
+                uintptr_t off = (uintptr_t) p - (uintptr_t) k->base;
+
+                if (_likely_(off < (uintptr_t) k->npages << k->page_shift)) {
+                        uint32_t ci = k->tags[off >> k->page_shift] - 1;
+
+                        if (_likely_(ci < k->nclasses)) {
+                                if (_likely_(shim_tc_push(ci, p)))
+                                        return;
+                                shim_tc_overflow(k, ci, p);
+                                return;
+                        }
+                }
+        }
         if (!p)
                 return;
         if (shim_ours(p)) {

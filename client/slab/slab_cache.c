@@ -473,7 +473,15 @@ mb_cache *slab_cache_create_sized(mb_client *c, const char *name, size_t object_
         s->cpu_max = (uint32_t) MB_MAX((size_t) SLAB_CPU_MAX_MIN_OBJECTS,
                                        MB_MIN((size_t) SLAB_CPU_MAX_MAX_OBJECTS,
                                               MB_MAX(2 * s->objects, cpu_list_bytes / s->object_bytes)));
+        /* A cache whose CPU lists park more (the malloc classes) keeps the
+         * empty slabs of two lists too (512 KiB for a malloc class): a
+         * consumer thread empties them in bursts as fast as a producer
+         * wants new ones, and a page given back costs a round trip, a hole
+         * punched and a fault; its shrinker gives them back under
+         * pressure. */
         s->empty_keep = slab_cache_empty_keep(s->object_bytes);
+        if (cpu_list_bytes > SLAB_CPU_LIST_BYTES)
+                s->empty_keep = MB_MAX(s->empty_keep, (unsigned) (2 * cpu_list_bytes / ps));
         slab_list_init(&s->empty);
         slab_list_init(&s->ctx_node);
         s->name = strdup(name);

@@ -15,15 +15,20 @@
  * So while the stock of one CPU runs dry (it found the spill empty: `want`),
  * an overfull stock of another CPU spills its batch instead of returning
  * it, up to ncpus * charge_batch pages, and a stock that runs dry takes a
- * batch from the spill before it charges one.  A full spill forgets the
- * demand (the producer has enough); a thread alone on its CPU never spills,
- * so the stock protocol of one CPU (refill_stock()'s batch back) is the
- * kernel's.  Spilled pages stay charged and count as
+ * batch from the spill before it charges one.  Near a limit a thread alone
+ * on its CPU never spills (the demand it leaves is its own CPU's), so the
+ * stock protocol of one CPU (refill_stock()'s batch back) is the kernel's;
+ * far from every limit (the spill's bound above the near one) it does too,
+ * so that a program that frees megabytes in a burst and allocates them
+ * again, or a producer and a consumer time-sliced on one CPU, keep them.
+ * MEMBROKER_SPILL=0 turns the spill off.  Spilled pages stay charged and count as
  * `stock` in the stat (the stats slot of the CPU whose lock the move was
  * made under: the daemon sums the slots), are given back by a drain or a
  * reclaim like any stocked page (stock_take_all()), and are lost with the
  * session like the stocks.  The precision bound becomes ncpus * 3 *
- * charge_batch pages per client.
+ * charge_batch pages per client, or, far from every limit, ncpus * 2 *
+ * charge_batch plus a sixteenth of the headroom the last Grant told (at
+ * most STOCK_SPILL_FAR_BYTES).
  *
  * Locking: every move is made with a stock lock held (so that the slot
  * write has its single writer and a disabled stock, limit 0, keeps pages
@@ -42,14 +47,32 @@
 #include "stock/stock.h"
 
 int stock_spill_setup(mb_client *c) {
-        c->spill.cap = c->ncpus * c->batch_cap;
+        const char *e = getenv(STOCK_SPILL_ENV);
+
+        /* MEMBROKER_SPILL=0: every CPU's stock on its own, as the kernel's
+         * (tests that count one stock's pages exactly). */
+        c->spill.cap = e && strcmp(e, "0") == 0 ? 0
+                                                : (uint32_t) MB_MAX((size_t) c->ncpus * c->batch_cap,
+                                                                    (size_t) STOCK_SPILL_FAR_BYTES / c->page_size);
         c->spill.pages = malloc(MB_MAX(c->spill.cap, 1u) * sizeof(void *));
         return c->spill.pages ? 0 : -ENOMEM;
 }
 
-/* The spill's bound now: a batch per CPU. */
+/* The spill's bound now: a batch per CPU, or far from every limit (the
+ * last Grant's headroom) a sixteenth of the headroom, up to
+ * STOCK_SPILL_FAR_BYTES: a program whose live memory swings by megabytes
+ * between two threads keeps it, as tcmalloc keeps what it freed, while a
+ * tenant near its limit gives it back at once. */
 static uint32_t stock_spill_limit(const mb_client *c) {
-        return MB_MIN(c->spill.cap, c->ncpus * __atomic_load_n(&c->charge_batch, __ATOMIC_RELAXED));
+        uint64_t near = (uint64_t) c->ncpus * __atomic_load_n(&c->charge_batch, __ATOMIC_RELAXED);
+        uint64_t far = __atomic_load_n(&c->refill.headroom, __ATOMIC_RELAXED) / 16;
+
+        return (uint32_t) MB_MIN((uint64_t) c->spill.cap, MB_MAX(near, far));
+}
+
+/* Far from every limit: the headroom allows more than the near bound. */
+static bool stock_spill_far(const mb_client *c) {
+        return stock_spill_limit(c) > (uint64_t) c->ncpus * __atomic_load_n(&c->charge_batch, __ATOMIC_RELAXED);
 }
 
 size_t stock_spill_put_locked(mb_client *c, struct stock *s, void **pages, size_t n) {
@@ -59,12 +82,11 @@ size_t stock_spill_put_locked(mb_client *c, struct stock *s, void **pages, size_
         uint32_t want = __atomic_load_n(&sp->want, __ATOMIC_RELAXED);
 
         stock_assert_locked(s);
-        if (n == 0 || s->limit == 0 || want == 0 || want == (uint32_t) (s - c->stocks) + 1 ||
+        if (n == 0 || s->limit == 0 || want == 0 ||
+            (want == (uint32_t) (s - c->stocks) + 1 && !stock_spill_far(c)) ||
             pthread_mutex_trylock(&sp->lock) != 0)
                 return 0;
         k = sp->n < stock_spill_limit(c) ? MB_MIN(n, (size_t) (stock_spill_limit(c) - sp->n)) : 0;
-        if (k < n)
-                __atomic_store_n(&sp->want, 0u, __ATOMIC_RELAXED);
         memcpy(sp->pages + sp->n, pages, k * sizeof(void *));
         __atomic_store_n(&sp->n, sp->n + (uint32_t) k, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&sp->lock);

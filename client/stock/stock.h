@@ -248,7 +248,10 @@ size_t stock_take_all(mb_client *c, void **out, size_t n);
 
 /* ---- spill.c: pages between the CPUs' stocks ---- */
 
-/* Room for ncpus * batch_cap spilled pages.  -ENOMEM. */
+#define STOCK_SPILL_FAR_BYTES (16u << 20) /* the spill's bound far from every limit */
+#define STOCK_SPILL_ENV "MEMBROKER_SPILL" /* =0: no spill */
+
+/* Room for the spilled pages.  -ENOMEM. */
 int stock_spill_setup(mb_client *c);
 
 /* Spill up to @n pages (taken out of the locked, live stock @s's count)
