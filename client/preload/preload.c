@@ -102,7 +102,6 @@ bool shim_forked;
 bool shim_lost;
 static int shim_fork_pipe[2] = { -1, -1 };
 static size_t (*glibc_usable_size)(void *);
-__thread unsigned shim_depth __attribute__((tls_model("initial-exec")));
 
 static inline bool shim_ours(const void *p) {
         return (uintptr_t) p - shim_base < shim_bytes;
@@ -199,6 +198,8 @@ void *shim_malloc(size_t size) {
         return __libc_malloc(size);
 }
 
+static void shim_free_slow(void *p);
+
 void shim_free(void *p) {
         struct kmalloc_ctx *k = shim_fast_km();
 
@@ -216,6 +217,12 @@ void shim_free(void *p) {
                         }
                 }
         }
+        shim_free_slow(p);
+}
+
+/* free() of anything but a block of a class on the fast path: out of line,
+ * so that the fast path saves no registers. */
+static __attribute__((noinline)) void shim_free_slow(void *p) {
         if (!p)
                 return;
         if (shim_ours(p)) {

@@ -14,13 +14,16 @@
 #include <stddef.h>
 
 #include "core/client.h"
+#include "preload/tcache.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
 extern mb_client *shim_client;
 extern bool shim_forked;   /* a fork() child: broker blocks are a private copy */
 extern bool shim_lost;     /* the session is over */
-extern __thread unsigned shim_depth __attribute__((tls_model("initial-exec")));
+/* Calls made inside libmembroker (raised around them) go to glibc; in the
+ * per-thread cache's TLS block, so that a fast path reads one. */
+#define shim_depth (shim_tc.depth)
 
 /* Whether this call may allocate from the broker. */
 static inline bool shim_active(void) {

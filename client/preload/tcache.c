@@ -31,14 +31,14 @@ static void shim_tc_release(struct kmalloc_ctx *k, unsigned ci, void *p) {
 /* Give the @n oldest blocks of class @ci's list back (the list is LIFO:
  * they are its tail). */
 static void shim_tc_trim(struct kmalloc_ctx *k, unsigned ci, uint32_t n) {
-        uint32_t keep = shim_tc.count[ci] - n;
+        uint32_t keep = shim_tc_count(ci) - n;
         void **link = &shim_tc.head[ci], *p;
 
         for (uint32_t i = 0; i < keep; i++)
                 link = (void **) *link;
         p = *link;
         *link = NULL;
-        shim_tc.count[ci] = keep;
+        shim_tc.room[ci] = shim_tc.lim[ci] - keep;
         while (p) {
                 void *next = *(void **) p;
 
@@ -51,8 +51,8 @@ size_t shim_tc_flush_all(struct kmalloc_ctx *k) {
         size_t n = 0;
 
         for (unsigned ci = 0; ci < k->nclasses; ci++) {
-                n += shim_tc.count[ci];
-                shim_tc_trim(k, ci, shim_tc.count[ci]);
+                n += shim_tc_count(ci);
+                shim_tc_trim(k, ci, shim_tc_count(ci));
         }
         return n;
 }
@@ -64,10 +64,11 @@ static void shim_tc_exit(void *arg) {
 
         (void) arg;
         shim_tc.dead = true;
-        memset(shim_tc.lim, 0, sizeof(shim_tc.lim));
         /* A lost session or a fork() child: the blocks are not ours to give. */
         if (k && shim_active())
                 (void) shim_tc_flush_all(k);
+        memset(shim_tc.room, 0, sizeof(shim_tc.room));
+        memset(shim_tc.lim, 0, sizeof(shim_tc.lim));
 }
 
 void shim_tc_enable(struct kmalloc_ctx *k) {
@@ -104,6 +105,7 @@ void shim_tc_overflow(struct kmalloc_ctx *k, unsigned ci, void *p) {
                 lim = SHIM_TC_START;
         else if (lim < shim_tc_cap[ci])
                 lim = MB_MIN(2 * lim, shim_tc_cap[ci]);
+        shim_tc.room[ci] += lim - shim_tc.lim[ci];
         shim_tc.lim[ci] = lim;
         /* At the bound the block passes the cache: the list keeps what it
          * has (a walk to its old end would touch every cold block). */

@@ -28,14 +28,19 @@
 
 #include "malloc/kmalloc.h"
 
+/* A list holds lim - room blocks. */
+#define shim_tc_count(ci) (shim_tc.lim[ci] - shim_tc.room[ci])
+
 #define SHIM_TC_START 16u                  /* blocks a class's list may hold at first */
 #define SHIM_TC_CLASS_BYTES (256u * 1024u) /* ... at most (and 16 blocks) */
 #define SHIM_TC_ENV "MEMBROKER_TCACHE"
 
 struct shim_tcache {
+        unsigned depth;                    /* shim_depth (preload.h): one TLS block for both */
+        uint32_t room[KM_MAX_CLASSES];     /* pushes left before a list is full (0: also
+                                            * when not set up: the slow path sets it) */
         void *head[KM_MAX_CLASSES];
-        uint32_t count[KM_MAX_CLASSES];
-        uint32_t lim[KM_MAX_CLASSES];      /* 0: not set up (the slow path sets it) */
+        uint32_t lim[KM_MAX_CLASSES];      /* the list's bound now */
         bool registered;                   /* the exit destructor knows this thread */
         bool dead;                         /* the destructor ran: no cache any more */
 };
@@ -47,8 +52,13 @@ static inline __attribute__((always_inline)) void *shim_tc_pop(unsigned ci) {
         void *p = shim_tc.head[ci];
 
         if (_likely_(p)) {
-                shim_tc.head[ci] = *(void **) p;
-                shim_tc.count[ci]--;
+                void *next = *(void **) p;
+
+                shim_tc.head[ci] = next;
+                shim_tc.room[ci]++;
+                /* The next pop reads its link: fetch it now (tcmalloc's
+                 * free lists do the same). */
+                __builtin_prefetch(next, 1, 3);
         }
         return p;
 }
@@ -58,10 +68,12 @@ static inline __attribute__((always_inline)) void *shim_tc_pop(unsigned ci) {
  * loop that hands @p out forever: it takes the per-CPU path instead, as
  * before this cache). */
 static inline __attribute__((always_inline)) bool shim_tc_push(unsigned ci, void *p) {
-        if (_likely_(shim_tc.count[ci] < shim_tc.lim[ci]) && _likely_(p != shim_tc.head[ci])) {
-                *(void **) p = shim_tc.head[ci];
+        void *h = shim_tc.head[ci];
+
+        if (_likely_(shim_tc.room[ci] != 0) && _likely_(p != h)) {
+                *(void **) p = h;
                 shim_tc.head[ci] = p;
-                shim_tc.count[ci]++;
+                shim_tc.room[ci]--;
                 return true;
         }
         return false;
