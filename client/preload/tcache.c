@@ -69,6 +69,7 @@ static void shim_tc_exit(void *arg) {
                 (void) shim_tc_flush_all(k);
         memset(shim_tc.room, 0, sizeof(shim_tc.room));
         memset(shim_tc.lim, 0, sizeof(shim_tc.lim));
+        shim_tc.lim_bytes = 0;
 }
 
 void shim_tc_enable(struct kmalloc_ctx *k) {
@@ -105,6 +106,9 @@ void shim_tc_overflow(struct kmalloc_ctx *k, unsigned ci, void *p) {
                 lim = SHIM_TC_START;
         else if (lim < shim_tc_cap[ci])
                 lim = MB_MIN(2 * lim, shim_tc_cap[ci]);
+        if (shim_tc.lim_bytes + (size_t) (lim - shim_tc.lim[ci]) * k->class_bytes[ci] > SHIM_TC_THREAD_BYTES)
+                lim = shim_tc.lim[ci]; /* the thread's bound: no more growth */
+        shim_tc.lim_bytes += (size_t) (lim - shim_tc.lim[ci]) * k->class_bytes[ci];
         shim_tc.room[ci] += lim - shim_tc.lim[ci];
         shim_tc.lim[ci] = lim;
         /* At the bound the block passes the cache: the list keeps what it

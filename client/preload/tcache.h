@@ -12,10 +12,11 @@
  * (charged, in `slab`), as blocks in a program's own free list are.
  *
  * Bounds: a class's list starts at SHIM_TC_START blocks and doubles each
- * time a free finds it full, up to SHIM_TC_CLASS_BYTES of blocks (tcmalloc's
- * slow start of max_length); at that bound a free gives the older half to
- * the per-CPU list.  So an idle thread holds what it last freed, at most
- * SHIM_TC_CLASS_BYTES per class, and the daemon's reclaim cannot reach it
+ * time a free finds it full, up to SHIM_TC_CLASS_BYTES of blocks, while the
+ * bounds of all of the thread's lists stay within SHIM_TC_THREAD_BYTES
+ * (tcmalloc's slow start of max_length, and its per-thread cache size); a
+ * free past the bound goes to the per-CPU list.  So an idle thread holds
+ * what it last freed, at most SHIM_TC_THREAD_BYTES, and the daemon's reclaim cannot reach it
  * (a thread at its tenant's limit first gives its own back).  A thread's
  * lists go back when it exits (a key destructor).  Off in a fork() child,
  * when the session is lost, for debug caches (MEMBROKER_SLAB_DEBUG, whose
@@ -32,7 +33,8 @@
 #define shim_tc_count(ci) (shim_tc.lim[ci] - shim_tc.room[ci])
 
 #define SHIM_TC_START 16u                  /* blocks a class's list may hold at first */
-#define SHIM_TC_CLASS_BYTES (256u * 1024u) /* ... at most (and 16 blocks) */
+#define SHIM_TC_CLASS_BYTES (512u * 1024u) /* ... at most (and 16 blocks) */
+#define SHIM_TC_THREAD_BYTES (2u << 20)    /* all of a thread's lists' bounds together */
 #define SHIM_TC_ENV "MEMBROKER_TCACHE"
 
 struct shim_tcache {
@@ -41,6 +43,7 @@ struct shim_tcache {
                                             * when not set up: the slow path sets it) */
         void *head[KM_MAX_CLASSES];
         uint32_t lim[KM_MAX_CLASSES];      /* the list's bound now */
+        size_t lim_bytes;                  /* the bounds' bytes together */
         bool registered;                   /* the exit destructor knows this thread */
         bool dead;                         /* the destructor ran: no cache any more */
 };
