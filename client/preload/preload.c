@@ -210,7 +210,7 @@ void shim_free(void *p) {
                         uint32_t ci = k->tags[off >> k->page_shift] - 1;
 
                         if (_likely_(ci < k->nclasses)) {
-                                if (_likely_(shim_tc_push(ci, p)))
+                                if (_likely_(shim_tc_push(ci, p)) || shim_tc_pass(k, ci, p))
                                         return;
                                 shim_tc_overflow(k, ci, p);
                                 return;

@@ -70,6 +70,7 @@ static void shim_tc_exit(void *arg) {
         memset(shim_tc.room, 0, sizeof(shim_tc.room));
         memset(shim_tc.lim, 0, sizeof(shim_tc.lim));
         shim_tc.lim_bytes = 0;
+        shim_tc.full = 0;
 }
 
 void shim_tc_enable(struct kmalloc_ctx *k) {
@@ -108,6 +109,8 @@ void shim_tc_overflow(struct kmalloc_ctx *k, unsigned ci, void *p) {
                 lim = MB_MIN(2 * lim, shim_tc_cap[ci]);
         if (shim_tc.lim_bytes + (size_t) (lim - shim_tc.lim[ci]) * k->class_bytes[ci] > SHIM_TC_THREAD_BYTES)
                 lim = shim_tc.lim[ci]; /* the thread's bound: no more growth */
+        if (lim == shim_tc.lim[ci] || lim == shim_tc_cap[ci])
+                shim_tc.full |= 1u << ci;
         shim_tc.lim_bytes += (size_t) (lim - shim_tc.lim[ci]) * k->class_bytes[ci];
         shim_tc.room[ci] += lim - shim_tc.lim[ci];
         shim_tc.lim[ci] = lim;

@@ -29,6 +29,8 @@
 
 #include "malloc/kmalloc.h"
 
+_Static_assert(KM_MAX_CLASSES <= 32, "shim_tcache.full has a bit per class");
+
 /* A list holds lim - room blocks. */
 #define shim_tc_count(ci) (shim_tc.lim[ci] - shim_tc.room[ci])
 
@@ -44,6 +46,7 @@ struct shim_tcache {
         void *head[KM_MAX_CLASSES];
         uint32_t lim[KM_MAX_CLASSES];      /* the list's bound now */
         size_t lim_bytes;                  /* the bounds' bytes together */
+        uint32_t full;                     /* bit ci: lim[ci] may not grow any more */
         bool registered;                   /* the exit destructor knows this thread */
         bool dead;                         /* the destructor ran: no cache any more */
 };
@@ -80,6 +83,13 @@ static inline __attribute__((always_inline)) bool shim_tc_push(unsigned ci, void
                 return true;
         }
         return false;
+}
+
+/* A free of @p of class @ci whose push failed: a list that may not grow
+ * passes it to the per-CPU list inline (a thread that only frees, the
+ * consumer of a producer), anything else takes the slow path. */
+static inline __attribute__((always_inline)) bool shim_tc_pass(struct kmalloc_ctx *k, unsigned ci, void *p) {
+        return (shim_tc.full >> ci) & 1u && km_free_fast(k, p);
 }
 
 /* tcache.c: set up the cache for @k's classes (once the shim uses them). */

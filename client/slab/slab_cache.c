@@ -538,8 +538,10 @@ mb_cache *slab_cache_create_sized(mb_client *c, const char *name, size_t object_
         }
         /* Two trims' worth: what one CPU frees while another catches up,
          * and no more (the rest goes back to the slabs, so that what a
-         * program frees reaches the daemon as before). */
-        s->barn_cap = 2 * (s->cpu_max / 2 + 1);
+         * program frees reaches the daemon as before); eight for the malloc
+         * classes, whose producer and consumer threads run apart by a
+         * scheduler's time slice. */
+        s->barn_cap = (cpu_list_bytes > SLAB_CPU_LIST_BYTES ? 8 : 2) * (s->cpu_max / 2 + 1);
         s->barn = malloc(s->barn_cap * sizeof(void *));
         if (!s->barn) {
                 r = -ENOMEM;
