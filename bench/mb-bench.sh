@@ -540,7 +540,12 @@ SQLEOF
                 done
                 printf '%s\n' '  printf("%ld\n", t); return 0; }'
         } >"$dir/gen.c"
-        printf '%s\n' "$(command -v python3)" "$dir/alloc.py" >"$dir/python.argv"
+        # The interpreter itself, not a wrapper in front of it (pyenv's shims
+        # are bash scripts that fork a dozen times, each process a client of
+        # its own under membroker-run): the benchmark times Python.
+        local py
+        py=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null) || py=$(command -v python3)
+        printf '%s\n' "$py" "$dir/alloc.py" >"$dir/python.argv"
         printf '%s\n' sqlite3 ':memory:' ".read $dir/work.sql" >"$dir/sqlite.argv"
         printf '%s\n' gcc -O2 -c "$dir/gen.c" -o "$dir/gen.o" >"$dir/gcc.argv"
 }

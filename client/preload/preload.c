@@ -385,18 +385,35 @@ static void shim_atfork_child(void) {
         copy = mmap(NULL, shim_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (copy != MAP_FAILED) {
                 if (c->restart.held.bits) {
-                        uint64_t run = 0, start = 0;
+                        uint64_t run = 0, start = 0, npages = c->restart.held.npages;
 
-                        for (uint64_t i = 0; i <= c->restart.held.npages; i++) {
-                                bool set = i < c->restart.held.npages && (c->restart.held.bits[i / 64] >> (i % 64)) & 1;
+                        /* A word at a time: the bitmap covers the whole
+                         * arena (a million bits for 4 GiB), the held pages
+                         * are a few runs of it. */
+                        for (uint64_t i = 0; i < npages; i += 64) {
+                                uint64_t w = c->restart.held.bits[i / 64];
+                                unsigned nbits = (unsigned) MB_MIN((uint64_t) 64, npages - i);
 
-                                if (set && run++ == 0)
-                                        start = i;
-                                if (!set && run > 0) {
-                                        shim_copy_run(copy, start, run);
-                                        run = 0;
+                                if (nbits < 64)
+                                        w &= (UINT64_C(1) << nbits) - 1;
+                                if (w == 0 && run == 0)
+                                        continue;
+                                if (w == UINT64_MAX && run > 0) {
+                                        run += 64;
+                                        continue;
+                                }
+                                for (unsigned b = 0; b < nbits; b++) {
+                                        if ((w >> b) & 1) {
+                                                if (run++ == 0)
+                                                        start = i + b;
+                                        } else if (run > 0) {
+                                                shim_copy_run(copy, start, run);
+                                                run = 0;
+                                        }
                                 }
                         }
+                        if (run > 0)
+                                shim_copy_run(copy, start, run);
                 } else {
                         /* No held bitmap: the pages the file has in memory. */
                         size_t npages = shim_bytes / shim_page_size;
