@@ -290,15 +290,16 @@ static uint64_t stock_wait_unlocked(const struct stock *s) {
         }
 }
 
-/* Atomic mode, or any remote locker: compare-and-swap of the lock bit. */
-static void stock_lock_cas(struct stock *s, uint64_t bits) {
+/* Atomic mode, or any remote locker: compare-and-swap of the lock bit.
+ * Returns the word it stored. */
+static uint64_t stock_lock_cas(struct stock *s, uint64_t bits) {
         uint64_t w = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
 
         for (;;) {
                 if (w & STOCK_W_LOCKED)
                         w = stock_wait_unlocked(s);
                 if (__atomic_compare_exchange_n(&s->word, &w, w | bits, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-                        return;
+                        return w | bits;
         }
 }
 
@@ -310,10 +311,12 @@ struct stock *stock_lock_cpu(const mb_client *c, unsigned cpu) {
                 return s;
         }
         for (;;) {
-                uint64_t w;
+                /* The value the swap stored, not the word read again: a
+                 * sequence that read the word before the swap may commit
+                 * over it at any moment before the fence, and a second read
+                 * would take its unlocked word for ours. */
+                uint64_t w = stock_lock_cas(s, STOCK_W_LOCKED | STOCK_W_REMOTE);
 
-                stock_lock_cas(s, STOCK_W_LOCKED | STOCK_W_REMOTE);
-                w = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
                 /* A sequence on @cpu may have read the word before the swap
                  * and not committed yet: abort it, then look. */
                 pcpu_rseq_fence(cpu);
