@@ -185,13 +185,12 @@ void *shim_malloc(size_t size) {
                 void *p;
 
                 if (_likely_(size <= KM_FAST_MAX)) {
-                        p = shim_tc_pop(k->small_class[(size + KM_MIN_BYTES - 1) / KM_MIN_BYTES]);
-                        if (_likely_(p))
+                        unsigned ci = k->small_class[(size + KM_MIN_BYTES - 1) / KM_MIN_BYTES];
+
+                        p = shim_tc_pop(ci);
+                        if (_likely_(p) || _likely_(slab_cache_alloc_fast(k->cache[ci], &p) == SLAB_RSEQ_DONE))
                                 return p;
                 }
-                p = km_malloc_fast(k, size);
-                if (_likely_(p))
-                        return p;
         }
         if (_likely_(shim_active()))
                 return shim_alloc(size);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tcache.c - the slow paths of the shim's per-thread cache (tcache.h):
- * setting a class's list up, growing it, giving half of it back, and
- * giving everything back when the thread exits or meets its limit.
+ * setting a class's list up, growing it, and giving everything back when
+ * the thread exits or meets its limit.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -21,24 +21,19 @@ static uint32_t shim_tc_cap[KM_MAX_CLASSES]; /* a class's bound, in blocks */
 
 /* Give @p (a block of class @ci) to the per-CPU list, past this cache. */
 static void shim_tc_release(struct kmalloc_ctx *k, unsigned ci, void *p) {
-        if (km_free_fast(k, p))
+        if (slab_cache_free_fast(k->cache[ci], p) == SLAB_RSEQ_DONE)
                 return;
         shim_depth++;
         slab_cache_free_slowpath(k->cache[ci], p);
         shim_depth--;
 }
 
-/* Give the @n oldest blocks of class @ci's list back (the list is LIFO:
- * they are its tail). */
-static void shim_tc_trim(struct kmalloc_ctx *k, unsigned ci, uint32_t n) {
-        uint32_t keep = shim_tc_count(ci) - n;
-        void **link = &shim_tc.head[ci], *p;
+/* Give class @ci's whole list back. */
+static void shim_tc_drain(struct kmalloc_ctx *k, unsigned ci) {
+        void *p = shim_tc.head[ci];
 
-        for (uint32_t i = 0; i < keep; i++)
-                link = (void **) *link;
-        p = *link;
-        *link = NULL;
-        shim_tc.room[ci] = shim_tc.lim[ci] - keep;
+        shim_tc.head[ci] = NULL;
+        shim_tc.room[ci] = shim_tc.lim[ci];
         while (p) {
                 void *next = *(void **) p;
 
@@ -52,7 +47,7 @@ size_t shim_tc_flush_all(struct kmalloc_ctx *k) {
 
         for (unsigned ci = 0; ci < k->nclasses; ci++) {
                 n += shim_tc_count(ci);
-                shim_tc_trim(k, ci, shim_tc_count(ci));
+                shim_tc_drain(k, ci);
         }
         return n;
 }

@@ -89,13 +89,13 @@ static inline __attribute__((always_inline)) bool shim_tc_push(unsigned ci, void
  * passes it to the per-CPU list inline (a thread that only frees, the
  * consumer of a producer), anything else takes the slow path. */
 static inline __attribute__((always_inline)) bool shim_tc_pass(struct kmalloc_ctx *k, unsigned ci, void *p) {
-        return (shim_tc.full >> ci) & 1u && km_free_fast(k, p);
+        return (shim_tc.full >> ci) & 1u && slab_cache_free_fast(k->cache[ci], p) == SLAB_RSEQ_DONE;
 }
 
 /* tcache.c: set up the cache for @k's classes (once the shim uses them). */
 void shim_tc_enable(struct kmalloc_ctx *k);
 /* A free of @p of class @ci found its list full or not set up: grow it,
- * give half of it back, or free @p past the cache. */
+ * or free @p past the cache. */
 void shim_tc_overflow(struct kmalloc_ctx *k, unsigned ci, void *p);
 /* Give every block of this thread's lists back (before failing at a
  * limit).  Returns how many. */

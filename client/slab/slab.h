@@ -333,7 +333,7 @@ static inline void *cache_cpu_link(const mb_cache *s, void **v, uint32_t n);
  * many), take all of them as a list for the slabs (slab_reclaim.c). */
 bool slab_barn_put(mb_cache *s, void **v, uint32_t n);
 uint32_t slab_barn_take(mb_cache *s, void **v, uint32_t n);
-void *slab_barn_take_all(mb_cache *s, uint32_t *ret_count);
+void *slab_barn_take_all(mb_cache *s);
 
 struct mb_cache {
         /* Read-mostly, used on every alloc and free. */

@@ -115,15 +115,13 @@ uint32_t slab_barn_take(mb_cache *s, void **v, uint32_t n) {
         return k;
 }
 
-void *slab_barn_take_all(mb_cache *s, uint32_t *ret_count) {
-        void *list = NULL;
+void *slab_barn_take_all(mb_cache *s) {
+        void *list;
 
-        *ret_count = 0;
         if (__atomic_load_n(&s->barn_n, __ATOMIC_RELAXED) == 0)
                 return NULL;
         pthread_mutex_lock(&s->barn_lock);
         list = cache_cpu_link(s, s->barn, s->barn_n);
-        *ret_count = s->barn_n;
         __atomic_store_n(&s->barn_n, 0u, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&s->barn_lock);
         return list;
@@ -146,12 +144,9 @@ static void *slab_cache_alloc_slow(mb_cache *s, struct slab_pcpu *p, struct cach
         if (count > 0) {
                 cache_cpu_set_count(cc, count);
                 slab_cache_charge_list(s, p, count, flush);
-                obj = slab_cache_pop(s, p, cc);
-                slab_pcpu_unlock(p);
-                return obj;
-        }
-        if (slab_page_take_partial(s, (unsigned) (cc - s->cpu), &list, &count)) {
+        } else if (slab_page_take_partial(s, (unsigned) (cc - s->cpu), &list, &count))
                 slab_cache_fill(s, p, cc, list, count, flush);
+        if (count > 0) {
                 obj = slab_cache_pop(s, p, cc);
                 slab_pcpu_unlock(p);
                 return obj;
@@ -278,18 +273,10 @@ void *slab_cache_alloc_slowpath(mb_cache *s) {
  * locked and @cc folded; unlocks @p. */
 static void slab_cache_cpu_trim(mb_cache *s, struct slab_pcpu *p, struct cache_cpu *cc, int64_t *flush) {
         uint32_t count = cache_cpu_count(cc), keep = s->cpu_max / 2, give = count - keep;
-        void *rest;
-
         /* Into the barn while it has room (barn_put_full_sheaf()): another
-         * CPU that allocates what this one frees takes them from there. */
-        if (slab_barn_put(s, cc->slots, give)) {
-                memmove(cc->slots, cc->slots + give, keep * sizeof(void *));
-                cache_cpu_set_count(cc, keep);
-                slab_cache_charge_list(s, p, -(int64_t) give, flush);
-                slab_pcpu_unlock(p);
-                return;
-        }
-        rest = cache_cpu_link(s, cc->slots, give);
+         * CPU that allocates what this one frees takes them from there;
+         * else back to their slabs. */
+        void *rest = slab_barn_put(s, cc->slots, give) ? NULL : cache_cpu_link(s, cc->slots, give);
 
         memmove(cc->slots, cc->slots + give, keep * sizeof(void *));
         cache_cpu_set_count(cc, keep);

@@ -41,13 +41,7 @@ size_t slab_reclaim_drain_cpus(mb_cache *s) {
                 n += slab_page_flush_list(s, list);
         }
         /* And the barn's, already uncharged. */
-        {
-                uint32_t count;
-                void *list = slab_barn_take_all(s, &count);
-
-                n += slab_page_flush_list(s, list);
-        }
-        return n;
+        return n + slab_page_flush_list(s, slab_barn_take_all(s));
 }
 
 size_t mb_cache_shrink(mb_cache *s) {

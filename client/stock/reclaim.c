@@ -112,7 +112,7 @@ static unsigned long reclaim_shrink(mb_client *c, unsigned long want) {
 static void reclaim_answer(mb_client *c, const struct daemon_request *rq) {
         struct reclaim_ctx ctx = { .c = c }, *prev = reclaim_ctx;
         bool drain = rq->pages == UINT64_MAX;
-        size_t room = (size_t) c->ncpus * (2u * c->batch_cap + 1u) + c->spill.cap;
+        size_t room = stock_room_all(c);
         size_t want = drain ? room : (size_t) MB_MIN(rq->pages, (uint64_t) SIZE_MAX / 2);
         size_t cap = MB_MIN(want, room), got = 0, nanswer;
         _cleanup_(freep) void **buf = NULL;

@@ -420,7 +420,7 @@ ptrdiff_t mb_client_cpu_offset(const mb_client *c) {
 }
 
 long mb_client_drain_stocks(mb_client *c) {
-        size_t room = (size_t) c->ncpus * (2u * c->batch_cap + 1u) + c->spill.cap, got;
+        size_t room = stock_room_all(c), got;
         _cleanup_(freep) void **buf = NULL;
         int r;
 

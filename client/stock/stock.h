@@ -251,6 +251,12 @@ size_t stock_take_all(mb_client *c, void **out, size_t n);
 #define STOCK_SPILL_FAR_BYTES (16u << 20) /* the spill's bound far from every limit */
 #define STOCK_SPILL_ENV "MEMBROKER_SPILL" /* =0: no spill */
 
+/* Room for every page @c's stocks and spill may hold: what a drain of
+ * them all may collect. */
+static inline size_t stock_room_all(const mb_client *c) {
+        return (size_t) c->ncpus * (2u * c->batch_cap + 1u) + c->spill.cap;
+}
+
 /* Room for the spilled pages.  -ENOMEM. */
 int stock_spill_setup(mb_client *c);
 

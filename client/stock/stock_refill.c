@@ -236,7 +236,7 @@ int stock_adopt_batch_locked(mb_client *c, uint32_t batch) {
         batch = MB_MAX(1u, MB_MIN(batch, c->batch_cap));
         if (batch == c->charge_batch)
                 return 0;
-        back = malloc(((size_t) c->ncpus * (2u * c->batch_cap + 1u) + c->spill.cap) * sizeof(void *));
+        back = malloc(stock_room_all(c) * sizeof(void *));
         if (!back)
                 return -ENOMEM; /* keep the old batch; the daemon does not tell again */
         __atomic_store_n(&c->charge_batch, batch, __ATOMIC_RELAXED);
@@ -261,9 +261,10 @@ int stock_adopt_batch_locked(mb_client *c, uint32_t batch) {
          * goes back too. */
         if (stock_spill_count(c) > c->ncpus * batch) {
                 struct stock *s = stock_lock_this(c);
-                uint32_t over = stock_spill_count(c) > c->ncpus * batch ? stock_spill_count(c) - c->ncpus * batch : 0;
+                uint32_t have = stock_spill_count(c), bound = c->ncpus * batch;
 
-                n += stock_spill_take_locked(c, s, back + n, over);
+                /* Another thread may have taken some meanwhile. */
+                n += stock_spill_take_locked(c, s, back + n, have > bound ? have - bound : 0);
                 stock_unlock(c, s);
         }
         return session_uncharge(c, back, n, MB__UNCHARGE_REASON__UNCHARGE_FREE, true, false, 0);
